@@ -1,0 +1,792 @@
+//! A caching allocator that follows PyTorch's CUDA caching allocator rule by rule.
+//!
+//! Tensors get *blocks*; blocks are carved out of *segments*; segments are what the
+//! device (the backing) actually allocates. Freed blocks stay in the cache for reuse, so
+//! `reserved` (segments) is usually larger than `allocated` (blocks in use).
+//!
+//! The rules, with PyTorch's names:
+//! - every request is rounded up to a multiple of 512 B (`kMinBlockSize`);
+//! - requests up to 1 MiB (`kSmallSize`) use the small pool, carved from 2 MiB segments
+//!   (`kSmallBuffer`); larger ones use the large pool, where requests under 10 MiB
+//!   (`kMinLargeAlloc`) get a 20 MiB segment (`kLargeBuffer`) and larger ones a segment
+//!   rounded up to 2 MiB (`kRoundLarge`);
+//! - a request takes the smallest free block of its pool that is large enough (best fit);
+//! - the block is split if what is left is useful (≥ 512 B in the small pool, > 1 MiB in
+//!   the large pool) and the request is below `max_split_size`; neighbours merge on free;
+//! - with `max_split_size`, requests below it never take blocks at or above it, and
+//!   requests at or above it take a cached block only if less than 20 MiB would be wasted;
+//! - with `garbage_collection_threshold`, when reserved memory passes that fraction of the
+//!   capacity, unused cached segments are given back, oldest first;
+//! - when the device refuses a segment, the allocator gives back cached segments and tries
+//!   again before reporting out-of-memory.
+
+mod oom;
+mod stats;
+mod trace;
+
+pub use oom::{OomCause, OutOfMemory};
+pub use stats::{MemoryStats, PoolStat, Stat};
+pub use trace::{EventKind, Trace, TraceEvent};
+
+use std::collections::{BTreeMap, BTreeSet};
+
+/// Requests are rounded up to a multiple of this (`kMinBlockSize`).
+pub const MIN_BLOCK: u64 = 512;
+/// Requests up to this size use the small pool (`kSmallSize`).
+pub const SMALL_SIZE: u64 = 1 << 20;
+/// Segment size of the small pool (`kSmallBuffer`).
+pub const SMALL_BUFFER: u64 = 2 << 20;
+/// Large requests below this get a [`LARGE_BUFFER`] segment (`kMinLargeAlloc`).
+pub const MIN_LARGE_ALLOC: u64 = 10 << 20;
+/// Segment size for large requests below [`MIN_LARGE_ALLOC`] (`kLargeBuffer`).
+pub const LARGE_BUFFER: u64 = 20 << 20;
+/// Larger segments are rounded up to a multiple of this (`kRoundLarge`).
+pub const ROUND_LARGE: u64 = 2 << 20;
+
+/// Where the allocator's address space starts (addresses are the allocator's own, the same
+/// on every backing, so traces compare across backings).
+const FIRST_ADDRESS: u64 = 1 << 40;
+
+/// The two pools of cached blocks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Pool {
+    Small,
+    Large,
+}
+
+/// The 512-byte rounding every request gets. `None` when it would overflow.
+pub fn round_size(requested: u64) -> Option<u64> {
+    if requested < MIN_BLOCK {
+        Some(MIN_BLOCK)
+    } else {
+        requested.checked_next_multiple_of(MIN_BLOCK)
+    }
+}
+
+/// The pool a rounded size is served from.
+pub fn pool_for(size: u64) -> Pool {
+    if size <= SMALL_SIZE {
+        Pool::Small
+    } else {
+        Pool::Large
+    }
+}
+
+/// The segment the allocator asks the device for when no cached block fits
+/// (`get_allocation_size`). `None` when it would overflow.
+pub fn segment_size(size: u64) -> Option<u64> {
+    if size <= SMALL_SIZE {
+        Some(SMALL_BUFFER)
+    } else if size < MIN_LARGE_ALLOC {
+        Some(LARGE_BUFFER)
+    } else {
+        size.checked_next_multiple_of(ROUND_LARGE)
+    }
+}
+
+/// Whether a block of `block_size` serving a request of `size` is split, leaving the rest
+/// as a free block (`should_split`).
+pub fn should_split(size: u64, block_size: u64, max_split_size: Option<u64>) -> bool {
+    let remaining = block_size - size;
+    match pool_for(size) {
+        Pool::Small => remaining >= MIN_BLOCK,
+        Pool::Large => max_split_size.is_none_or(|m| size < m) && remaining > SMALL_SIZE,
+    }
+}
+
+/// The allocator's settings (PyTorch's `PYTORCH_CUDA_ALLOC_CONF` and
+/// `PYTORCH_NO_CUDA_MEMORY_CACHING`).
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct AllocatorConfig {
+    /// Total bytes the device may reserve; `None` means "until the backing refuses".
+    pub capacity: Option<u64>,
+    /// Blocks of at least this size are never split (`max_split_size_mb`).
+    pub max_split_size: Option<u64>,
+    /// Reclaim cached segments when reserved passes this fraction of the capacity
+    /// (`garbage_collection_threshold`).
+    pub gc_threshold: Option<f64>,
+    /// `false` gives every request its own segment and returns it on free.
+    pub caching: bool,
+}
+
+impl Default for AllocatorConfig {
+    fn default() -> Self {
+        Self {
+            capacity: None,
+            max_split_size: None,
+            gc_threshold: None,
+            caching: true,
+        }
+    }
+}
+
+/// Settings that make no sense.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum ConfigError {
+    #[error(
+        "max split size must be more than {} (PyTorch's max_split_size_mb must be > 20), got {}",
+        crate::size::format_bytes(LARGE_BUFFER),
+        crate::size::format_bytes(*.0)
+    )]
+    MaxSplitTooSmall(u64),
+    #[error("garbage collection threshold must be between 0 and 1 (exclusive), got {0}")]
+    GcThresholdRange(f64),
+    #[error(
+        "a garbage collection threshold needs a known capacity; give the device memory as a size"
+    )]
+    GcNeedsCapacity,
+}
+
+impl AllocatorConfig {
+    pub fn validate(&self) -> Result<(), ConfigError> {
+        if let Some(m) = self.max_split_size {
+            if m <= LARGE_BUFFER {
+                return Err(ConfigError::MaxSplitTooSmall(m));
+            }
+        }
+        if let Some(t) = self.gc_threshold {
+            if !(t > 0.0 && t < 1.0) {
+                return Err(ConfigError::GcThresholdRange(t));
+            }
+            if self.capacity.is_none() {
+                return Err(ConfigError::GcNeedsCapacity);
+            }
+        }
+        Ok(())
+    }
+}
+
+/// What the allocator needs from whatever holds the memory (wgpu buffers, host memory, or
+/// nothing at all).
+pub trait SegmentStore {
+    /// Take `bytes` of memory for segment `id`.
+    fn create_segment(&mut self, id: u64, bytes: u64) -> Result<(), StoreError>;
+    /// Give segment `id` back.
+    fn release_segment(&mut self, id: u64);
+    /// Free bytes the store knows of beyond its own segments (for the native capacity).
+    fn free_memory(&self) -> Option<u64> {
+        None
+    }
+}
+
+/// A store's refusal.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum StoreError {
+    /// The memory is not there; the allocator may free its cache and retry.
+    #[error("{0}")]
+    OutOfMemory(String),
+    /// The device is gone or broken; retrying cannot help.
+    #[error("{0}")]
+    Fatal(String),
+}
+
+/// Why an allocation failed.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum AllocError {
+    #[error(transparent)]
+    OutOfMemory(Box<OutOfMemory>),
+    #[error("a request of {0} bytes is larger than any device can hold")]
+    TooLarge(u64),
+    #[error("the device failed: {0}")]
+    Device(String),
+}
+
+/// Why a segment could not be had.
+enum SegmentFailure {
+    Capacity,
+    Store(StoreError),
+}
+
+/// A live or cached block. Blocks tile their segment exactly, so a block's neighbours are
+/// the blocks that end where it starts and start where it ends.
+#[derive(Debug, Clone)]
+struct Block {
+    segment: u64,
+    size: u64,
+    requested: u64,
+    allocated: bool,
+    label: String,
+    /// `free_block_calls` of the pool when this block became free (for garbage collection).
+    freed_at: u64,
+}
+
+#[derive(Debug, Clone)]
+struct Segment {
+    addr: u64,
+    size: u64,
+    pool: Option<Pool>,
+}
+
+/// A handle to an allocated block: its address. Stable while the block is allocated.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct BlockAddr(pub u64);
+
+/// Where a block lives: its segment and byte offset inside it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Placement {
+    pub segment: u64,
+    pub offset: u64,
+    pub size: u64,
+}
+
+/// One row of [`Allocator::snapshot`]: a block and what it holds.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct BlockInfo {
+    pub addr: u64,
+    pub segment: u64,
+    pub size: u64,
+    pub requested: u64,
+    pub allocated: bool,
+    pub label: String,
+}
+
+/// The caching allocator over a segment store `S`.
+#[derive(Debug)]
+pub struct Allocator<S> {
+    store: S,
+    config: AllocatorConfig,
+    blocks: BTreeMap<u64, Block>,
+    segments: BTreeMap<u64, Segment>,
+    free_small: BTreeSet<(u64, u64)>,
+    free_large: BTreeSet<(u64, u64)>,
+    /// Calls to get a free block, per pool: the clock that ages cached blocks.
+    free_block_calls: [u64; 2],
+    next_segment: u64,
+    next_addr: u64,
+    stats: MemoryStats,
+    trace: Option<Trace>,
+    label: String,
+}
+
+fn pool_index(p: Pool) -> usize {
+    match p {
+        Pool::Small => 0,
+        Pool::Large => 1,
+    }
+}
+
+impl<S: SegmentStore> Allocator<S> {
+    pub fn new(store: S, config: AllocatorConfig) -> Result<Self, ConfigError> {
+        config.validate()?;
+        Ok(Self {
+            store,
+            config,
+            blocks: BTreeMap::new(),
+            segments: BTreeMap::new(),
+            free_small: BTreeSet::new(),
+            free_large: BTreeSet::new(),
+            free_block_calls: [0; 2],
+            next_segment: 0,
+            next_addr: FIRST_ADDRESS,
+            stats: MemoryStats::default(),
+            trace: None,
+            label: String::new(),
+        })
+    }
+
+    pub fn config(&self) -> &AllocatorConfig {
+        &self.config
+    }
+
+    pub fn store(&self) -> &S {
+        &self.store
+    }
+
+    pub fn store_mut(&mut self) -> &mut S {
+        &mut self.store
+    }
+
+    pub fn stats(&self) -> &MemoryStats {
+        &self.stats
+    }
+
+    /// `memory_allocated()`: bytes in blocks that are in use.
+    pub fn allocated(&self) -> u64 {
+        self.stats.allocated_bytes.all.current
+    }
+
+    /// `memory_reserved()`: bytes in segments held from the device.
+    pub fn reserved(&self) -> u64 {
+        self.stats.reserved_bytes.all.current
+    }
+
+    pub fn reset_peaks(&mut self) {
+        self.stats.reset_peaks();
+    }
+
+    /// Starts recording events (dropping any earlier recording).
+    pub fn start_trace(&mut self) {
+        self.trace = Some(Trace::default());
+    }
+
+    /// Stops recording and returns what was recorded.
+    pub fn take_trace(&mut self) -> Trace {
+        self.trace.take().unwrap_or_default()
+    }
+
+    fn record(&mut self, kind: EventKind, addr: u64, size: u64, requested: u64, label: &str) {
+        let (allocated, reserved) = (self.allocated(), self.reserved());
+        if let Some(t) = &mut self.trace {
+            t.events.push(TraceEvent {
+                kind,
+                addr,
+                size,
+                requested,
+                label: label.to_string(),
+                allocated,
+                reserved,
+            });
+        }
+    }
+
+    fn pool_set(&mut self, pool: Pool) -> &mut BTreeSet<(u64, u64)> {
+        match pool {
+            Pool::Small => &mut self.free_small,
+            Pool::Large => &mut self.free_large,
+        }
+    }
+
+    fn segment_pool(&self, segment: u64) -> Option<Pool> {
+        self.segments.get(&segment).and_then(|s| s.pool)
+    }
+
+    fn is_oversize(&self, size: u64) -> bool {
+        self.config.max_split_size.is_some_and(|m| size >= m)
+    }
+
+    /// Allocates `requested` bytes for `label`.
+    pub fn malloc(&mut self, requested: u64, label: &str) -> Result<BlockAddr, AllocError> {
+        let size = round_size(requested).ok_or(AllocError::TooLarge(requested))?;
+        let seg_size = if self.config.caching {
+            segment_size(size).ok_or(AllocError::TooLarge(requested))?
+        } else {
+            size
+        };
+        self.label = label.to_string();
+        let addr = if self.config.caching {
+            let pool = pool_for(size);
+            match self.take_free_block(pool, size) {
+                Some(addr) => addr,
+                None => self.new_segment_with_retry(Some(pool), size, seg_size, requested)?,
+            }
+        } else {
+            self.new_segment_with_retry(None, size, seg_size, requested)?
+        };
+        self.hand_out(addr, size, requested, label);
+        Ok(BlockAddr(addr))
+    }
+
+    /// Best fit from `pool` under the `max_split_size` rules (`get_free_block`).
+    fn take_free_block(&mut self, pool: Pool, size: u64) -> Option<u64> {
+        self.free_block_calls[pool_index(pool)] += 1;
+        let &(bsize, addr) = self.pool_set(pool).range((size, 0)..).next()?;
+        if let Some(max_split) = self.config.max_split_size {
+            // Do not spend an oversize block on a small request, and do not use one that
+            // would waste a whole large buffer or more.
+            if size < max_split && bsize >= max_split {
+                return None;
+            }
+            if size >= max_split && bsize >= size + LARGE_BUFFER {
+                return None;
+            }
+        }
+        self.pool_set(pool).remove(&(bsize, addr));
+        self.remove_inactive_split(addr);
+        Some(addr)
+    }
+
+    /// Gets a fresh segment, giving back cache and retrying as PyTorch does.
+    fn new_segment_with_retry(
+        &mut self,
+        pool: Option<Pool>,
+        size: u64,
+        seg_size: u64,
+        requested: u64,
+    ) -> Result<u64, AllocError> {
+        if self.config.gc_threshold.is_some() {
+            self.garbage_collect();
+        }
+        let mut last = match self.new_segment(pool, seg_size) {
+            Ok(addr) => return Ok(addr),
+            Err(e) => e,
+        };
+        if self.release_available_cached_blocks(pool, size) {
+            match self.new_segment(pool, seg_size) {
+                Ok(addr) => return Ok(addr),
+                Err(e) => last = e,
+            }
+        }
+        if !matches!(last, SegmentFailure::Store(StoreError::Fatal(_))) {
+            // Give back everything cached and ask once more (PyTorch counts this as a
+            // "cudaMalloc retry" whether or not anything was cached).
+            self.empty_cache();
+            self.stats.num_alloc_retries += 1;
+            match self.new_segment(pool, seg_size) {
+                Ok(addr) => return Ok(addr),
+                Err(e) => last = e,
+            }
+        }
+        let cause = match last {
+            SegmentFailure::Store(StoreError::Fatal(why)) => return Err(AllocError::Device(why)),
+            SegmentFailure::Capacity => OomCause::Capacity,
+            SegmentFailure::Store(StoreError::OutOfMemory(why)) => OomCause::Backing(why),
+        };
+        self.stats.num_ooms += 1;
+        let label = self.label.clone();
+        self.record(EventKind::Oom, 0, seg_size, requested, &label);
+        Err(AllocError::OutOfMemory(Box::new(OutOfMemory {
+            label,
+            requested,
+            tried: seg_size,
+            capacity: self.config.capacity,
+            allocated: self.allocated(),
+            reserved: self.reserved(),
+            free: self.free_on_device(),
+            device: String::new(),
+            cause,
+        })))
+    }
+
+    /// Free bytes on the device: capacity − reserved on an emulated card, else what the
+    /// store reports.
+    pub fn free_on_device(&self) -> Option<u64> {
+        match self.config.capacity {
+            Some(c) => Some(c.saturating_sub(self.reserved())),
+            None => self.store.free_memory(),
+        }
+    }
+
+    /// Asks the store for a segment (`alloc_block`); the whole segment becomes one free
+    /// block, not yet in any pool.
+    fn new_segment(&mut self, pool: Option<Pool>, seg_size: u64) -> Result<u64, SegmentFailure> {
+        if let Some(cap) = self.config.capacity {
+            if self.reserved().saturating_add(seg_size) > cap {
+                return Err(SegmentFailure::Capacity);
+            }
+        }
+        let id = self.next_segment;
+        self.store
+            .create_segment(id, seg_size)
+            .map_err(SegmentFailure::Store)?;
+        self.next_segment += 1;
+        let addr = self.next_addr;
+        // Leave a gap so blocks of different segments are never address neighbours.
+        self.next_addr = addr + seg_size.next_multiple_of(ROUND_LARGE) + ROUND_LARGE;
+        self.segments.insert(
+            id,
+            Segment {
+                addr,
+                size: seg_size,
+                pool,
+            },
+        );
+        let label = self.label.clone();
+        self.blocks.insert(
+            addr,
+            Block {
+                segment: id,
+                size: seg_size,
+                requested: 0,
+                allocated: false,
+                label: label.clone(),
+                freed_at: 0,
+            },
+        );
+        self.stats.reserved_bytes.increase(pool, seg_size);
+        self.stats.segment.increase(pool, 1);
+        if self.is_oversize(seg_size) {
+            self.stats.oversize_segments.increase(1);
+        }
+        self.stats.num_device_alloc += 1;
+        self.record(EventKind::SegmentAlloc, addr, seg_size, 0, &label);
+        Ok(addr)
+    }
+
+    /// Marks the free block at `addr` allocated for `size`, splitting off the rest.
+    fn hand_out(&mut self, addr: u64, size: u64, requested: u64, label: &str) {
+        let segment = self.blocks[&addr].segment;
+        let pool = self.segment_pool(segment);
+        let block_size = self.blocks[&addr].size;
+        if pool.is_some() && should_split(size, block_size, self.config.max_split_size) {
+            let rest = Block {
+                segment,
+                size: block_size - size,
+                requested: 0,
+                allocated: false,
+                label: String::new(),
+                freed_at: 0,
+            };
+            self.insert_free(addr + size, rest);
+            self.blocks.get_mut(&addr).expect("block exists").size = size;
+        }
+        let block = self.blocks.get_mut(&addr).expect("block exists");
+        block.allocated = true;
+        block.requested = requested;
+        block.label = label.to_string();
+        let bsize = block.size;
+        self.stats.allocation.increase(pool, 1);
+        self.stats.allocated_bytes.increase(pool, bsize);
+        self.stats.active.increase(pool, 1);
+        self.stats.active_bytes.increase(pool, bsize);
+        self.stats.requested_bytes.increase(pool, requested);
+        if self.is_oversize(bsize) {
+            self.stats.oversize_allocations.increase(1);
+        }
+        self.record(EventKind::Alloc, addr, bsize, requested, label);
+    }
+
+    /// Puts a free block in the table and its pool, counting it as inactive-split if its
+    /// segment is split.
+    fn insert_free(&mut self, addr: u64, mut block: Block) {
+        let pool = self
+            .segment_pool(block.segment)
+            .expect("caching segments have a pool");
+        block.freed_at = self.free_block_calls[pool_index(pool)];
+        let seg_size = self.segments[&block.segment].size;
+        let (size, split) = (block.size, block.size != seg_size);
+        self.blocks.insert(addr, block);
+        self.pool_set(pool).insert((size, addr));
+        if split {
+            self.stats.inactive_split.increase(Some(pool), 1);
+            self.stats.inactive_split_bytes.increase(Some(pool), size);
+        }
+    }
+
+    fn remove_inactive_split(&mut self, addr: u64) {
+        let b = &self.blocks[&addr];
+        let seg = &self.segments[&b.segment];
+        if b.size != seg.size {
+            let (pool, size) = (seg.pool, b.size);
+            self.stats.inactive_split.decrease(pool, 1);
+            self.stats.inactive_split_bytes.decrease(pool, size);
+        }
+    }
+
+    /// Gives a block back. Freeing a block that is not allocated is a bug in the caller
+    /// and is reported as an error rather than corrupting the table.
+    pub fn free(&mut self, handle: BlockAddr) -> Result<(), AllocError> {
+        let addr = handle.0;
+        let Some(block) = self.blocks.get_mut(&addr).filter(|b| b.allocated) else {
+            return Err(AllocError::Device(format!(
+                "free of an address that is not allocated: {addr:#x}"
+            )));
+        };
+        block.allocated = false;
+        let (segment, size, requested) = (block.segment, block.size, block.requested);
+        let label = block.label.clone();
+        let pool = self.segment_pool(segment);
+        self.stats.allocation.decrease(pool, 1);
+        self.stats.allocated_bytes.decrease(pool, size);
+        self.stats.active.decrease(pool, 1);
+        self.stats.active_bytes.decrease(pool, size);
+        self.stats.requested_bytes.decrease(pool, requested);
+        if self.is_oversize(size) {
+            self.stats.oversize_allocations.decrease(1);
+        }
+        self.record(EventKind::Free, addr, size, requested, &label);
+        if pool.is_none() {
+            // Caching off: the block is the whole segment; give it back at once.
+            self.release_segment_of(addr);
+            return Ok(());
+        }
+        let mut block = self.blocks.remove(&addr).expect("block exists");
+        block.label.clear();
+        let merged = self.merge_neighbours(addr, block);
+        self.insert_free(merged.0, merged.1);
+        Ok(())
+    }
+
+    /// Merges a newly freed block with free neighbours in its segment (`try_merge_blocks`).
+    fn merge_neighbours(&mut self, mut addr: u64, mut block: Block) -> (u64, Block) {
+        let pool = self
+            .segment_pool(block.segment)
+            .expect("caching segments have a pool");
+        let next_addr = addr + block.size;
+        if let Some(next) = self.blocks.get(&next_addr) {
+            if !next.allocated && next.segment == block.segment {
+                self.remove_inactive_split(next_addr);
+                let next = self.blocks.remove(&next_addr).expect("neighbour exists");
+                self.pool_set(pool).remove(&(next.size, next_addr));
+                block.size += next.size;
+            }
+        }
+        if let Some((&prev_addr, prev)) = self.blocks.range(..addr).next_back() {
+            if !prev.allocated && prev.segment == block.segment && prev_addr + prev.size == addr {
+                self.remove_inactive_split(prev_addr);
+                let prev = self.blocks.remove(&prev_addr).expect("neighbour exists");
+                self.pool_set(pool).remove(&(prev.size, prev_addr));
+                block.size += prev.size;
+                addr = prev_addr;
+            }
+        }
+        (addr, block)
+    }
+
+    /// Gives a whole free segment back to the store (`release_block`).
+    fn release_segment_of(&mut self, addr: u64) {
+        let block = self.blocks.remove(&addr).expect("block exists");
+        let seg = self
+            .segments
+            .remove(&block.segment)
+            .expect("segment exists");
+        debug_assert_eq!(seg.size, block.size, "only whole segments are released");
+        if let Some(pool) = seg.pool {
+            self.pool_set(pool).remove(&(block.size, addr));
+        }
+        self.store.release_segment(block.segment);
+        self.stats.reserved_bytes.decrease(seg.pool, seg.size);
+        self.stats.segment.decrease(seg.pool, 1);
+        if self.is_oversize(seg.size) {
+            self.stats.oversize_segments.decrease(1);
+        }
+        self.stats.num_device_free += 1;
+        self.record(EventKind::SegmentFree, addr, seg.size, 0, &block.label);
+    }
+
+    /// Free blocks that span their whole segment, in `pool` (or both pools).
+    fn whole_free_segments(&self, pool: Option<Pool>) -> Vec<(u64, u64)> {
+        let sets: Vec<&BTreeSet<(u64, u64)>> = match pool {
+            Some(Pool::Small) => vec![&self.free_small],
+            Some(Pool::Large) => vec![&self.free_large],
+            None => vec![&self.free_small, &self.free_large],
+        };
+        sets.into_iter()
+            .flat_map(|s| s.iter().copied())
+            .filter(|&(size, addr)| self.segments[&self.blocks[&addr].segment].size == size)
+            .collect()
+    }
+
+    /// `empty_cache()`: gives every unused cached segment back to the device.
+    pub fn empty_cache(&mut self) {
+        for (_, addr) in self.whole_free_segments(None) {
+            self.release_segment_of(addr);
+        }
+    }
+
+    /// With `max_split_size`, frees oversize cached segments to make room for a request
+    /// (`release_available_cached_blocks`). Returns whether anything was freed.
+    fn release_available_cached_blocks(&mut self, pool: Option<Pool>, size: u64) -> bool {
+        let (Some(max_split), Some(pool)) = (self.config.max_split_size, pool) else {
+            return false;
+        };
+        let want = size.max(max_split);
+        let candidates = self.whole_free_segments(Some(pool));
+        if let Some(&(_, addr)) = candidates.iter().find(|(s, _)| *s >= want) {
+            self.release_segment_of(addr);
+            return true;
+        }
+        // No single block is large enough: free oversize blocks, largest first.
+        let mut released = 0;
+        for &(s, addr) in candidates.iter().rev() {
+            if released >= want || s < max_split {
+                break;
+            }
+            self.release_segment_of(addr);
+            released += s;
+        }
+        released >= want
+    }
+
+    /// Gives back cached large segments, oldest first, until reserved is under the
+    /// threshold (`garbage_collect_cached_blocks`).
+    fn garbage_collect(&mut self) {
+        let (Some(threshold), Some(cap)) = (self.config.gc_threshold, self.config.capacity) else {
+            return;
+        };
+        let limit = (threshold * cap as f64) as u64;
+        if self.reserved() <= limit {
+            return;
+        }
+        let target = self.reserved() - limit;
+        let now = self.free_block_calls[pool_index(Pool::Large)];
+        let mut candidates: Vec<(u64, u64, u64)> = self
+            .whole_free_segments(Some(Pool::Large))
+            .into_iter()
+            .map(|(size, addr)| (now - self.blocks[&addr].freed_at, size, addr))
+            .collect();
+        let mut reclaimed = 0;
+        while reclaimed < target && !candidates.is_empty() {
+            let total_age: u64 = candidates.iter().map(|c| c.0).sum();
+            let avg = total_age as f64 / candidates.len() as f64;
+            let (old, young): (Vec<_>, Vec<_>) =
+                candidates.into_iter().partition(|c| c.0 as f64 >= avg);
+            for (_, size, addr) in old {
+                reclaimed += size;
+                self.release_segment_of(addr);
+            }
+            candidates = young;
+        }
+    }
+
+    /// Where an allocated block lives.
+    pub fn placement(&self, handle: BlockAddr) -> Option<Placement> {
+        let b = self.blocks.get(&handle.0).filter(|b| b.allocated)?;
+        let seg = &self.segments[&b.segment];
+        Some(Placement {
+            segment: b.segment,
+            offset: handle.0 - seg.addr,
+            size: b.size,
+        })
+    }
+
+    /// Every block, in address order (`torch.cuda.memory_snapshot`).
+    pub fn snapshot(&self) -> Vec<BlockInfo> {
+        self.blocks
+            .iter()
+            .map(|(&addr, b)| BlockInfo {
+                addr,
+                segment: b.segment,
+                size: b.size,
+                requested: b.requested,
+                allocated: b.allocated,
+                label: b.label.clone(),
+            })
+            .collect()
+    }
+
+    /// Sizes of the segments held, in address order.
+    pub fn segment_sizes(&self) -> Vec<u64> {
+        let mut v: Vec<_> = self.segments.values().map(|s| (s.addr, s.size)).collect();
+        v.sort_unstable();
+        v.into_iter().map(|(_, s)| s).collect()
+    }
+
+    /// The largest free block in the cache (what a request could get without the device).
+    pub fn largest_free_block(&self) -> u64 {
+        let small = self.free_small.last().map_or(0, |b| b.0);
+        let large = self.free_large.last().map_or(0, |b| b.0);
+        small.max(large)
+    }
+
+    /// Recounts allocated, reserved, requested and the counts from the block table; the
+    /// property tests compare this with the running statistics.
+    pub fn recount(&self) -> Recount {
+        let mut r = Recount::default();
+        for b in self.blocks.values() {
+            if b.allocated {
+                r.allocated += b.size;
+                r.requested += b.requested;
+                r.allocations += 1;
+            }
+        }
+        for s in self.segments.values() {
+            r.reserved += s.size;
+            r.segments += 1;
+        }
+        r
+    }
+}
+
+/// Totals recomputed from the block table.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Recount {
+    pub allocated: u64,
+    pub reserved: u64,
+    pub requested: u64,
+    pub allocations: u64,
+    pub segments: u64,
+}
+
+#[cfg(test)]
+mod tests;
