@@ -2,4 +2,12 @@
 //! memory the way PyTorch's caching allocator does.
 
 pub mod alloc;
+pub mod device;
+pub(crate) mod exec;
+pub mod report;
 pub mod size;
+pub mod tensor;
+
+pub use device::{Backend, Device, DeviceOptions, Error};
+pub use size::{Bytes, MemorySpec};
+pub use tensor::{DType, Tensor};

@@ -164,8 +164,12 @@ pub trait SegmentStore {
     fn create_segment(&mut self, id: u64, bytes: u64) -> Result<(), StoreError>;
     /// Give segment `id` back.
     fn release_segment(&mut self, id: u64);
-    /// Free bytes the store knows of beyond its own segments (for the native capacity).
+    /// Free bytes the store knows of, for reports when there is no emulated capacity.
     fn free_memory(&self) -> Option<u64> {
+        None
+    }
+    /// Total bytes the store knows of, for reports when there is no emulated capacity.
+    fn total_memory(&self) -> Option<u64> {
         None
     }
 }
@@ -302,6 +306,7 @@ impl<S: SegmentStore> Allocator<S> {
     }
 
     /// `memory_allocated()`: bytes in blocks that are in use.
+    #[allow(clippy::misnamed_getters)] // current, not the running total
     pub fn allocated(&self) -> u64 {
         self.stats.allocated_bytes.all.current
     }
@@ -439,7 +444,7 @@ impl<S: SegmentStore> Allocator<S> {
             label,
             requested,
             tried: seg_size,
-            capacity: self.config.capacity,
+            capacity: self.config.capacity.or_else(|| self.store.total_memory()),
             allocated: self.allocated(),
             reserved: self.reserved(),
             free: self.free_on_device(),

@@ -1,0 +1,439 @@
+//! The device: one memory system (the caching allocator) over one of three backings.
+//!
+//! - `wgpu`: segments are wgpu buffers and kernels are WGSL compute shaders, on any adapter
+//!   (a real GPU, or lavapipe where there is none);
+//! - `cpu`: segments are host memory and kernels are plain Rust — the numerical reference;
+//! - `plan`: segments have no backing and no kernel runs: the same allocations as a real
+//!   step, in microseconds, for cards no machine here has.
+//!
+//! Whatever the backing, the device has a capacity: by default an emulated card that
+//! reports 15.90 GiB like the lesson's, or `native` for whatever the backing can get.
+
+mod buffers;
+mod host;
+
+pub use buffers::BufferStore;
+pub use host::HostStore;
+
+use crate::alloc::{
+    AllocError, Allocator, AllocatorConfig, ConfigError, MemoryStats, OutOfMemory, SegmentStore,
+    StoreError, Trace,
+};
+use crate::size::MemorySpec;
+use gpumem_kernels::gpu::{Gpu, GpuOptions};
+use std::cell::{Ref, RefCell};
+use std::fmt;
+use std::rc::Rc;
+use std::str::FromStr;
+
+/// Which backing to use.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Backend {
+    /// A hardware GPU through wgpu if there is one, else `cpu`.
+    #[default]
+    Auto,
+    Wgpu,
+    Cpu,
+    Plan,
+}
+
+impl Backend {
+    pub const NAMES: &str = "auto, wgpu, cpu or plan";
+}
+
+impl fmt::Display for Backend {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.pad(match self {
+            Backend::Auto => "auto",
+            Backend::Wgpu => "wgpu",
+            Backend::Cpu => "cpu",
+            Backend::Plan => "plan",
+        })
+    }
+}
+
+impl FromStr for Backend {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s.trim().to_ascii_lowercase().as_str() {
+            "auto" => Ok(Backend::Auto),
+            "wgpu" | "gpu" => Ok(Backend::Wgpu),
+            "cpu" => Ok(Backend::Cpu),
+            "plan" => Ok(Backend::Plan),
+            _ => Err(format!(
+                "unknown backend `{s}`: expected {}",
+                Backend::NAMES
+            )),
+        }
+    }
+}
+
+/// The segments of whichever backing was chosen.
+#[derive(Debug)]
+pub enum Backing {
+    Plan,
+    Cpu(HostStore),
+    Wgpu(BufferStore),
+}
+
+impl Backing {
+    pub fn kind(&self) -> Backend {
+        match self {
+            Backing::Plan => Backend::Plan,
+            Backing::Cpu(_) => Backend::Cpu,
+            Backing::Wgpu(_) => Backend::Wgpu,
+        }
+    }
+
+    /// Whether kernels run (false on `plan`, where steps are only planned).
+    pub fn executes(&self) -> bool {
+        !matches!(self, Backing::Plan)
+    }
+}
+
+impl SegmentStore for Backing {
+    fn create_segment(&mut self, id: u64, bytes: u64) -> Result<(), StoreError> {
+        match self {
+            Backing::Plan => Ok(()),
+            Backing::Cpu(s) => s.create_segment(id, bytes),
+            Backing::Wgpu(s) => s.create_segment(id, bytes),
+        }
+    }
+
+    fn release_segment(&mut self, id: u64) {
+        match self {
+            Backing::Plan => {}
+            Backing::Cpu(s) => s.release_segment(id),
+            Backing::Wgpu(s) => s.release_segment(id),
+        }
+    }
+
+    fn free_memory(&self) -> Option<u64> {
+        match self {
+            Backing::Cpu(s) => s.free_memory(),
+            _ => None,
+        }
+    }
+
+    fn total_memory(&self) -> Option<u64> {
+        match self {
+            Backing::Cpu(s) => s.total_memory(),
+            _ => None,
+        }
+    }
+}
+
+/// Everything that can go wrong on a device. Nothing in the engine panics on these.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    #[error("{0}")]
+    OutOfMemory(Box<OutOfMemory>),
+    #[error("the device failed: {0}")]
+    Device(String),
+    #[error("{0}")]
+    NoAdapter(String),
+    #[error("invalid allocator setting: {0}")]
+    Config(#[from] ConfigError),
+    #[error("{0}")]
+    Invalid(String),
+}
+
+impl Error {
+    pub fn as_oom(&self) -> Option<&OutOfMemory> {
+        match self {
+            Error::OutOfMemory(o) => Some(o),
+            _ => None,
+        }
+    }
+}
+
+/// How to open a device.
+#[derive(Debug, Clone, Default)]
+pub struct DeviceOptions {
+    pub backend: Backend,
+    pub memory: MemorySpec,
+    /// `max_split_size`, `gc_threshold` and `caching`; the capacity comes from `memory`.
+    pub allocator: AllocatorConfig,
+}
+
+/// What was opened, and why.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct DeviceInfo {
+    pub backend: Backend,
+    /// The adapter's name on wgpu, else the backing's.
+    pub name: String,
+    /// Why this backing (`auto` explains its choice).
+    pub reason: String,
+    /// Whether kernels run (false on `plan`).
+    pub executes: bool,
+    pub memory: MemorySpec,
+}
+
+impl DeviceInfo {
+    /// How out-of-memory messages name the device.
+    fn oom_name(&self) -> String {
+        match self.backend {
+            Backend::Wgpu => format!("wgpu device 0: {}", self.name),
+            b => format!("{b} device 0"),
+        }
+    }
+}
+
+pub(crate) struct Inner {
+    pub alloc: Allocator<Backing>,
+    pub info: DeviceInfo,
+}
+
+/// A device: a backing, an allocator over it, and a capacity. Cheap to clone (shared).
+#[derive(Clone)]
+pub struct Device {
+    pub(crate) inner: Rc<RefCell<Inner>>,
+}
+
+impl fmt::Debug for Device {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Device")
+            .field("info", &self.info())
+            .finish()
+    }
+}
+
+impl Device {
+    /// Opens a device as the options say. `Auto` picks a hardware GPU through wgpu when
+    /// there is one and the `cpu` backing otherwise, and says so in [`DeviceInfo::reason`].
+    pub fn new(options: &DeviceOptions) -> Result<Device, Error> {
+        let (backing, name, reason) = match options.backend {
+            Backend::Plan => (Backing::Plan, "plan".to_string(), "asked for".to_string()),
+            Backend::Cpu => (
+                Backing::Cpu(HostStore::default()),
+                "host memory".to_string(),
+                "asked for".to_string(),
+            ),
+            Backend::Wgpu => {
+                let gpu = Gpu::new(&GpuOptions::default())
+                    .map_err(|e| Error::NoAdapter(format!("--backend wgpu: {e}")))?;
+                let name = gpu.info().name.clone();
+                let kind = if gpu.is_hardware() {
+                    "hardware"
+                } else {
+                    "software"
+                };
+                (
+                    Backing::Wgpu(BufferStore::new(Rc::new(gpu))),
+                    name,
+                    format!("asked for ({kind} adapter)"),
+                )
+            }
+            Backend::Auto => {
+                let hardware = GpuOptions {
+                    require_hardware: true,
+                    ..Default::default()
+                };
+                match Gpu::new(&hardware) {
+                    Ok(gpu) => {
+                        let name = gpu.info().name.clone();
+                        (
+                            Backing::Wgpu(BufferStore::new(Rc::new(gpu))),
+                            name,
+                            "auto: found a hardware GPU".to_string(),
+                        )
+                    }
+                    Err(e) => (
+                        Backing::Cpu(HostStore::default()),
+                        "host memory".to_string(),
+                        format!("auto: no hardware GPU ({e}); using the cpu backing"),
+                    ),
+                }
+            }
+        };
+        Self::with_backing(backing, name, reason, options)
+    }
+
+    /// A device on an already-opened backing.
+    pub fn with_backing(
+        backing: Backing,
+        name: String,
+        reason: String,
+        options: &DeviceOptions,
+    ) -> Result<Device, Error> {
+        let capacity = match options.memory {
+            MemorySpec::Bytes(b) => Some(b),
+            MemorySpec::Native => None,
+        };
+        if capacity.is_none() && matches!(backing, Backing::Plan) {
+            return Err(Error::Invalid(
+                "the plan backing has no memory of its own: give --device-memory a size".into(),
+            ));
+        }
+        let config = AllocatorConfig {
+            capacity,
+            ..options.allocator.clone()
+        };
+        let info = DeviceInfo {
+            backend: backing.kind(),
+            name,
+            reason,
+            executes: backing.executes(),
+            memory: options.memory,
+        };
+        let alloc = Allocator::new(backing, config)?;
+        Ok(Device {
+            inner: Rc::new(RefCell::new(Inner { alloc, info })),
+        })
+    }
+
+    /// A `plan` device of `capacity` bytes with default allocator settings.
+    pub fn plan(capacity: u64) -> Device {
+        Self::quick(Backend::Plan, capacity)
+    }
+
+    /// A `cpu` device of `capacity` bytes with default allocator settings.
+    pub fn cpu(capacity: u64) -> Device {
+        Self::quick(Backend::Cpu, capacity)
+    }
+
+    fn quick(backend: Backend, capacity: u64) -> Device {
+        let options = DeviceOptions {
+            backend,
+            memory: MemorySpec::Bytes(capacity.max(1)),
+            ..Default::default()
+        };
+        Self::new(&options).expect("plan and cpu devices with default settings always open")
+    }
+
+    pub fn info(&self) -> DeviceInfo {
+        self.inner.borrow().info.clone()
+    }
+
+    pub(crate) fn borrow(&self) -> Ref<'_, Inner> {
+        self.inner.borrow()
+    }
+
+    /// Allocates `bytes` for `label`: the raw form of what tensors do.
+    pub(crate) fn malloc(&self, bytes: u64, label: &str) -> Result<crate::alloc::BlockAddr, Error> {
+        let mut inner = self.inner.borrow_mut();
+        let name = inner.info.oom_name();
+        inner.alloc.malloc(bytes, label).map_err(|e| match e {
+            AllocError::OutOfMemory(mut o) => {
+                o.device = name;
+                Error::OutOfMemory(o)
+            }
+            AllocError::TooLarge(n) => Error::Invalid(format!(
+                "{label}: a request of {n} bytes is larger than any device can hold"
+            )),
+            AllocError::Device(why) => Error::Device(why),
+        })
+    }
+
+    pub(crate) fn free(&self, block: crate::alloc::BlockAddr) {
+        // A failed free means the handle was already freed: a bug, but not one worth
+        // crashing a training run over; the allocator's table stays consistent.
+        let _ = self.inner.borrow_mut().alloc.free(block);
+    }
+
+    /// `torch.cuda.memory_allocated()`.
+    pub fn memory_allocated(&self) -> u64 {
+        self.inner.borrow().alloc.allocated()
+    }
+
+    /// `torch.cuda.memory_reserved()`.
+    pub fn memory_reserved(&self) -> u64 {
+        self.inner.borrow().alloc.reserved()
+    }
+
+    /// `torch.cuda.max_memory_allocated()`.
+    pub fn max_memory_allocated(&self) -> u64 {
+        self.inner.borrow().alloc.stats().allocated_bytes.all.peak
+    }
+
+    /// `torch.cuda.max_memory_reserved()`.
+    pub fn max_memory_reserved(&self) -> u64 {
+        self.inner.borrow().alloc.stats().reserved_bytes.all.peak
+    }
+
+    /// `torch.cuda.memory_stats()`.
+    pub fn memory_stats(&self) -> MemoryStats {
+        self.inner.borrow().alloc.stats().clone()
+    }
+
+    /// `torch.cuda.reset_peak_memory_stats()`.
+    pub fn reset_peak_memory_stats(&self) {
+        self.inner.borrow_mut().alloc.reset_peaks();
+    }
+
+    /// `torch.cuda.empty_cache()`: gives unused cached segments back to the device.
+    pub fn empty_cache(&self) {
+        self.inner.borrow_mut().alloc.empty_cache();
+    }
+
+    /// The capacity, if the device has one (an emulated card or a known host size).
+    pub fn capacity(&self) -> Option<u64> {
+        let inner = self.inner.borrow();
+        inner
+            .alloc
+            .config()
+            .capacity
+            .or_else(|| inner.alloc.store().total_memory())
+    }
+
+    /// Starts recording allocator events.
+    pub fn start_trace(&self) {
+        self.inner.borrow_mut().alloc.start_trace();
+    }
+
+    /// Stops recording and returns the events.
+    pub fn take_trace(&self) -> Trace {
+        self.inner.borrow_mut().alloc.take_trace()
+    }
+
+    /// Every block with its label (`torch.cuda.memory_snapshot()`).
+    pub fn snapshot(&self) -> Vec<crate::alloc::BlockInfo> {
+        self.inner.borrow().alloc.snapshot()
+    }
+
+    /// `torch.cuda.memory_summary()`: a table of the allocator's statistics.
+    pub fn memory_summary(&self) -> String {
+        let inner = self.inner.borrow();
+        crate::report::memory_summary(&inner.info, inner.alloc.stats())
+    }
+
+    /// The driver's own view of buffer memory on `wgpu` (None on other backings, or when
+    /// the backend cannot report it).
+    pub fn driver_memory(&self) -> Option<DriverMemory> {
+        let inner = self.inner.borrow();
+        let Backing::Wgpu(store) = inner.alloc.store() else {
+            return None;
+        };
+        let report = store.gpu().device.generate_allocator_report()?;
+        let ours = || {
+            report
+                .allocations
+                .iter()
+                .filter(|a| a.name.starts_with(buffers::SEGMENT_LABEL))
+        };
+        Some(DriverMemory {
+            allocated: report.total_allocated_bytes,
+            reserved: report.total_reserved_bytes,
+            segments: ours().map(|a| a.size).sum(),
+            buffers: ours().count() as u64,
+        })
+    }
+}
+
+/// Buffer memory as the wgpu driver reports it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+pub struct DriverMemory {
+    /// Bytes in all live allocations, including wgpu's own internal buffers.
+    pub allocated: u64,
+    /// Bytes in the driver's memory blocks (allocations are sub-allocated from these).
+    pub reserved: u64,
+    /// Bytes in the driver's allocations for this engine's segment buffers (each may be
+    /// padded to the driver's memory alignment).
+    pub segments: u64,
+    /// Number of those buffers.
+    pub buffers: u64,
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,123 @@
+//! Data in and out of wgpu segments, which may be made of several buffers.
+
+use crate::device::{BufferStore, Error};
+
+/// One contiguous run of a tensor's bytes inside one wgpu buffer.
+pub(crate) struct PartRef<'a> {
+    pub buffer: &'a wgpu::Buffer,
+    /// Byte offset inside `buffer`.
+    pub offset: u64,
+    pub len: u64,
+    /// Byte offset of this run inside the segment.
+    pub start: u64,
+}
+
+/// The runs covering `len` bytes at `offset` of `segment`, in order.
+pub(crate) fn parts(
+    store: &BufferStore,
+    segment: u64,
+    offset: u64,
+    len: u64,
+) -> Result<Vec<PartRef<'_>>, Error> {
+    let seg = store
+        .segments
+        .get(&segment)
+        .ok_or_else(|| Error::Device(format!("segment {segment} has no buffers")))?;
+    let mut out = Vec::new();
+    let mut pos = offset;
+    let end = offset + len;
+    while pos < end {
+        let index = (pos / seg.piece) as usize;
+        let buffer = seg
+            .buffers
+            .get(index)
+            .ok_or_else(|| Error::Device(format!("offset {pos} is outside segment {segment}")))?;
+        let inner = pos % seg.piece;
+        let n = (seg.piece - inner)
+            .min(end - pos)
+            .min(buffer.size() - inner);
+        out.push(PartRef {
+            buffer,
+            offset: inner,
+            len: n,
+            start: pos,
+        });
+        pos += n;
+    }
+    Ok(out)
+}
+
+/// Copies `len` bytes of a tensor back to the host and waits for them.
+pub(crate) fn read_back<T: bytemuck::Pod>(
+    store: &BufferStore,
+    segment: u64,
+    offset: u64,
+    len: u64,
+) -> Result<Vec<T>, Error> {
+    let gpu = &store.gpu;
+    // Copies move whole 4-byte words; the block is 512-byte rounded, so reading up to the
+    // next word stays inside it.
+    let padded = len.next_multiple_of(wgpu::COPY_BUFFER_ALIGNMENT);
+    let staging = gpu.device.create_buffer(&wgpu::BufferDescriptor {
+        label: Some("gpumem read-back"),
+        size: padded.max(4),
+        usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
+        mapped_at_creation: false,
+    });
+    let mut encoder = gpu.device.create_command_encoder(&Default::default());
+    for part in parts(store, segment, offset, padded)? {
+        encoder.copy_buffer_to_buffer(
+            part.buffer,
+            part.offset,
+            &staging,
+            part.start - offset,
+            part.len,
+        );
+    }
+    gpu.queue.submit([encoder.finish()]);
+    let slice = staging.slice(..);
+    let (tx, rx) = std::sync::mpsc::channel();
+    slice.map_async(wgpu::MapMode::Read, move |r| {
+        let _ = tx.send(r);
+    });
+    gpu.wait()
+        .map_err(|e| Error::Device(format!("waiting for the GPU: {e}")))?;
+    rx.recv()
+        .map_err(|e| Error::Device(format!("read-back never completed: {e}")))?
+        .map_err(|e| Error::Device(format!("mapping the read-back buffer: {e}")))?;
+    let view = slice
+        .get_mapped_range()
+        .map_err(|e| Error::Device(format!("mapping the read-back buffer: {e}")))?;
+    let out = bytemuck::pod_collect_to_vec(&view[..len as usize]);
+    drop(view);
+    staging.unmap();
+    if gpu.is_lost() {
+        return Err(Error::Device("the GPU device was lost".into()));
+    }
+    Ok(out)
+}
+
+/// Writes `data` at `offset` of `segment` through the queue (padded to whole words).
+pub(crate) fn write(
+    store: &BufferStore,
+    segment: u64,
+    offset: u64,
+    data: &[u8],
+) -> Result<(), Error> {
+    let padded;
+    let data = if data.len() % 4 == 0 {
+        data
+    } else {
+        padded = [data, &[0u8; 3][..4 - data.len() % 4]].concat();
+        &padded[..]
+    };
+    for part in parts(store, segment, offset, data.len() as u64)? {
+        let start = (part.start - offset) as usize;
+        store.gpu.queue.write_buffer(
+            part.buffer,
+            part.offset,
+            &data[start..start + part.len as usize],
+        );
+    }
+    Ok(())
+}
