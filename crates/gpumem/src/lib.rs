@@ -2,8 +2,12 @@
 //! memory the way PyTorch's caching allocator does.
 
 pub mod alloc;
+pub mod data;
 pub mod device;
-pub(crate) mod exec;
+pub mod estimate;
+pub mod exec;
+pub mod measure;
+pub mod mlp;
 pub mod report;
 pub mod size;
 pub mod tensor;

@@ -1,5 +1,8 @@
-//! Running work on a backing: moving data in and out, and (with the MLP) the kernels.
+//! Running work on a backing: the operations of a training step, and moving data in and out.
 
+mod cpu;
+mod gpu;
+pub mod ops;
 mod transfer;
 
 pub(crate) use transfer::{read_back, write};

@@ -1,0 +1,261 @@
+//! The memory equation, written as code a reader can follow term by term:
+//!
+//! ```text
+//! peak allocated = parameters + gradients + optimizer state      (live as long as the model)
+//!                + input batch                                   (x and y)
+//!                + activations                                   (a_0 … a_{L-1}, kept for backward)
+//!                + temporaries at the peak                       (z, d, logits, loss terms)
+//! ```
+//!
+//! Every tensor is counted as the block the allocator gives it (see [`block_bytes`]), so the
+//! result is what `max_memory_allocated()` reports after a step — to the byte. This is
+//! arithmetic only: nothing is allocated or run to get it.
+
+use crate::alloc::{LARGE_BUFFER, MIN_BLOCK, MIN_LARGE_ALLOC, ROUND_LARGE, SMALL_SIZE, round_size};
+use crate::device::Error;
+use crate::mlp::MlpConfig;
+use crate::size::format_bytes;
+use std::fmt;
+
+/// Bytes of one float32 value.
+const F32: u64 = 4;
+
+/// The block the caching allocator hands out for a fresh request of `bytes`.
+///
+/// Requests are rounded up to 512 B. A request of 10 MiB or more gets a segment rounded up to
+/// 2 MiB; if at most 1 MiB of that segment is left over, the allocator does not split it off,
+/// so the tensor's block — and `memory_allocated()` — includes it.
+pub fn block_bytes(bytes: u64) -> u64 {
+    let r = round_size(bytes).unwrap_or(u64::MAX);
+    if r < MIN_LARGE_ALLOC {
+        return r;
+    }
+    let segment = r.next_multiple_of(ROUND_LARGE);
+    if segment - r <= SMALL_SIZE {
+        segment
+    } else {
+        r
+    }
+}
+
+/// Identical requests between 1 MiB and 10 MiB, allocated one after another, fill 20 MiB
+/// segments `per_segment` at a time; the last in each segment takes the leftover bytes
+/// when there are at most 1 MiB of them (too few to split off).
+struct SharedSegments {
+    per_segment: u64,
+    leftover: u64,
+}
+
+impl SharedSegments {
+    fn new(request: u64) -> Self {
+        if request <= SMALL_SIZE || request >= MIN_LARGE_ALLOC {
+            return Self {
+                per_segment: u64::MAX,
+                leftover: 0,
+            };
+        }
+        let per_segment = LARGE_BUFFER / request;
+        let rest = LARGE_BUFFER - per_segment * request;
+        Self {
+            per_segment,
+            leftover: if rest <= SMALL_SIZE { rest } else { 0 },
+        }
+    }
+
+    /// Leftover bytes taken by requests `from..to` (0-based positions in the sequence).
+    fn leftover_taken(&self, from: u64, to: u64) -> u64 {
+        (to / self.per_segment - from / self.per_segment) * self.leftover
+    }
+}
+
+/// The memory of one training step, by category, in bytes (blocks, as allocated).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+pub struct Estimate {
+    /// Weights and biases.
+    pub parameters: u64,
+    /// One gradient per parameter.
+    pub gradients: u64,
+    /// Adam's two running averages per parameter; none for SGD.
+    pub optimizer_state: u64,
+    /// The batch: features `x` and labels `y`.
+    pub input_batch: u64,
+    /// The hidden activations kept for the backward pass.
+    pub activations: u64,
+    /// Short-lived tensors alive at the peak (pre-activation or its gradient, logits, loss).
+    pub temporaries: u64,
+    /// The sum: what `max_memory_allocated()` reports after one step on a fresh device.
+    pub peak_allocated: u64,
+    /// Learnable values.
+    pub parameter_count: u64,
+}
+
+impl Estimate {
+    /// Memory that lives as long as the model: parameters, gradients, optimizer state.
+    pub fn persistent(&self) -> u64 {
+        self.parameters + self.gradients + self.optimizer_state
+    }
+}
+
+/// What a training step of `config` at `batch` rows costs, or why the setup is invalid
+/// (zero sizes, or sizes whose bytes do not fit in 64 bits).
+pub fn estimate(config: &MlpConfig, batch: u64) -> Result<Estimate, Error> {
+    config.validate()?;
+    if batch == 0 {
+        return Err(Error::Invalid(
+            "the batch size must be at least 1, got 0".into(),
+        ));
+    }
+    let widest = config.hidden.max(config.inputs).max(config.classes).max(2);
+    let fits = batch
+        .checked_mul(widest * F32)
+        .and_then(|row| row.checked_mul(config.layers + 4))
+        .is_some_and(|total| total < u64::MAX / 4);
+    if !fits {
+        return Err(Error::Invalid(format!(
+            "a batch of {batch} rows at width {} needs more bytes than 64 bits can count",
+            config.hidden
+        )));
+    }
+    let (b, h, l) = (batch, config.hidden, config.layers);
+    // Weights and biases, then their gradients, then the optimizer's state: each a block.
+    let copies = 2 + config.optimizer.states_per_parameter();
+    let one_copy: u64 = config
+        .layer_shapes()
+        .iter()
+        .map(|&(fan_in, fan_out)| block_bytes(fan_in * fan_out * F32) + block_bytes(fan_out * F32))
+        .sum();
+    // Hidden-to-hidden weights between 1 and 10 MiB share 20 MiB segments; the last one
+    // placed in each segment also takes the segment's leftover when it is 1 MiB or less.
+    let shared = SharedSegments::new(round_size(h * h * F32).unwrap_or(u64::MAX));
+    let per_copy = l - 1;
+    let leftover = |copy: u64| shared.leftover_taken(copy * per_copy, (copy + 1) * per_copy);
+    let parameters = one_copy + leftover(0);
+    let gradients = one_copy + leftover(1);
+    let optimizer_state: u64 = (2..copies).map(|c| one_copy + leftover(c)).sum();
+
+    let x = block_bytes(b * config.inputs * F32);
+    let y = block_bytes(b * F32);
+    let input_batch = x + y;
+
+    // One B×H activation per hidden layer is kept for the backward pass.
+    let act = block_bytes(b * h * F32);
+    let activations = l * act;
+
+    // At the peak, on top of those: either one more B×H tensor (z_i in the forward pass, or
+    // the gradient d in the backward pass) with the loss gradient and totals, or the
+    // logits with the per-row loss terms — whichever is larger.
+    let logits = block_bytes(b * config.classes * F32);
+    let stats = block_bytes(b * 2 * F32);
+    let dlogits = logits;
+    let totals = MIN_BLOCK;
+    let temporaries = dlogits + (act + totals).max(logits + stats).max(stats + totals);
+
+    let peak_allocated =
+        parameters + gradients + optimizer_state + input_batch + activations + temporaries;
+    Ok(Estimate {
+        parameters,
+        gradients,
+        optimizer_state,
+        input_batch,
+        activations,
+        temporaries,
+        peak_allocated,
+        parameter_count: config.parameter_count(),
+    })
+}
+
+impl fmt::Display for Estimate {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let rows = [
+            ("parameters", self.parameters),
+            ("gradients", self.gradients),
+            ("optimizer state", self.optimizer_state),
+            ("input batch", self.input_batch),
+            ("activations", self.activations),
+            ("temporaries", self.temporaries),
+        ];
+        for (name, bytes) in rows {
+            writeln!(f, "{name:>16}  {:>12}", format_bytes(bytes))?;
+        }
+        write!(
+            f,
+            "{:>16}  {:>12}",
+            "peak allocated",
+            format_bytes(self.peak_allocated)
+        )
+    }
+}
+
+/// Whether every tensor a step allocates per batch row (x, y, logits, activations) is either
+/// in the small pool (at most 1 MiB) or at least 10 MiB, with the batch below 1.31 million
+/// rows. There the equation is exact: each such tensor gets a block of exactly
+/// [`block_bytes`]. In the 1–10 MiB band, tensors share 20 MiB segments and which of them
+/// picks up a segment's leftover (at most 1 MiB each) depends on the order of allocations
+/// and frees; see [`band_margin`].
+pub fn is_exact(config: &MlpConfig, batch: u64) -> bool {
+    let outside_band = |bytes: u64| bytes <= SMALL_SIZE || bytes >= MIN_LARGE_ALLOC;
+    let per_row = [config.inputs, 1, config.classes, 2, config.hidden];
+    per_row
+        .iter()
+        .all(|&width| outside_band(batch.saturating_mul(width * F32)))
+        && batch.saturating_mul(config.classes.max(2) * F32) < MIN_LARGE_ALLOC
+}
+
+/// How far the measured peak can be from the equation outside [`is_exact`]'s domain: one
+/// leftover of at most 1 MiB for every tensor alive at the peak.
+pub fn band_margin(config: &MlpConfig) -> u64 {
+    (config.layers + 6) * SMALL_SIZE
+}
+
+/// The setups the book's table and the tests compare with measurements: depths 1–8,
+/// widths 5–5000, batches of 1 row to the lesson's full training set, SGD and Adam.
+pub fn reference_setups() -> Vec<(MlpConfig, u64)> {
+    use crate::data::LESSON_TRAINING_EVENTS as FULL;
+    use crate::mlp::Optimizer;
+    let adam = Optimizer::adam(0.001);
+    let rows: [(u64, u64, u64, bool); 32] = [
+        (1, 5, 1, false),
+        (1, 5, 32, true),
+        (2, 64, 32, false),
+        (3, 100, 1000, true),
+        (8, 5, 4096, false),
+        (1, 2000, 32, false),
+        (1, 2000, 32, true),
+        (2, 2000, 32, false),
+        (5, 5000, 32, false),
+        (5, 5000, 32, true),
+        (8, 5000, 1, false),
+        (8, 5000, 32, true),
+        (4, 1000, 64, false),
+        (6, 1200, 16, true),
+        (3, 1619, 100, true),
+        (2, 1620, 100, false),
+        (2, 3000, 1000, false),
+        (3, 640, 4096, true),
+        (7, 300, 65536, false),
+        (4, 50, 131_072, true),
+        (2, 2500, 8, false),
+        (5, 128, 256, true),
+        (8, 32, 2048, true),
+        (6, 4096, 128, false),
+        (1, 2000, FULL, false),
+        (1, 2000, FULL, true),
+        (3, 2000, FULL, false),
+        (8, 2000, FULL, true),
+        (1, 5000, FULL, false),
+        (2, 500, FULL, true),
+        (1, 100, FULL, false),
+        (4, 5000, 131_072, false),
+    ];
+    rows.iter()
+        .map(|&(layers, hidden, batch, is_adam)| {
+            let config = MlpConfig::lesson(hidden).with_layers(layers);
+            let config = if is_adam {
+                config.with_optimizer(adam)
+            } else {
+                config
+            };
+            (config, batch)
+        })
+        .collect()
+}

@@ -1,0 +1,135 @@
+//! The memory equation against the allocator's measurements.
+
+use gpumem::device::DeviceOptions;
+use gpumem::estimate::{band_margin, estimate, is_exact, reference_setups};
+use gpumem::measure::measure_step;
+use gpumem::mlp::{MlpConfig, Optimizer};
+use gpumem::{Backend, MemorySpec};
+use proptest::prelude::*;
+
+fn plan() -> DeviceOptions {
+    DeviceOptions {
+        backend: Backend::Plan,
+        memory: MemorySpec::Bytes(1 << 50),
+        ..Default::default()
+    }
+}
+
+fn measured_peak(options: &DeviceOptions, config: &MlpConfig, batch: u64) -> u64 {
+    let m = measure_step(options, config, batch, 1).unwrap();
+    assert!(m.fits());
+    m.peak_allocated
+}
+
+#[test]
+fn the_equation_is_exact_on_every_reference_setup_planned() {
+    let setups = reference_setups();
+    assert!(setups.len() >= 30);
+    for (config, batch) in setups {
+        let e = estimate(&config, batch).unwrap();
+        let got = measured_peak(&plan(), &config, batch);
+        assert_eq!(
+            got, e.peak_allocated,
+            "L={} H={} B={batch} {}",
+            config.layers, config.hidden, config.optimizer
+        );
+    }
+}
+
+/// Reference setups small enough to execute here in seconds.
+fn executable() -> Vec<(MlpConfig, u64)> {
+    reference_setups()
+        .into_iter()
+        .filter(|(c, b)| c.parameter_count() * 4 <= 48 << 20 && b * c.hidden * 4 <= 16 << 20)
+        .collect()
+}
+
+#[test]
+fn the_equation_is_exact_when_executed_on_cpu() {
+    let cpu = DeviceOptions {
+        backend: Backend::Cpu,
+        memory: MemorySpec::Bytes(1 << 34),
+        ..Default::default()
+    };
+    let setups = executable();
+    assert!(setups.len() >= 15, "{}", setups.len());
+    for (config, batch) in setups {
+        let e = estimate(&config, batch).unwrap();
+        assert_eq!(
+            measured_peak(&cpu, &config, batch),
+            e.peak_allocated,
+            "L={} H={} B={batch}",
+            config.layers,
+            config.hidden
+        );
+    }
+}
+
+fn setup() -> impl Strategy<Value = (MlpConfig, u64)> {
+    (1..=8u64, 2..=6000u64, 1..=1_500_000u64, any::<bool>()).prop_map(|(l, h, b, adam)| {
+        let c = MlpConfig::lesson(h).with_layers(l);
+        (
+            if adam {
+                c.with_optimizer(Optimizer::adam(0.001))
+            } else {
+                c
+            },
+            b,
+        )
+    })
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 400, ..ProptestConfig::default() })]
+
+    /// Exact to the byte in its domain; within the stated margin outside it.
+    #[test]
+    fn random_setups((config, batch) in setup()) {
+        let e = estimate(&config, batch).unwrap();
+        let got = measured_peak(&plan(), &config, batch);
+        if is_exact(&config, batch) {
+            prop_assert_eq!(got, e.peak_allocated);
+        } else {
+            prop_assert!(got.abs_diff(e.peak_allocated) <= band_margin(&config), "{} vs {}", got, e.peak_allocated);
+        }
+    }
+
+    /// In the domain on purpose: batches up to 131 072 rows with activations outside the band.
+    #[test]
+    fn random_setups_in_the_domain(l in 1..=8u64, h in 2..=6000u64, b in 1..=131_072u64, adam in any::<bool>()) {
+        let c = MlpConfig::lesson(h).with_layers(l);
+        let c = if adam { c.with_optimizer(Optimizer::adam(0.001)) } else { c };
+        prop_assume!(is_exact(&c, b));
+        prop_assert_eq!(measured_peak(&plan(), &c, b), estimate(&c, b).unwrap().peak_allocated);
+    }
+}
+
+#[test]
+fn estimate_refuses_bad_setups() {
+    assert!(estimate(&MlpConfig::lesson(10), 0).is_err());
+    assert!(estimate(&MlpConfig::lesson(0), 10).is_err());
+    assert!(estimate(&MlpConfig::lesson(10).with_layers(0), 10).is_err());
+    let e = estimate(&MlpConfig::lesson(5000), u64::MAX / 2).unwrap_err();
+    assert!(e.to_string().contains("64 bits"), "{e}");
+}
+
+#[test]
+fn categories_follow_the_optimizer() {
+    let sgd = estimate(&MlpConfig::lesson(3000).with_layers(3), 32).unwrap();
+    let adam = estimate(
+        &MlpConfig::lesson(3000)
+            .with_layers(3)
+            .with_optimizer(Optimizer::adam(0.001)),
+        32,
+    )
+    .unwrap();
+    assert_eq!(sgd.optimizer_state, 0);
+    assert_eq!(sgd.gradients, sgd.parameters);
+    assert_eq!(adam.optimizer_state, 2 * adam.parameters);
+    assert_eq!(
+        adam.peak_allocated - sgd.peak_allocated,
+        adam.optimizer_state
+    );
+    // 2 × 3000 + 3000 + 2 × (3000 × 3000 + 3000) + 3000 × 2 + 2 parameters.
+    assert_eq!(sgd.parameter_count, 9000 + 2 * 9_003_000 + 6002);
+}
