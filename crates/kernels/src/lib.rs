@@ -1,0 +1,297 @@
+//! WGSL compute kernels for gpumem's MLP.
+//!
+//! Kernels never allocate tensors: they take [`Matrix`] views of buffers the engine's
+//! caching allocator owns and record compute passes into the caller's encoder, so a whole
+//! training step is one submission. Every kernel respects the device limits it was built
+//! with ([`KernelLimits`]): operands are cut into pieces that fit a binding (see
+//! [`pieces`](crate::pieces)), rows straddling two buffers go through a scratch buffer,
+//! and dispatches loop inside the shader instead of exceeding the workgroup-count limit.
+//!
+//! Numbers are f32 for now; [`DType`] is checked everywhere so f16/f64 can be added.
+
+pub mod elementwise;
+pub mod gpu;
+pub mod loss;
+pub mod matmul;
+pub mod optim;
+pub(crate) mod pieces;
+pub(crate) mod record;
+pub mod reduce;
+pub mod testing;
+pub mod view;
+
+use std::sync::{Mutex, PoisonError};
+
+pub use gpu::{CapturedError, CapturedErrorKind, Gpu, GpuError, GpuOptions};
+pub use matmul::{Gemm, MatmulKernel};
+pub use optim::Adam;
+pub use view::{DType, Matrix, Part};
+
+/// The limits kernels plan with. [`Kernels::new`] reads them from the device;
+/// [`Kernels::with_limits`] lets tests force tighter ones (e.g. 4 KiB bindings) so that
+/// pieces, straddling rows and grid-stride loops run on small data.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct KernelLimits {
+    /// Largest storage binding in bytes (`max_storage_buffer_binding_size`).
+    pub max_binding: u64,
+    /// Storage binding offsets are multiples of this (`min_storage_buffer_offset_alignment`).
+    pub offset_align: u64,
+    /// Largest workgroup count per dimension (`max_compute_workgroups_per_dimension`).
+    pub max_workgroups: u32,
+    /// Use subgroup operations in matmul when the device has `Features::SUBGROUP`
+    /// and subgroups of at least 8 invocations.
+    pub subgroups: bool,
+}
+
+impl KernelLimits {
+    /// The device's own limits.
+    pub fn of(device: &wgpu::Device) -> Self {
+        let l = device.limits();
+        KernelLimits {
+            max_binding: l
+                .max_storage_buffer_binding_size
+                .min(l.max_buffer_size)
+                .max(16)
+                & !3,
+            offset_align: u64::from(l.min_storage_buffer_offset_alignment.max(4)),
+            max_workgroups: l.max_compute_workgroups_per_dimension.max(1),
+            subgroups: true,
+        }
+    }
+
+    /// These limits made no looser than the device's.
+    fn within(self, device: &wgpu::Device) -> Self {
+        let d = Self::of(device);
+        KernelLimits {
+            max_binding: self.max_binding.clamp(16, d.max_binding) & !3,
+            offset_align: self.offset_align.max(d.offset_align).next_power_of_two(),
+            max_workgroups: self.max_workgroups.clamp(1, d.max_workgroups),
+            subgroups: self.subgroups,
+        }
+    }
+}
+
+/// A kernel call that cannot be planned. Never a panic, never a wgpu error.
+#[derive(Debug, thiserror::Error)]
+pub enum KernelError {
+    #[error("shape mismatch: {0}")]
+    Shape(String),
+    #[error("{name}: expected dtype {expected:?}, got {got:?}")]
+    DType {
+        name: String,
+        expected: DType,
+        got: DType,
+    },
+    #[error("{name}: bad parts: {reason}")]
+    Parts { name: String, reason: String },
+    #[error("{name}: one row is {row_bytes} bytes, more than a binding may hold ({max_binding})")]
+    RowTooLarge {
+        name: String,
+        row_bytes: u64,
+        max_binding: u64,
+    },
+    #[error("unsupported: {0}")]
+    Unsupported(String),
+    #[error("creating pipelines failed: {0}")]
+    Pipeline(String),
+}
+
+/// All pipelines, created once, plus the scratch buffers for straddling rows.
+pub struct Kernels {
+    pub(crate) device: wgpu::Device,
+    pub(crate) limits: KernelLimits,
+    pub(crate) uniform_align: u64,
+    max_buffer: u64,
+    /// Bound where a kernel has no operand for a binding (e.g. no bias).
+    pub(crate) dummy: wgpu::Buffer,
+    scratch: Mutex<Vec<Option<wgpu::Buffer>>>,
+    pub(crate) layouts: Layouts,
+    pub(crate) matmul: matmul::Pipelines,
+    pub(crate) elementwise: elementwise::Pipelines,
+    pub(crate) optim: optim::Pipelines,
+    pub(crate) loss: loss::Pipelines,
+    pub(crate) reduce: reduce::Pipelines,
+}
+
+/// Bind group layouts shared by kernel families: `n` read-write storage buffers then
+/// one uniform. Read-write everywhere because tensors of one call may share a buffer
+/// (one allocator segment), and wgpu rejects a buffer bound read-only and writable at once.
+pub(crate) struct Layouts {
+    pub storage2: (wgpu::BindGroupLayout, wgpu::PipelineLayout),
+    pub storage4: (wgpu::BindGroupLayout, wgpu::PipelineLayout),
+}
+
+impl Kernels {
+    /// Builds every pipeline for `device`, planning with the device's limits.
+    pub fn new(device: &wgpu::Device) -> Result<Self, KernelError> {
+        Self::with_limits(device, KernelLimits::of(device))
+    }
+
+    /// Like [`Kernels::new`] but plans with `limits` (clamped to the device's).
+    pub fn with_limits(device: &wgpu::Device, limits: KernelLimits) -> Result<Self, KernelError> {
+        let limits = limits.within(device);
+        let dl = device.limits();
+        let layouts = Layouts {
+            storage2: layout(device, 2),
+            storage4: layout(device, 4),
+        };
+        let matmul = matmul::Pipelines::new(device, &layouts, &limits)?;
+        let elementwise = elementwise::Pipelines::new(device, &layouts)?;
+        let optim = optim::Pipelines::new(device, &layouts)?;
+        let loss = loss::Pipelines::new(device, &layouts)?;
+        let reduce = reduce::Pipelines::new(device, &layouts)?;
+        let dummy = device.create_buffer(&wgpu::BufferDescriptor {
+            label: Some("gpumem-kernels dummy"),
+            size: 16,
+            usage: wgpu::BufferUsages::STORAGE,
+            mapped_at_creation: false,
+        });
+        Ok(Kernels {
+            device: device.clone(),
+            limits,
+            uniform_align: u64::from(dl.min_uniform_buffer_offset_alignment.max(16)),
+            max_buffer: dl.max_buffer_size,
+            dummy,
+            scratch: Mutex::new(Vec::new()),
+            layouts,
+            matmul,
+            elementwise,
+            optim,
+            loss,
+            reduce,
+        })
+    }
+
+    pub fn limits(&self) -> &KernelLimits {
+        &self.limits
+    }
+
+    /// True when matmul uses the subgroup-broadcast variant of the tiled kernel.
+    pub fn uses_subgroups(&self) -> bool {
+        self.matmul.subgroups
+    }
+
+    /// A binding for a slot the kernel does not use.
+    pub(crate) fn dummy_bind(&self) -> pieces::Bind<'_> {
+        pieces::Bind::Direct {
+            buffer: &self.dummy,
+            offset: 0,
+            size: 16,
+            elem: 0,
+        }
+    }
+
+    /// Scratch buffer `slot`, at least `size` bytes. Reuse is safe because every use is
+    /// copy-in, dispatch, copy-out in encoder order; a grown buffer replaces the old one,
+    /// which stays alive as long as recorded commands reference it.
+    pub(crate) fn scratch(&self, slot: usize, size: u64) -> wgpu::Buffer {
+        let mut all = self.scratch.lock().unwrap_or_else(PoisonError::into_inner);
+        if all.len() <= slot {
+            all.resize(slot + 1, None);
+        }
+        if let Some(b) = &all[slot]
+            && b.size() >= size
+        {
+            return b.clone();
+        }
+        let size = size
+            .next_power_of_two()
+            .clamp(256, self.max_buffer.max(size));
+        let b = self.device.create_buffer(&wgpu::BufferDescriptor {
+            label: Some("gpumem-kernels scratch"),
+            size,
+            usage: wgpu::BufferUsages::STORAGE
+                | wgpu::BufferUsages::COPY_SRC
+                | wgpu::BufferUsages::COPY_DST,
+            mapped_at_creation: false,
+        });
+        all[slot] = Some(b.clone());
+        b
+    }
+}
+
+fn layout(device: &wgpu::Device, storage: u32) -> (wgpu::BindGroupLayout, wgpu::PipelineLayout) {
+    let mut entries: Vec<wgpu::BindGroupLayoutEntry> = (0..storage)
+        .map(|binding| wgpu::BindGroupLayoutEntry {
+            binding,
+            visibility: wgpu::ShaderStages::COMPUTE,
+            ty: wgpu::BindingType::Buffer {
+                ty: wgpu::BufferBindingType::Storage { read_only: false },
+                has_dynamic_offset: false,
+                min_binding_size: None,
+            },
+            count: None,
+        })
+        .collect();
+    entries.push(wgpu::BindGroupLayoutEntry {
+        binding: storage,
+        visibility: wgpu::ShaderStages::COMPUTE,
+        ty: wgpu::BindingType::Buffer {
+            ty: wgpu::BufferBindingType::Uniform,
+            has_dynamic_offset: false,
+            min_binding_size: None,
+        },
+        count: None,
+    });
+    let bgl = device.create_bind_group_layout(&wgpu::BindGroupLayoutDescriptor {
+        label: Some("gpumem-kernels layout"),
+        entries: &entries,
+    });
+    let pl = device.create_pipeline_layout(&wgpu::PipelineLayoutDescriptor {
+        label: Some("gpumem-kernels pipeline layout"),
+        bind_group_layouts: &[Some(&bgl)],
+        immediate_size: 0,
+    });
+    (bgl, pl)
+}
+
+/// Compiles `source` and builds one pipeline per entry point, inside a validation error
+/// scope so a shader the device rejects becomes a [`KernelError`] instead of a stored
+/// wgpu error and silently broken kernels.
+pub(crate) fn pipelines(
+    device: &wgpu::Device,
+    label: &str,
+    source: &str,
+    layout: &wgpu::PipelineLayout,
+    entries: &[&str],
+    constants: &[(&str, f64)],
+) -> Result<Vec<wgpu::ComputePipeline>, KernelError> {
+    let scope = device.push_error_scope(wgpu::ErrorFilter::Validation);
+    let module = device.create_shader_module(wgpu::ShaderModuleDescriptor {
+        label: Some(label),
+        source: wgpu::ShaderSource::Wgsl(source.into()),
+    });
+    let out = entries
+        .iter()
+        .map(|entry| {
+            device.create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
+                label: Some(entry),
+                layout: Some(layout),
+                module: &module,
+                entry_point: Some(entry),
+                compilation_options: wgpu::PipelineCompilationOptions {
+                    constants,
+                    zero_initialize_workgroup_memory: true,
+                },
+                cache: None,
+            })
+        })
+        .collect();
+    match pollster::block_on(scope.pop()) {
+        None => Ok(out),
+        Some(e) => Err(KernelError::Pipeline(format!("{label}: {e}"))),
+    }
+}
+
+/// Checks a matrix's dtype.
+pub(crate) fn expect_dtype(name: &str, m: &Matrix<'_>, dtype: DType) -> Result<(), KernelError> {
+    if m.dtype == dtype {
+        Ok(())
+    } else {
+        Err(KernelError::DType {
+            name: name.to_string(),
+            expected: dtype,
+            got: m.dtype,
+        })
+    }
+}

@@ -1,0 +1,421 @@
+//! `C (+)= op(A)·op(B) (+ bias)` — forward `Z = A·W` (NN), `dW = Aᵀ·dZ` (TN) and
+//! `dA = dZ·Wᵀ` (NT).
+//!
+//! # The fast kernel, and what limits it on lavapipe
+//!
+//! `matmul/tiled.wgsl` is a register-tiled kernel: each invocation accumulates a 32×8
+//! block of C in 16 `mat4x4`s, loads A and B as vec4s and has no bounds checks in its k
+//! loop (loads clamp, stores mask). A workgroup shares its 32 rows of A, and with
+//! `Features::SUBGROUP` (`matmul/share_subgroup.wgsl`) each lane loads only 4 of those
+//! rows and gets the rest by `subgroupBroadcast`; without subgroups every invocation loads
+//! all 32 (`share_plain.wgsl`). No workgroup memory and no barriers.
+//!
+//! Measured on lavapipe (llvmpipe, 8-wide AVX2 "SIMD lanes" = 8 invocations):
+//! * llvmpipe turns every storage-buffer load whose address is not a compile-time
+//!   uniform into a loop over the 8 lanes with a bounds check and a branch per
+//!   component: a vec4 load costs ~30× an FMA. So the game is FMAs per loaded value.
+//! * Workgroup memory is no cheaper (same per-lane loop) and barriers are emulated with
+//!   coroutines, so shared-memory tiling loses (0.16 GFLOP/s in PLATFORM-NOTES).
+//! * Larger per-invocation tiles help until the accumulators (8 lanes × 4 B each) spill
+//!   out of L1; they live in memory anyway (16 ymm registers), which caps FMA throughput
+//!   at roughly a quarter of the CPU's peak.
+//! * The subgroup broadcast removes 28 of the 36 vec4 loads per k-step of 4: it lifted
+//!   1024³ from ~8 to ~13 GFLOP/s on two cores (CPU sgemm: ~130).
+//!
+//! On hardware GPUs the same kernel is a reasonable, not tuned, choice: 256 accumulators
+//! per invocation is at the register limit; `WG` (the workgroup width) follows the
+//! subgroup size. Split-K for TN with few output tiles is not done: pieces of a long
+//! batch run one after another, accumulating into C.
+//!
+//! # Pieces
+//!
+//! Each operand is cut along its own row dimension (M for C and untransposed A, K for
+//! transposed A and untransposed B, N for transposed B), and the dispatch grid is the
+//! product of the cuts; reduction pieces after the first accumulate into C. Pieces the
+//! tiled kernel cannot take (k not a multiple of 4, unaligned offsets, gathered rows,
+//! both operands transposed) go to `matmul/naive.wgsl`.
+
+use crate::pieces::{Bind, Operand, segments};
+use crate::record::{Dispatch, record};
+use crate::view::{DType, Matrix};
+use crate::{KernelError, KernelLimits, Kernels, Layouts, expect_dtype, pipelines};
+
+/// One matmul call: `c (+)= op(a)·op(b) (+ bias)`.
+#[derive(Clone, Copy, Debug)]
+pub struct Gemm<'a> {
+    pub a: Matrix<'a>,
+    /// Use `aᵀ` (a is stored K×M).
+    pub trans_a: bool,
+    pub b: Matrix<'a>,
+    /// Use `bᵀ` (b is stored N×K).
+    pub trans_b: bool,
+    /// M×N output.
+    pub c: Matrix<'a>,
+    /// `c += …` instead of `c = …`.
+    pub accumulate: bool,
+    /// N values added to every row of C (once, not per reduction piece).
+    pub bias: Option<Matrix<'a>>,
+}
+
+/// Which kernel to use (the bench compares them; the engine leaves it on `Auto`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum MatmulKernel {
+    /// The tiled kernel wherever it applies, naive elsewhere.
+    #[default]
+    Auto,
+    /// One output per invocation everywhere.
+    Naive,
+}
+
+pub(crate) struct Pipelines {
+    naive: wgpu::ComputePipeline,
+    /// NN, TN, NT.
+    tiled: Vec<wgpu::ComputePipeline>,
+    pub subgroups: bool,
+    /// Invocations per workgroup of the tiled kernel.
+    wg: u32,
+}
+
+const NAIVE: &str = include_str!("matmul/naive.wgsl");
+const TILED: &str = include_str!("matmul/tiled.wgsl");
+const SHARE_SUBGROUP: &str = include_str!("matmul/share_subgroup.wgsl");
+const SHARE_PLAIN: &str = include_str!("matmul/share_plain.wgsl");
+
+/// Rows of C per tile of the tiled kernel, and vec4 columns per invocation.
+const TILE_M: u64 = 32;
+const COLS_PER_INVOCATION: u64 = 8;
+
+impl Pipelines {
+    pub fn new(
+        device: &wgpu::Device,
+        layouts: &Layouts,
+        limits: &KernelLimits,
+    ) -> Result<Self, KernelError> {
+        let layout = &layouts.storage4.1;
+        let naive = pipelines(device, "matmul naive", NAIVE, layout, &["mm_naive"], &[])?.remove(0);
+        let info = device.adapter_info();
+        // A workgroup as wide as a subgroup (8 on llvmpipe, 32/64 on GPUs), at least 8.
+        let wg = info.subgroup_max_size.clamp(8, 64).next_power_of_two();
+        let constants = [("WG", f64::from(wg))];
+        let entries = ["mm_nn", "mm_tn", "mm_nt"];
+        let can_subgroup = limits.subgroups
+            && device.features().contains(wgpu::Features::SUBGROUP)
+            && info.subgroup_min_size >= 8;
+        if can_subgroup {
+            let source = format!("{TILED}\n{SHARE_SUBGROUP}");
+            if let Ok(tiled) = pipelines(
+                device,
+                "matmul tiled subgroup",
+                &source,
+                layout,
+                &entries,
+                &constants,
+            ) {
+                return Ok(Pipelines {
+                    naive,
+                    tiled,
+                    subgroups: true,
+                    wg,
+                });
+            }
+        }
+        let source = format!("{TILED}\n{SHARE_PLAIN}");
+        let tiled = pipelines(
+            device,
+            "matmul tiled",
+            &source,
+            layout,
+            &entries,
+            &constants,
+        )?;
+        Ok(Pipelines {
+            naive,
+            tiled,
+            subgroups: false,
+            wg,
+        })
+    }
+}
+
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, bytemuck::Pod, bytemuck::Zeroable)]
+struct Params {
+    m: u32,
+    n: u32,
+    k: u32,
+    flags: u32,
+    a_off: u32,
+    a_rs: u32,
+    a_cs: u32,
+    b_off: u32,
+    b_rs: u32,
+    b_cs: u32,
+    c_off: u32,
+    c_stride: u32,
+    bias_off: u32,
+    pad: [u32; 3],
+}
+
+const ACCUMULATE: u32 = 1;
+const BIAS: u32 = 2;
+
+/// Sizes of one dispatch and where each operand starts inside its binding (elements).
+struct Piece {
+    m: u64,
+    n: u64,
+    k: u64,
+    a: u64,
+    b: u64,
+    c: u64,
+    bias: u64,
+    flags: u32,
+}
+
+impl Kernels {
+    /// Records `g.c (+)= op(g.a)·op(g.b) (+ g.bias)` into `encoder`.
+    pub fn matmul(
+        &self,
+        encoder: &mut wgpu::CommandEncoder,
+        g: &Gemm<'_>,
+    ) -> Result<(), KernelError> {
+        self.matmul_with(encoder, g, MatmulKernel::Auto)
+    }
+
+    /// [`Kernels::matmul`] with a chosen kernel.
+    pub fn matmul_with(
+        &self,
+        encoder: &mut wgpu::CommandEncoder,
+        g: &Gemm<'_>,
+        kernel: MatmulKernel,
+    ) -> Result<(), KernelError> {
+        for (name, m) in [("a", &g.a), ("b", &g.b), ("c", &g.c)] {
+            expect_dtype(name, m, DType::F32)?;
+        }
+        let (m, k) = if g.trans_a {
+            (g.a.cols, g.a.rows)
+        } else {
+            (g.a.rows, g.a.cols)
+        };
+        let (kb, n) = if g.trans_b {
+            (g.b.cols, g.b.rows)
+        } else {
+            (g.b.rows, g.b.cols)
+        };
+        if k != kb || g.c.rows != m || g.c.cols != n {
+            return Err(KernelError::Shape(format!(
+                "matmul: op(a) is {m}x{k}, op(b) is {kb}x{n}, c is {}x{}",
+                g.c.rows, g.c.cols
+            )));
+        }
+        let bias = match &g.bias {
+            Some(bias) => {
+                expect_dtype("bias", bias, DType::F32)?;
+                if bias.len() != n {
+                    return Err(KernelError::Shape(format!(
+                        "matmul: bias has {} values, c has {n} columns",
+                        bias.len()
+                    )));
+                }
+                Some(Matrix {
+                    rows: 1,
+                    cols: n,
+                    ..*bias
+                })
+            }
+            None => None,
+        };
+        let lim = &self.limits;
+        let a = Operand::new("a", &g.a, lim, 4)?;
+        let b = Operand::new("b", &g.b, lim, 4)?;
+        let c = Operand::new("c", &g.c, lim, 4)?;
+        let bias = bias.map(|m| Operand::new("bias", &m, lim, 1)).transpose()?;
+        if m == 0 || n == 0 {
+            return Ok(());
+        }
+        if k == 0 {
+            if bias.is_some() {
+                return Err(KernelError::Unsupported(
+                    "matmul with k = 0 and a bias".into(),
+                ));
+            }
+            if !g.accumulate {
+                for p in g.c.parts {
+                    encoder.clear_buffer(p.buffer, p.offset, Some(p.len));
+                }
+            }
+            return Ok(());
+        }
+
+        let (a_on_m, a_on_k) = if g.trans_a {
+            (None, Some(&a))
+        } else {
+            (Some(&a), None)
+        };
+        let (b_on_k, b_on_n) = if g.trans_b {
+            (None, Some(&b))
+        } else {
+            (Some(&b), None)
+        };
+        let msegs = segments(
+            m,
+            &[Some(&c), a_on_m].into_iter().flatten().collect::<Vec<_>>(),
+        );
+        let ksegs = segments(
+            k,
+            &[a_on_k, b_on_k].into_iter().flatten().collect::<Vec<_>>(),
+        );
+        let nsegs = segments(n, &b_on_n.into_iter().collect::<Vec<_>>());
+
+        let form = match (g.trans_a, g.trans_b) {
+            (false, false) => Some(0),
+            (true, false) => Some(1),
+            (false, true) => Some(2),
+            (true, true) => None,
+        };
+        let mut dispatches = Vec::new();
+        for &(m0, m1) in &msegs {
+            for &(n0, n1) in &nsegs {
+                for (ki, &(k0, k1)) in ksegs.iter().enumerate() {
+                    let ba = if g.trans_a {
+                        a.bind(k0, k1)
+                    } else {
+                        a.bind(m0, m1)
+                    };
+                    let bb = if g.trans_b {
+                        b.bind(n0, n1)
+                    } else {
+                        b.bind(k0, k1)
+                    };
+                    let bc = c.bind(m0, m1);
+                    let bbias = bias.as_ref().map(|o| o.bind(0, 1));
+                    let piece = Piece {
+                        m: m1 - m0,
+                        n: n1 - n0,
+                        k: k1 - k0,
+                        a: ba.elem() + if g.trans_a { m0 } else { k0 },
+                        b: bb.elem() + if g.trans_b { k0 } else { n0 },
+                        c: bc.elem() + n0,
+                        bias: bbias.as_ref().map_or(0, |x| x.elem()) + n0,
+                        flags: if g.accumulate || ki > 0 {
+                            ACCUMULATE
+                        } else {
+                            0
+                        } | if bbias.is_some() && ki == 0 { BIAS } else { 0 },
+                    };
+                    let binds = [ba, bb, bc, bbias.unwrap_or_else(|| self.dummy_bind())];
+                    let tiled = form.filter(|_| {
+                        kernel == MatmulKernel::Auto
+                            && piece.a % 4 == 0
+                            && piece.b % 4 == 0
+                            && g.a.cols % 4 == 0
+                            && g.b.cols % 4 == 0
+                    });
+                    match tiled {
+                        Some(form) if piece.k >= 4 => {
+                            let tail = piece.k % 4;
+                            let head = Piece {
+                                k: piece.k - tail,
+                                ..piece
+                            };
+                            dispatches.push(self.tiled(form, &head, g, binds.clone()));
+                            if tail > 0 {
+                                // The last k % 4 reductions, added by the naive kernel.
+                                let kt = piece.k - tail;
+                                let rest = Piece {
+                                    k: tail,
+                                    a: piece.a + kt * if g.trans_a { g.a.cols } else { 1 },
+                                    b: piece.b + kt * if g.trans_b { 1 } else { g.b.cols },
+                                    flags: ACCUMULATE,
+                                    ..piece
+                                };
+                                dispatches.push(self.naive(&rest, g, binds));
+                            }
+                        }
+                        _ => dispatches.push(self.naive(&piece, g, binds)),
+                    }
+                }
+            }
+        }
+        record(self, encoder, &dispatches);
+        Ok(())
+    }
+
+    fn naive<'a>(&'a self, p: &Piece, g: &Gemm<'_>, storage: [Bind<'a>; 4]) -> Dispatch<'a> {
+        let (a_rs, a_cs) = if g.trans_a {
+            (1, g.a.cols)
+        } else {
+            (g.a.cols, 1)
+        };
+        let (b_rs, b_cs) = if g.trans_b {
+            (1, g.b.cols)
+        } else {
+            (g.b.cols, 1)
+        };
+        let params = Params {
+            m: p.m as u32,
+            n: p.n as u32,
+            k: p.k as u32,
+            flags: p.flags,
+            a_off: p.a as u32,
+            a_rs: a_rs as u32,
+            a_cs: a_cs as u32,
+            b_off: p.b as u32,
+            b_rs: b_rs as u32,
+            b_cs: b_cs as u32,
+            c_off: p.c as u32,
+            c_stride: g.c.cols as u32,
+            bias_off: p.bias as u32,
+            pad: [0; 3],
+        };
+        let max = self.limits.max_workgroups;
+        Dispatch {
+            pipeline: &self.matmul.naive,
+            layout: &self.layouts.storage4.0,
+            storage: storage.into(),
+            writes: 1 << 2,
+            params: bytemuck::bytes_of(&params).to_vec(),
+            groups: [
+                p.n.div_ceil(8).min(u64::from(max)) as u32,
+                p.m.div_ceil(8).min(u64::from(max)) as u32,
+                1,
+            ],
+        }
+    }
+
+    fn tiled<'a>(
+        &'a self,
+        form: usize,
+        p: &Piece,
+        g: &Gemm<'_>,
+        storage: [Bind<'a>; 4],
+    ) -> Dispatch<'a> {
+        let params = Params {
+            m: p.m as u32,
+            n: p.n as u32,
+            k: p.k as u32,
+            flags: p.flags,
+            a_off: (p.a / 4) as u32,
+            a_rs: (g.a.cols / 4) as u32,
+            b_off: (p.b / 4) as u32,
+            b_rs: (g.b.cols / 4) as u32,
+            c_off: p.c as u32,
+            c_stride: g.c.cols as u32,
+            bias_off: p.bias as u32,
+            ..Params::default()
+        };
+        let max = u64::from(self.limits.max_workgroups);
+        let tile_n = COLS_PER_INVOCATION * u64::from(self.matmul.wg);
+        Dispatch {
+            pipeline: &self.matmul.tiled[form],
+            layout: &self.layouts.storage4.0,
+            storage: storage.into(),
+            writes: 1 << 2,
+            params: bytemuck::bytes_of(&params).to_vec(),
+            groups: [
+                p.n.div_ceil(tile_n).min(max) as u32,
+                p.m.div_ceil(TILE_M).min(max) as u32,
+                1,
+            ],
+        }
+    }
+}

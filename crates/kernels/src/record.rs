@@ -1,0 +1,190 @@
+//! Recording planned dispatches into the caller's encoder.
+//!
+//! All uniforms of one kernel call go into one small buffer (one slice per dispatch, at
+//! the device's uniform offset alignment), so a call costs one allocation however many
+//! pieces it has. Dispatches without gathered rows share one compute pass; a dispatch
+//! with gathered rows is wrapped in copy-in / pass / copy-out, in encoder order, which is
+//! what makes reusing the scratch buffers safe.
+
+use wgpu::util::DeviceExt;
+
+use crate::Kernels;
+use crate::pieces::Bind;
+
+/// One compute dispatch: `storage[i]` is bound at binding `i`, the uniform right after.
+pub(crate) struct Dispatch<'a> {
+    pub pipeline: &'a wgpu::ComputePipeline,
+    pub layout: &'a wgpu::BindGroupLayout,
+    pub storage: Vec<Bind<'a>>,
+    /// Bindings the kernel writes (gathered ones are scattered back afterwards).
+    pub writes: u32,
+    pub params: Vec<u8>,
+    pub groups: [u32; 3],
+}
+
+impl<'a> Dispatch<'a> {
+    fn gathers(&self) -> bool {
+        self.storage
+            .iter()
+            .any(|b| matches!(b, Bind::Gather { .. }))
+    }
+}
+
+/// Workgroup counts for `total` groups laid out 2-D within `max` per dimension;
+/// shaders walk `(wg.y * nwg.x + wg.x)` with a grid stride, so any total works.
+pub(crate) fn grid(total: u64, max: u32) -> [u32; 3] {
+    let max = u64::from(max.max(1));
+    let x = total.clamp(1, max);
+    let y = total.div_ceil(x).clamp(1, max);
+    [x as u32, y as u32, 1]
+}
+
+pub(crate) fn record(k: &Kernels, encoder: &mut wgpu::CommandEncoder, dispatches: &[Dispatch<'_>]) {
+    if dispatches.is_empty() {
+        return;
+    }
+    let align = k.uniform_align;
+    let len = dispatches
+        .iter()
+        .map(|d| d.params.len())
+        .max()
+        .unwrap_or(16) as u64;
+    let stride = len.div_ceil(align) * align;
+    let mut bytes = vec![0u8; (stride * dispatches.len() as u64) as usize];
+    for (i, d) in dispatches.iter().enumerate() {
+        let at = i * stride as usize;
+        bytes[at..at + d.params.len()].copy_from_slice(&d.params);
+    }
+    let uniforms = k
+        .device
+        .create_buffer_init(&wgpu::util::BufferInitDescriptor {
+            label: Some("gpumem-kernels params"),
+            contents: &bytes,
+            usage: wgpu::BufferUsages::UNIFORM,
+        });
+
+    let mut i = 0;
+    while i < dispatches.len() {
+        if dispatches[i].gathers() {
+            record_gathered(k, encoder, &dispatches[i], &uniforms, i as u64 * stride);
+            i += 1;
+            continue;
+        }
+        let mut j = i;
+        while j < dispatches.len() && !dispatches[j].gathers() {
+            j += 1;
+        }
+        let groups: Vec<wgpu::BindGroup> = (i..j)
+            .map(|n| bind_group(k, &dispatches[n], &[], &uniforms, n as u64 * stride))
+            .collect();
+        let mut pass = encoder.begin_compute_pass(&wgpu::ComputePassDescriptor {
+            label: Some("gpumem-kernels"),
+            timestamp_writes: None,
+        });
+        for (d, g) in dispatches[i..j].iter().zip(&groups) {
+            pass.set_pipeline(d.pipeline);
+            pass.set_bind_group(0, g, &[]);
+            pass.dispatch_workgroups(d.groups[0], d.groups[1], d.groups[2]);
+        }
+        drop(pass);
+        i = j;
+    }
+}
+
+fn record_gathered(
+    k: &Kernels,
+    encoder: &mut wgpu::CommandEncoder,
+    d: &Dispatch<'_>,
+    uniforms: &wgpu::Buffer,
+    offset: u64,
+) {
+    // One scratch buffer per binding slot, so several gathered operands never collide.
+    let scratch: Vec<Option<wgpu::Buffer>> = d
+        .storage
+        .iter()
+        .enumerate()
+        .map(|(slot, b)| match b {
+            Bind::Gather { chunks, size } => {
+                let s = k.scratch(slot, *size);
+                let mut at = 0;
+                for c in chunks {
+                    encoder.copy_buffer_to_buffer(c.buffer, c.offset, &s, at, c.len);
+                    at += c.len;
+                }
+                Some(s)
+            }
+            Bind::Direct { .. } => None,
+        })
+        .collect();
+    let group = bind_group(k, d, &scratch, uniforms, offset);
+    {
+        let mut pass = encoder.begin_compute_pass(&wgpu::ComputePassDescriptor {
+            label: Some("gpumem-kernels gathered"),
+            timestamp_writes: None,
+        });
+        pass.set_pipeline(d.pipeline);
+        pass.set_bind_group(0, &group, &[]);
+        pass.dispatch_workgroups(d.groups[0], d.groups[1], d.groups[2]);
+    }
+    for (slot, (b, s)) in d.storage.iter().zip(&scratch).enumerate() {
+        if let (Bind::Gather { chunks, .. }, Some(s)) = (b, s)
+            && d.writes & (1 << slot) != 0
+        {
+            let mut at = 0;
+            for c in chunks {
+                encoder.copy_buffer_to_buffer(s, at, c.buffer, c.offset, c.len);
+                at += c.len;
+            }
+        }
+    }
+}
+
+fn bind_group(
+    k: &Kernels,
+    d: &Dispatch<'_>,
+    scratch: &[Option<wgpu::Buffer>],
+    uniforms: &wgpu::Buffer,
+    offset: u64,
+) -> wgpu::BindGroup {
+    let mut entries: Vec<wgpu::BindGroupEntry<'_>> = d
+        .storage
+        .iter()
+        .enumerate()
+        .map(|(i, b)| {
+            let (buffer, offset, size) = match b {
+                Bind::Direct {
+                    buffer,
+                    offset,
+                    size,
+                    ..
+                } => (*buffer, *offset, *size),
+                Bind::Gather { size, .. } => match scratch.get(i) {
+                    Some(Some(s)) => (s, 0, *size),
+                    // Never planned: gathers are recorded through `record_gathered`.
+                    _ => (&k.dummy, 0, 16),
+                },
+            };
+            wgpu::BindGroupEntry {
+                binding: i as u32,
+                resource: wgpu::BindingResource::Buffer(wgpu::BufferBinding {
+                    buffer,
+                    offset,
+                    size: wgpu::BufferSize::new(size),
+                }),
+            }
+        })
+        .collect();
+    entries.push(wgpu::BindGroupEntry {
+        binding: d.storage.len() as u32,
+        resource: wgpu::BindingResource::Buffer(wgpu::BufferBinding {
+            buffer: uniforms,
+            offset,
+            size: wgpu::BufferSize::new(d.params.len() as u64),
+        }),
+    });
+    k.device.create_bind_group(&wgpu::BindGroupDescriptor {
+        label: None,
+        layout: d.layout,
+        entries: &entries,
+    })
+}

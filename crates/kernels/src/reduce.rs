@@ -1,0 +1,147 @@
+//! Column sums (bias gradients, summing per-row loss statistics).
+
+use crate::pieces::{Bind, Operand, segments};
+use crate::record::{Dispatch, grid, record};
+use crate::view::{DType, Matrix};
+use crate::{KernelError, Kernels, Layouts, expect_dtype, pipelines};
+
+pub(crate) struct Pipelines {
+    partial: wgpu::ComputePipeline,
+    last: wgpu::ComputePipeline,
+}
+
+impl Pipelines {
+    pub fn new(device: &wgpu::Device, layouts: &Layouts) -> Result<Self, KernelError> {
+        let mut p = pipelines(
+            device,
+            "colsum",
+            include_str!("colsum.wgsl"),
+            &layouts.storage2.1,
+            &["colsum_partial", "colsum_final"],
+            &[],
+        )?
+        .into_iter();
+        let mut next = || {
+            p.next()
+                .ok_or_else(|| KernelError::Pipeline("colsum".into()))
+        };
+        Ok(Pipelines {
+            partial: next()?,
+            last: next()?,
+        })
+    }
+}
+
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, bytemuck::Pod, bytemuck::Zeroable)]
+struct Params {
+    rows: u32,
+    cols: u32,
+    groups: u32,
+    rows_per_group: u32,
+    off: [u32; 4],
+    flags: [u32; 4],
+    pad: [u32; 4],
+}
+
+/// Scratch slot of the partial sums (slots below are used by gathered operands).
+const PARTIAL_SLOT: usize = 8;
+/// At most this many row groups per piece: enough parallel work, a short final pass.
+const MAX_GROUPS: u64 = 1024;
+
+impl Kernels {
+    /// `dst (+)= sum over rows of src`: src is R×C, dst has C elements. Two levels
+    /// (fixed row groups, then the groups in order), so the result is deterministic;
+    /// pieces of a tall src run one after another, accumulating.
+    pub fn colsum(
+        &self,
+        encoder: &mut wgpu::CommandEncoder,
+        src: &Matrix<'_>,
+        dst: &Matrix<'_>,
+        accumulate: bool,
+    ) -> Result<(), KernelError> {
+        expect_dtype("src", src, DType::F32)?;
+        expect_dtype("dst", dst, DType::F32)?;
+        let (rows, cols) = (src.rows, src.cols);
+        if dst.len() != cols {
+            return Err(KernelError::Shape(format!(
+                "colsum: src has {cols} columns, dst has {} elements",
+                dst.len()
+            )));
+        }
+        let lim = &self.limits;
+        let dst = Matrix {
+            rows: 1,
+            cols,
+            ..*dst
+        };
+        let s = Operand::new("src", src, lim, 1)?;
+        let d = Operand::new("dst", &dst, lim, 1)?;
+        if cols == 0 {
+            return Ok(());
+        }
+        if rows == 0 {
+            if !accumulate {
+                for p in dst.parts {
+                    encoder.clear_buffer(p.buffer, p.offset, Some(p.len));
+                }
+            }
+            return Ok(());
+        }
+        let segs = segments(rows, &[&s]);
+        let row_bytes = cols * 4;
+        let cap = (lim.max_binding / row_bytes).clamp(1, MAX_GROUPS);
+        let most = segs
+            .iter()
+            .map(|(a, b)| (b - a).div_ceil(64).clamp(1, cap))
+            .max()
+            .unwrap_or(1);
+        let partial = self.scratch(PARTIAL_SLOT, most * row_bytes);
+        let mut dispatches: Vec<Dispatch<'_>> = Vec::new();
+        for (i, &(r0, r1)) in segs.iter().enumerate() {
+            let n = r1 - r0;
+            let per_group = n.div_ceil(n.div_ceil(64).clamp(1, cap));
+            let groups = n.div_ceil(per_group);
+            let bsrc = s.bind(r0, r1);
+            let part = Bind::Direct {
+                buffer: &partial,
+                offset: 0,
+                size: groups * row_bytes,
+                elem: 0,
+            };
+            let params = Params {
+                rows: n as u32,
+                cols: cols as u32,
+                groups: groups as u32,
+                rows_per_group: per_group as u32,
+                off: [bsrc.elem() as u32, 0, 0, 0],
+                ..Params::default()
+            };
+            let max = u64::from(lim.max_workgroups);
+            dispatches.push(Dispatch {
+                pipeline: &self.reduce.partial,
+                layout: &self.layouts.storage2.0,
+                storage: vec![bsrc, part.clone()],
+                writes: 0b10,
+                params: bytemuck::bytes_of(&params).to_vec(),
+                groups: [cols.div_ceil(64).min(max) as u32, groups.min(max) as u32, 1],
+            });
+            let bdst = d.bind(0, 1);
+            let params = Params {
+                off: [0, bdst.elem() as u32, 0, 0],
+                flags: [u32::from(accumulate || i > 0), 0, 0, 0],
+                ..params
+            };
+            dispatches.push(Dispatch {
+                pipeline: &self.reduce.last,
+                layout: &self.layouts.storage2.0,
+                storage: vec![part, bdst],
+                writes: 0b10,
+                params: bytemuck::bytes_of(&params).to_vec(),
+                groups: grid(cols.div_ceil(64), lim.max_workgroups),
+            });
+        }
+        record(self, encoder, &dispatches);
+        Ok(())
+    }
+}

@@ -1,0 +1,87 @@
+//! Views of tensors that already live in the engine's buffers.
+//!
+//! The caching allocator places a tensor at some byte offset inside a segment, and a
+//! segment larger than `max_buffer_size` is several wgpu buffers. So a tensor is an
+//! ordered list of [`Part`]s; kernels never allocate tensors, they bind pieces of parts.
+
+/// Element type of a [`Matrix`]. Only 4-byte types for now; `F16` (mixed precision) and
+/// `F64` (where `SHADER_F64` exists) are planned, which is why kernels check it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum DType {
+    F32,
+    /// Class labels for [`crate::Kernels::softmax_xent`].
+    U32,
+}
+
+impl DType {
+    pub fn size(self) -> u64 {
+        4
+    }
+}
+
+/// One contiguous run of bytes inside one wgpu buffer (`offset` and `len` multiples of 4).
+#[derive(Clone, Copy, Debug)]
+pub struct Part<'a> {
+    pub buffer: &'a wgpu::Buffer,
+    pub offset: u64,
+    pub len: u64,
+}
+
+/// A row-major matrix stored across one or more parts, in order
+/// (`rows * cols * dtype.size() == sum of part lens`).
+/// Vectors are matrices too: a bias is `1 × n`, labels are `n × 1`.
+#[derive(Clone, Copy, Debug)]
+pub struct Matrix<'a> {
+    pub parts: &'a [Part<'a>],
+    pub rows: u64,
+    pub cols: u64,
+    pub dtype: DType,
+}
+
+impl<'a> Matrix<'a> {
+    /// An f32 matrix.
+    pub fn new(parts: &'a [Part<'a>], rows: u64, cols: u64) -> Self {
+        Matrix {
+            parts,
+            rows,
+            cols,
+            dtype: DType::F32,
+        }
+    }
+
+    /// An f32 row vector (`1 × n`), e.g. a bias.
+    pub fn row_vector(parts: &'a [Part<'a>], n: u64) -> Self {
+        Self::new(parts, 1, n)
+    }
+
+    /// A u32 column vector (`n × 1`), e.g. class labels.
+    pub fn labels(parts: &'a [Part<'a>], n: u64) -> Self {
+        Matrix {
+            parts,
+            rows: n,
+            cols: 1,
+            dtype: DType::U32,
+        }
+    }
+
+    pub fn len(&self) -> u64 {
+        self.rows * self.cols
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    pub fn bytes(&self) -> u64 {
+        self.len() * self.dtype.size()
+    }
+
+    /// The same bytes seen as `len × 1`, so elementwise kernels can cut anywhere.
+    pub(crate) fn flat(&self) -> Self {
+        Matrix {
+            rows: self.len(),
+            cols: 1,
+            ..*self
+        }
+    }
+}

@@ -1,0 +1,14 @@
+//! Every kernel against a plain-Rust reference (f64), on odd shapes, under the device's
+//! limits and under forced tiny ones (4 KiB bindings, 256-byte offset alignment, 3
+//! workgroups per dimension) with tensors split over several buffers, so pieces,
+//! straddling rows and grid-stride loops all run.
+//!
+//! Tolerance: |gpu − ref| ≤ 1e-4 · max(1, |ref|) per element.
+
+mod common;
+mod elementwise;
+mod errors;
+mod loss;
+mod matmul;
+mod optim;
+mod reduce;

@@ -1,0 +1,261 @@
+use gpumem_kernels::{Gemm, Kernels, MatmulKernel};
+
+use crate::common::*;
+
+/// op(a)·op(b) (+ bias) (+ c0) in f64.
+#[allow(clippy::too_many_arguments)]
+fn reference(
+    a: &[f32],
+    ta: bool,
+    b: &[f32],
+    tb: bool,
+    (m, k, n): (usize, usize, usize),
+    bias: Option<&[f32]>,
+    c0: Option<&[f32]>,
+) -> Vec<f64> {
+    let mut c = vec![0f64; m * n];
+    for i in 0..m {
+        for j in 0..n {
+            let mut s = 0f64;
+            for kk in 0..k {
+                let x = if ta { a[kk * m + i] } else { a[i * k + kk] };
+                let y = if tb { b[j * k + kk] } else { b[kk * n + j] };
+                s += f64::from(x) * f64::from(y);
+            }
+            s += bias.map_or(0.0, |b| f64::from(b[j]));
+            s += c0.map_or(0.0, |c| f64::from(c[i * n + j]));
+            c[i * n + j] = s;
+        }
+    }
+    c
+}
+
+struct Case {
+    m: usize,
+    k: usize,
+    n: usize,
+    ta: bool,
+    tb: bool,
+    accumulate: bool,
+    bias: bool,
+    /// Split every tensor over several buffers, cutting through rows.
+    split: bool,
+}
+
+fn check(ctx: &Ctx, name: &str, kernels: &Kernels, kernel: MatmulKernel, case: &Case, seed: u64) {
+    let Case {
+        m, k, n, ta, tb, ..
+    } = *case;
+    let mut rng = rng(seed);
+    let a = rng.vec(m * k);
+    let b = rng.vec(k * n);
+    let c0 = rng.vec(m * n);
+    let bias = rng.vec(n);
+    let cuts = |len: usize, row: usize| {
+        if case.split {
+            awkward_cuts(4 * len as u64, 4 * row as u64)
+        } else {
+            Vec::new()
+        }
+    };
+    let (a_rows, a_cols) = if ta { (k, m) } else { (m, k) };
+    let (b_rows, b_cols) = if tb { (n, k) } else { (k, n) };
+    let sa = Stored::new(ctx, &a, &cuts(a.len(), a_cols));
+    let sb = Stored::new(ctx, &b, &cuts(b.len(), b_cols));
+    let sc = Stored::new(ctx, &c0, &cuts(c0.len(), n));
+    let sbias = Stored::new(ctx, &bias, &cuts(n, n));
+    let (pa, pb, pc, pbias) = (sa.parts(), sb.parts(), sc.parts(), sbias.parts());
+    let g = Gemm {
+        a: matrix(&pa, a_rows as u64, a_cols as u64),
+        trans_a: ta,
+        b: matrix(&pb, b_rows as u64, b_cols as u64),
+        trans_b: tb,
+        c: matrix(&pc, m as u64, n as u64),
+        accumulate: case.accumulate,
+        bias: case.bias.then(|| matrix(&pbias, 1, n as u64)),
+    };
+    ctx.run(|e| kernels.matmul_with(e, &g, kernel).expect("matmul"));
+    let got: Vec<f32> = sc.read(ctx);
+    let want = reference(
+        &a,
+        ta,
+        &b,
+        tb,
+        (m, k, n),
+        case.bias.then_some(&bias[..]),
+        case.accumulate.then_some(&c0[..]),
+    );
+    let what = format!(
+        "{name} {kernel:?} {m}x{k}x{n} ta={ta} tb={tb} acc={} bias={} split={}",
+        case.accumulate, case.bias, case.split
+    );
+    assert_close(&what, &got, &want);
+}
+
+const SHAPES: [(usize, usize, usize); 8] = [
+    (1, 1, 1),
+    (3, 5, 7),
+    (17, 33, 9),
+    (33, 17, 64),
+    (8, 4, 4),
+    (40, 36, 20),
+    (64, 64, 64),
+    (35, 41, 68),
+];
+
+fn forms() -> [(bool, bool); 4] {
+    [(false, false), (true, false), (false, true), (true, true)]
+}
+
+#[test]
+fn all_forms_odd_shapes_device_limits() {
+    let Some(ctx) = ctx() else { return };
+    let mut seed = 1;
+    for (m, k, n) in SHAPES {
+        for (ta, tb) in forms() {
+            for (accumulate, bias) in [(false, false), (true, false), (false, true), (true, true)] {
+                seed += 1;
+                let case = Case {
+                    m,
+                    k,
+                    n,
+                    ta,
+                    tb,
+                    accumulate,
+                    bias,
+                    split: false,
+                };
+                check(ctx, "full", &ctx.full, MatmulKernel::Auto, &case, seed);
+            }
+        }
+    }
+}
+
+#[test]
+fn naive_kernel_matches() {
+    let Some(ctx) = ctx() else { return };
+    for (i, (m, k, n)) in SHAPES.into_iter().enumerate() {
+        for (ta, tb) in forms() {
+            let case = Case {
+                m,
+                k,
+                n,
+                ta,
+                tb,
+                accumulate: i % 2 == 1,
+                bias: i % 3 == 0,
+                split: false,
+            };
+            check(
+                ctx,
+                "full",
+                &ctx.full,
+                MatmulKernel::Naive,
+                &case,
+                100 + i as u64,
+            );
+        }
+    }
+}
+
+#[test]
+fn tiny_limits_split_buffers() {
+    let Some(ctx) = ctx() else { return };
+    // 4 KiB bindings: 70×48 floats are 13 KiB; rows of 180..272 bytes straddle the cuts.
+    let shapes = [(70, 48, 36), (33, 68, 45), (9, 100, 12), (64, 45, 64)];
+    let mut seed = 500;
+    for (name, kernels) in [("tiny", &ctx.tiny), ("plain", &ctx.plain)] {
+        for (m, k, n) in shapes {
+            for (ta, tb) in forms() {
+                for split in [false, true] {
+                    seed += 1;
+                    let case = Case {
+                        m,
+                        k,
+                        n,
+                        ta,
+                        tb,
+                        accumulate: seed % 2 == 0,
+                        bias: seed % 3 != 0,
+                        split,
+                    };
+                    check(ctx, name, kernels, MatmulKernel::Auto, &case, seed);
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn long_reduction_accumulates_over_pieces() {
+    let Some(ctx) = ctx() else { return };
+    // dW = Aᵀ·dZ with a 3001-row batch: hundreds of reduction pieces under tiny limits,
+    // and a k tail for the naive kernel.
+    for (i, (name, kernels)) in ctx.all().into_iter().enumerate() {
+        let case = Case {
+            m: 12,
+            k: 3001,
+            n: 8,
+            ta: true,
+            tb: false,
+            accumulate: false,
+            bias: false,
+            split: true,
+        };
+        check(
+            ctx,
+            name,
+            kernels,
+            MatmulKernel::Auto,
+            &case,
+            900 + i as u64,
+        );
+    }
+}
+
+#[test]
+fn larger_than_one_tile_everywhere() {
+    let Some(ctx) = ctx() else { return };
+    // Several 32-row tiles and, under tiny limits, more tiles than workgroups (3 per
+    // dimension), so the grid-stride loops run.
+    for (i, (name, kernels)) in ctx.all().into_iter().enumerate() {
+        for (ta, tb) in forms().into_iter().take(3) {
+            let case = Case {
+                m: 100,
+                k: 24,
+                n: 200,
+                ta,
+                tb,
+                accumulate: false,
+                bias: true,
+                split: false,
+            };
+            check(
+                ctx,
+                name,
+                kernels,
+                MatmulKernel::Auto,
+                &case,
+                950 + i as u64,
+            );
+        }
+    }
+}
+
+#[test]
+fn zero_sized_reduction_clears_or_keeps() {
+    let Some(ctx) = ctx() else { return };
+    for accumulate in [false, true] {
+        let case = Case {
+            m: 5,
+            k: 0,
+            n: 3,
+            ta: false,
+            tb: false,
+            accumulate,
+            bias: false,
+            split: false,
+        };
+        check(ctx, "full", &ctx.full, MatmulKernel::Auto, &case, 7);
+    }
+}
