@@ -1,0 +1,11 @@
+//! Checks on the built mdBook (`book/`), run by CI after `mdbook build`:
+//!
+//! - [`links`]: every relative link, `#anchor` and image in the HTML resolves — on disk, with
+//!   no browser, so it is fast and always available;
+//! - [`browser`]: every page loads in headless Chromium with no JavaScript error and no image
+//!   that failed to load — what a reader would actually see — with screenshots to look at.
+
+pub mod browser;
+pub mod links;
+pub mod serve;
+pub mod site;

@@ -1,0 +1,119 @@
+//! `bookcheck links book/` and `bookcheck browser book/ --screenshots DIR`: the checks CI runs
+//! on the built book after `mdbook build`. Exit status 0 means no problem was found; 1 lists
+//! the problems; 2 means the check could not run (bad arguments, no browser, no book).
+
+use bookcheck::{browser, links};
+use clap::{Parser, Subcommand};
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::{Duration, Instant};
+
+#[derive(Parser)]
+#[command(
+    name = "bookcheck",
+    about = "Checks the built mdBook: links, anchors and images resolve; pages load in Chromium without errors."
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Check that every relative link, #anchor and image in the built HTML resolves
+    /// (external http(s) links are skipped).
+    Links {
+        /// The book's output folder (what `mdbook build` wrote, usually `book`).
+        book: PathBuf,
+    },
+    /// Open every page in headless Chromium; fail on any JavaScript error or image that did
+    /// not load.
+    Browser {
+        /// The book's output folder (what `mdbook build` wrote, usually `book`).
+        book: PathBuf,
+        /// Save PNG screenshots of the first page and of pages whose file name matches
+        /// --screenshot-match into this folder.
+        #[arg(long, value_name = "DIR")]
+        screenshots: Option<PathBuf>,
+        /// Also photograph pages whose file name contains this text (repeatable).
+        #[arg(long, value_name = "TEXT", default_value = "challenge")]
+        screenshot_match: Vec<String>,
+        /// Select this mdBook theme before each page loads (e.g. light, rust, coal, navy, ayu).
+        #[arg(long)]
+        theme: Option<String>,
+        /// The Chromium executable.
+        #[arg(long, value_name = "PATH", default_value = browser::DEFAULT_CHROMIUM)]
+        chromium: PathBuf,
+        /// Seconds one page may take to load.
+        #[arg(long, value_name = "SECONDS", default_value_t = 30)]
+        timeout: u64,
+    },
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let started = Instant::now();
+    let result = match cli.command {
+        Command::Links { book } => run_links(&book),
+        Command::Browser {
+            book,
+            screenshots,
+            screenshot_match,
+            theme,
+            chromium,
+            timeout,
+        } => run_browser(
+            &book,
+            &browser::Options {
+                chromium,
+                screenshots,
+                screenshot_matches: screenshot_match,
+                theme,
+                timeout: Duration::from_secs(timeout.max(1)),
+            },
+        ),
+    };
+    match result {
+        Ok(0) => {
+            eprintln!("bookcheck: ok ({:.1} s)", started.elapsed().as_secs_f64());
+            ExitCode::SUCCESS
+        }
+        Ok(n) => {
+            eprintln!("bookcheck: {n} problem(s)");
+            ExitCode::from(1)
+        }
+        Err(e) => {
+            eprintln!("bookcheck: error: {e:#}");
+            ExitCode::from(2)
+        }
+    }
+}
+
+fn run_links(book: &std::path::Path) -> anyhow::Result<usize> {
+    let pages = bookcheck::site::pages(book)?.len();
+    let broken = links::check(book)?;
+    for b in &broken {
+        println!("broken link: {b}");
+    }
+    println!("links: {pages} pages checked, {} broken", broken.len());
+    Ok(broken.len())
+}
+
+fn run_browser(book: &std::path::Path, options: &browser::Options) -> anyhow::Result<usize> {
+    let report = browser::check(book, options)?;
+    for (page, took) in &report.pages {
+        println!("opened {page} ({:.2} s)", took.as_secs_f64());
+    }
+    for p in &report.problems {
+        println!("page problem: {p}");
+    }
+    for s in &report.screenshots {
+        println!("screenshot: {}", s.display());
+    }
+    println!(
+        "browser: {} pages opened, {} problem(s)",
+        report.pages.len(),
+        report.problems.len()
+    );
+    Ok(report.problems.len())
+}
