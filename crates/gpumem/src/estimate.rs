@@ -259,3 +259,27 @@ pub fn reference_setups() -> Vec<(MlpConfig, u64)> {
         })
         .collect()
 }
+
+/// The most hidden layers (up to `max_layers`) for which the equation's peak stays within
+/// `capacity` at `batch` rows — the depth the memory equation predicts will fit.
+pub fn deepest_that_fits(
+    config: &MlpConfig,
+    batch: u64,
+    capacity: u64,
+    max_layers: u64,
+) -> Option<u64> {
+    let fits = |layers: u64| {
+        estimate(&config.clone().with_layers(layers), batch)
+            .is_ok_and(|e| e.peak_allocated <= capacity)
+    };
+    if max_layers == 0 || !fits(1) {
+        return None;
+    }
+    // The peak grows with every layer, so bisect.
+    let (mut good, mut bad) = (1, max_layers + 1);
+    while bad - good > 1 {
+        let mid = good + (bad - good) / 2;
+        if fits(mid) { good = mid } else { bad = mid }
+    }
+    Some(good)
+}

@@ -15,6 +15,8 @@ pub struct StepMemory {
     pub peak_allocated: u64,
     /// `max_memory_reserved()` after the step (or up to the failure).
     pub peak_reserved: u64,
+    /// Peak of the bytes callers asked for, before any rounding (the pure equation).
+    pub peak_requested: u64,
     /// Segment allocations (device calls) made.
     pub device_allocations: u64,
     /// The out-of-memory error, if the setup did not fit.
@@ -58,6 +60,7 @@ pub fn measure_step_on(
             model_allocated,
             peak_allocated: stats.allocated_bytes.all.peak,
             peak_reserved: stats.reserved_bytes.all.peak,
+            peak_requested: stats.requested_bytes.all.peak,
             device_allocations: stats.num_device_alloc,
             oom,
             failed_in,
@@ -88,4 +91,80 @@ pub fn measure_step_on(
         Err(Error::OutOfMemory(o)) => Ok(snapshot(Some(*o), Some("step"), model_allocated, None)),
         Err(e) => Err(e),
     }
+}
+
+/// The result of searching for the largest setting that fits.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct Search {
+    /// The largest value that fits, if any does.
+    pub best: Option<u64>,
+    /// Every value tried, in order, with what it measured.
+    pub attempts: Vec<(u64, StepMemory)>,
+}
+
+/// Finds the largest `n` in `1..=max` for which `probe(n)` fits, by doubling and then
+/// bisection (`O(log n)` probes). Assumes a larger `n` never needs less memory.
+pub fn search_largest(
+    max: u64,
+    mut probe: impl FnMut(u64) -> Result<StepMemory, Error>,
+) -> Result<Search, Error> {
+    let mut attempts = Vec::new();
+    let mut try_n = |n: u64, attempts: &mut Vec<(u64, StepMemory)>| -> Result<bool, Error> {
+        let m = probe(n)?;
+        let fits = m.fits();
+        attempts.push((n, m));
+        Ok(fits)
+    };
+    if max == 0 || !try_n(1, &mut attempts)? {
+        return Ok(Search {
+            best: None,
+            attempts,
+        });
+    }
+    // Double until something does not fit (or the limit is reached).
+    let (mut good, mut bad) = (1u64, None);
+    while bad.is_none() && good < max {
+        let next = good.saturating_mul(2).min(max);
+        if try_n(next, &mut attempts)? {
+            good = next;
+        } else {
+            bad = Some(next);
+        }
+    }
+    if let Some(mut bad) = bad {
+        while bad - good > 1 {
+            let mid = good + (bad - good) / 2;
+            if try_n(mid, &mut attempts)? {
+                good = mid;
+            } else {
+                bad = mid;
+            }
+        }
+    }
+    Ok(Search {
+        best: Some(good),
+        attempts,
+    })
+}
+
+/// The largest batch (up to `max_rows`) whose training step fits, each probe on a fresh
+/// device opened with `options`.
+pub fn largest_batch(
+    options: &DeviceOptions,
+    config: &MlpConfig,
+    max_rows: u64,
+) -> Result<Search, Error> {
+    search_largest(max_rows, |rows| measure_step(options, config, rows, 0))
+}
+
+/// The most hidden layers (up to `max_layers`) whose training step at `batch` fits.
+pub fn deepest_network(
+    options: &DeviceOptions,
+    config: &MlpConfig,
+    batch: u64,
+    max_layers: u64,
+) -> Result<Search, Error> {
+    search_largest(max_layers, |layers| {
+        measure_step(options, &config.clone().with_layers(layers), batch, 0)
+    })
 }

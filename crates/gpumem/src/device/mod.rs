@@ -20,7 +20,7 @@ use crate::alloc::{
     StoreError, Trace,
 };
 use crate::size::MemorySpec;
-use gpumem_kernels::gpu::{Gpu, GpuOptions};
+use gpumem_kernels::gpu::{Gpu, GpuError, GpuOptions};
 use std::cell::{Ref, RefCell};
 use std::fmt;
 use std::rc::Rc;
@@ -242,7 +242,12 @@ impl Device {
                     Err(e) => (
                         Backing::Cpu(HostStore::default()),
                         "host memory".to_string(),
-                        format!("auto: no hardware GPU ({e}); using the cpu backing"),
+                        match e {
+                            GpuError::NoHardwareAdapter(_) => "auto: no hardware GPU, only a \
+                                software adapter, which --backend wgpu uses"
+                                .to_string(),
+                            other => format!("auto: no GPU adapter ({other})"),
+                        },
                     ),
                 }
             }

@@ -23,12 +23,12 @@ fn ptr<T>(t: &Tensor, count: u64) -> Result<*mut T, Error> {
 // allocator block; live blocks never overlap (the allocator's invariant, property-tested),
 // and `ops` refuses an output that is also an input. So a mutable view of an output never
 // aliases any other view made for the same operation.
-fn view<'a>(t: &'a Tensor) -> Result<&'a [f32], Error> {
+fn view(t: &Tensor) -> Result<&[f32], Error> {
     Ok(unsafe { std::slice::from_raw_parts(ptr::<f32>(t, t.len())?, t.len() as usize) })
 }
 
 #[allow(clippy::mut_from_ref)]
-fn view_mut<'a>(t: &'a Tensor) -> Result<&'a mut [f32], Error> {
+fn view_mut(t: &Tensor) -> Result<&mut [f32], Error> {
     Ok(unsafe { std::slice::from_raw_parts_mut(ptr::<f32>(t, t.len())?, t.len() as usize) })
 }
 

@@ -4,6 +4,10 @@ use crate::data::{CLASSES, FEATURES};
 use crate::device::Error;
 use std::fmt;
 
+/// The deepest network the engine builds (one allocation per tensor: far deeper would take
+/// minutes just to plan, and no card holds it at any useful width).
+pub const MAX_LAYERS: u64 = 100_000;
+
 /// The optimizer and its settings.
 #[derive(Debug, Clone, Copy, PartialEq, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "snake_case", tag = "name")]
@@ -101,6 +105,12 @@ impl MlpConfig {
         let bad = |m: String| Err(Error::Invalid(m));
         if self.layers == 0 {
             return bad("the network needs at least 1 hidden layer, got 0".into());
+        }
+        if self.layers > MAX_LAYERS {
+            return bad(format!(
+                "at most {MAX_LAYERS} hidden layers are supported, got {}",
+                self.layers
+            ));
         }
         if self.hidden == 0 {
             return bad("hidden layers need at least 1 neuron, got a width of 0".into());

@@ -8,7 +8,7 @@
 mod config;
 mod step;
 
-pub use config::{MlpConfig, Optimizer};
+pub use config::{MAX_LAYERS, MlpConfig, Optimizer};
 pub use step::{Batch, StepResult};
 
 use crate::device::{Device, Error};
@@ -24,16 +24,18 @@ pub struct Linear {
 }
 
 impl Linear {
-    fn new(device: &Device, fan_in: u64, fan_out: u64, name: &str) -> Result<Linear, Error> {
+    /// Labels follow PyTorch's names: `layer1.weight`, `layer1.weight.grad`,
+    /// `layer1.weight.exp_avg`.
+    fn new(
+        device: &Device,
+        shape: (u64, u64),
+        layer: usize,
+        suffix: &str,
+    ) -> Result<Linear, Error> {
+        let label = |what: &str| format!("layer{layer}.{what}{suffix}");
         Ok(Linear {
-            weight: Tensor::new(
-                device,
-                fan_in,
-                fan_out,
-                DType::F32,
-                &format!("{name}.weight"),
-            )?,
-            bias: Tensor::new(device, 1, fan_out, DType::F32, &format!("{name}.bias"))?,
+            weight: Tensor::new(device, shape.0, shape.1, DType::F32, &label("weight"))?,
+            bias: Tensor::new(device, 1, shape.1, DType::F32, &label("bias"))?,
         })
     }
 
@@ -70,9 +72,7 @@ impl Mlp {
             shapes
                 .iter()
                 .enumerate()
-                .map(|(i, &(fan_in, fan_out))| {
-                    Linear::new(device, fan_in, fan_out, &format!("layer{i}{suffix}"))
-                })
+                .map(|(i, &(fan_in, fan_out))| Linear::new(device, (fan_in, fan_out), i, suffix))
                 .collect()
         };
         let layers = named("")?;

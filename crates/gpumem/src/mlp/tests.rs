@@ -155,9 +155,10 @@ fn bad_configurations_are_errors() {
             "finite positive",
         ),
         (
-            MlpConfig::lesson(5000).with_layers(100_000_000_000_000),
-            "64 bits",
+            MlpConfig::lesson(5000).with_layers(100_000_000),
+            "at most 100000",
         ),
+        (MlpConfig::lesson(u64::MAX / 4).with_layers(3), "64 bits"),
     ];
     for (config, text) in cases {
         let e = Mlp::new(&dev, &config, 0).unwrap_err();

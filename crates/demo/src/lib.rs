@@ -1,0 +1,9 @@
+//! What the challenge demos share: their command-line flags, how they open the device,
+//! and how they print (tables for people, `--json` for programs, progress bars for long
+//! searches).
+
+pub mod args;
+pub mod output;
+
+pub use args::{DeviceArgs, ModelArgs, with_defaults};
+pub use output::{Output, progress, run_main};

@@ -1,0 +1,154 @@
+//! Printing: aligned tables and sections for people; one JSON document with `--json`;
+//! progress bars on a terminal only.
+
+use indicatif::{ProgressBar, ProgressStyle};
+use std::io::IsTerminal;
+use std::process::ExitCode;
+
+/// Where a demo's words go. With `json` set, nothing but the final JSON is printed.
+#[derive(Debug, Clone, Copy)]
+pub struct Output {
+    pub json: bool,
+}
+
+impl Output {
+    pub fn new(json: bool) -> Output {
+        Output { json }
+    }
+
+    /// A line of text (not in JSON mode).
+    pub fn line(&self, text: impl AsRef<str>) {
+        if !self.json {
+            println!("{}", text.as_ref());
+        }
+    }
+
+    /// A blank line and an underlined heading.
+    pub fn section(&self, title: &str) {
+        self.line(format!("\n{title}\n{}", "-".repeat(title.chars().count())));
+    }
+
+    /// An aligned table; numbers (cells starting with a digit) are right-aligned.
+    pub fn table(&self, headers: &[&str], rows: &[Vec<String>]) {
+        self.line(table(headers, rows));
+    }
+
+    /// Prints the JSON document (in JSON mode only).
+    pub fn json(&self, value: &serde_json::Value) {
+        if self.json {
+            println!(
+                "{}",
+                serde_json::to_string_pretty(value)
+                    .unwrap_or_else(|e| format!("{{\"error\": \"{e}\"}}"))
+            );
+        }
+    }
+}
+
+/// Formats an aligned table.
+pub fn table(headers: &[&str], rows: &[Vec<String>]) -> String {
+    let mut widths: Vec<usize> = headers.iter().map(|h| h.chars().count()).collect();
+    for row in rows {
+        for (w, cell) in widths.iter_mut().zip(row) {
+            *w = (*w).max(cell.chars().count());
+        }
+    }
+    let numeric = |s: &str| s.starts_with(|c: char| c.is_ascii_digit());
+    let fmt_row = |cells: Vec<&str>| {
+        cells
+            .iter()
+            .zip(&widths)
+            .map(|(c, &w)| {
+                if numeric(c) {
+                    format!("{c:>w$}")
+                } else {
+                    format!("{c:<w$}")
+                }
+            })
+            .collect::<Vec<_>>()
+            .join("  ")
+            .trim_end()
+            .to_string()
+    };
+    let mut out = vec![fmt_row(headers.to_vec())];
+    out.push(
+        widths
+            .iter()
+            .map(|&w| "-".repeat(w))
+            .collect::<Vec<_>>()
+            .join("  "),
+    );
+    out.extend(
+        rows.iter()
+            .map(|r| fmt_row(r.iter().map(String::as_str).collect())),
+    );
+    out.join("\n")
+}
+
+/// A progress bar on stderr, hidden in JSON mode or when stderr is not a terminal.
+pub fn progress(len: u64, message: &str, output: Output) -> ProgressBar {
+    if output.json || !std::io::stderr().is_terminal() {
+        return ProgressBar::hidden();
+    }
+    let bar = ProgressBar::new(len);
+    bar.set_style(
+        ProgressStyle::with_template("{msg} [{bar:30}] {pos}/{len} ({elapsed})")
+            .unwrap_or_else(|_| ProgressStyle::default_bar())
+            .progress_chars("=> "),
+    );
+    bar.set_message(message.to_string());
+    bar
+}
+
+/// Runs a demo's body: an error is printed as `error: …` with its causes, and the process
+/// exits with status 1 instead of panicking.
+pub fn run_main(body: impl FnOnce() -> anyhow::Result<()>) -> ExitCode {
+    quiet_mesa();
+    match body() {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("error: {e:#}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// Mesa's drivers print "XDG_RUNTIME_DIR is invalid" when that variable does not name a
+/// private directory; give them one so a demo's output stays clean.
+#[cfg(not(unix))]
+fn quiet_mesa() {}
+
+/// Mesa's drivers print "XDG_RUNTIME_DIR is invalid" when that variable does not name a
+/// private directory; give them one so a demo's output stays clean.
+#[cfg(unix)]
+fn quiet_mesa() {
+    use std::os::unix::fs::PermissionsExt;
+    let valid = std::env::var_os("XDG_RUNTIME_DIR")
+        .and_then(|d| std::fs::metadata(d).ok())
+        .is_some_and(|m| m.is_dir() && m.permissions().mode() & 0o777 == 0o700);
+    if valid {
+        return;
+    }
+    let dir = std::env::temp_dir().join("gpumem-xdg-runtime");
+    if std::fs::create_dir_all(&dir).is_ok()
+        && std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o700)).is_ok()
+    {
+        // SAFETY: called first thing in `main`, before any other thread exists.
+        unsafe { std::env::set_var("XDG_RUNTIME_DIR", &dir) };
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn tables_align() {
+        let t = super::table(
+            &["layers", "fits?"],
+            &[
+                vec!["1".into(), "yes".into()],
+                vec!["128".into(), "no".into()],
+            ],
+        );
+        assert_eq!(t, "layers  fits?\n------  -----\n     1  yes\n   128  no");
+    }
+}

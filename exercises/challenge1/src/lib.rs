@@ -1,0 +1,11 @@
+//! Challenge 1: the whole training set as one batch.
+//!
+//! `cargo run -p challenge1` is the instructor's demo; `src/answer.rs` is the learner's
+//! exercise, graded by `cargo test` in this folder.
+
+pub mod answer;
+
+/// The learner's functions, for the grader.
+pub fn answers() -> grading::challenge1::Answers {
+    grading::challenge1_answers!(answer)
+}

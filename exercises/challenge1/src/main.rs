@@ -1,0 +1,201 @@
+//! Challenge 1, the instructor's demo: train a few steps at batch 32 to show the network
+//! works, then try the whole training set as one batch — and watch the card run out.
+
+use anyhow::Context;
+use clap::{CommandFactory, FromArgMatches, Parser};
+use demo::{DeviceArgs, ModelArgs, Output, with_defaults};
+use gpumem::data::Dataset;
+use gpumem::estimate::estimate;
+use gpumem::measure::{largest_batch, measure_step};
+use gpumem::mlp::{Batch, Mlp};
+use gpumem::size::{MemorySpec, format_bytes};
+use gpumem::{Backend, Device};
+use serde_json::json;
+use std::process::ExitCode;
+
+/// Take the network with hidden size 2000 and use the whole training set as one batch.
+#[derive(Debug, Parser)]
+#[command(name = "challenge1", version)]
+struct Cli {
+    #[command(flatten)]
+    device: DeviceArgs,
+    #[command(flatten)]
+    model: ModelArgs,
+    /// Training steps at the lesson's batch size (32) before the big attempt.
+    #[arg(long, value_name = "N", default_value = "5")]
+    warmup_steps: u64,
+    /// Print one JSON document instead of tables.
+    #[arg(long)]
+    json: bool,
+}
+
+/// The batch size the lesson trains with.
+const LESSON_BATCH: u64 = 32;
+
+fn main() -> ExitCode {
+    demo::run_main(run)
+}
+
+fn run() -> anyhow::Result<()> {
+    let cmd = with_defaults(Cli::command(), &[("batch", "full")]);
+    let cli = Cli::from_arg_matches(&cmd.get_matches()).unwrap_or_else(|e| e.exit());
+    let out = Output::new(cli.json);
+    let config = cli.model.config();
+    config.validate()?;
+
+    let device = Device::new(&cli.device.options(cli.device.backend))?;
+    let info = device.info();
+    out.line("Challenge 1 — the whole training set as one batch");
+    out.line(format!(
+        "device:  {} backing ({}), {} card",
+        info.backend, info.reason, info.memory
+    ));
+    out.line(format!(
+        "network: {} inputs → {} hidden layer(s) of {} (ReLU) → {} classes, {}, {} parameters",
+        config.inputs,
+        config.layers,
+        config.hidden,
+        config.classes,
+        config.optimizer,
+        config.parameter_count()
+    ));
+
+    // 1. A few ordinary steps, to show the network trains.
+    let warmup = warmup(&device, &cli, &out)?;
+
+    // 2. The whole training set as one batch.
+    let (rows, notice) = cli.model.batch_rows();
+    if let Some(n) = notice {
+        out.line(format!("note: {n}"));
+    }
+    let (heavy, why) =
+        demo::args::heavy_backend(cli.device.backend, info.backend, cli.device.device_memory);
+    let heavy_options = cli.device.options(heavy);
+    out.section(&format!(
+        "One batch of {rows} rows (the whole training set)"
+    ));
+    match &why {
+        Some(why) => out.line(format!("backing: {why}")),
+        None => out.line(format!("backing: {heavy}, executed")),
+    }
+    let e = estimate(&config, rows)?;
+    out.line("What one training step needs, by the memory equation (gpumem::estimate):");
+    let category_rows: Vec<Vec<String>> = [
+        ("parameters", e.parameters),
+        ("gradients", e.gradients),
+        ("optimizer state", e.optimizer_state),
+        ("input batch", e.input_batch),
+        ("activations", e.activations),
+        ("temporaries", e.temporaries),
+        ("peak allocated", e.peak_allocated),
+    ]
+    .iter()
+    .map(|(name, b)| vec![name.to_string(), format_bytes(*b)])
+    .collect();
+    out.table(&["category", "bytes"], &category_rows);
+
+    let attempt = measure_step(&heavy_options, &config, rows, cli.model.seed)
+        .context("running the full batch")?;
+    let mut largest = None;
+    match &attempt.oom {
+        None => out.line(format!(
+            "\nIt fits: peak allocated {}, peak reserved {} of {}.",
+            format_bytes(attempt.peak_allocated),
+            format_bytes(attempt.peak_reserved),
+            info.memory
+        )),
+        Some(oom) => {
+            if attempt.failed_in == Some("model") {
+                anyhow::bail!(
+                    "the model alone does not fit on this card, before any batch:\n{oom}"
+                );
+            }
+            out.line(format!(
+                "\nThe engine ran out of memory while allocating `{}`:\n",
+                oom.label
+            ));
+            out.line(oom.to_string());
+            // Search on plan (cheap and identical in memory) unless the card is native.
+            let search_options = match cli.device.device_memory {
+                MemorySpec::Native => heavy_options.clone(),
+                MemorySpec::Bytes(_) => cli.device.options(Backend::Plan),
+            };
+            let search = largest_batch(&search_options, &config, rows)?;
+            largest = search.best;
+            out.line(match search.best {
+                Some(b) => format!(
+                    "\nWhat fits instead: the largest batch whose step fits this card is {b} rows \
+                     (found by the engine in {} planned steps).",
+                    search.attempts.len()
+                ),
+                None => "\nNot even a batch of one row fits.".to_string(),
+            });
+        }
+    }
+    out.json(&json!({
+        "device": info,
+        "config": config,
+        "warmup": warmup,
+        "attempt": {
+            "rows": rows,
+            "backend": heavy,
+            "executed": attempt.executed,
+            "estimate": e,
+            "measured": attempt,
+            "out_of_memory_message": attempt.oom.as_ref().map(|o| o.to_string()),
+        },
+        "largest_batch_that_fits": largest,
+    }));
+    Ok(())
+}
+
+/// Trains `--warmup-steps` steps at batch 32 on the opened device.
+fn warmup(device: &Device, cli: &Cli, out: &Output) -> anyhow::Result<serde_json::Value> {
+    let config = cli.model.config();
+    let info = device.info();
+    let steps = cli.warmup_steps;
+    let done = if info.executes {
+        "executed"
+    } else {
+        "planned, not executed"
+    };
+    out.section(&format!(
+        "{steps} training steps at batch {LESSON_BATCH} ({done} on {})",
+        info.backend
+    ));
+    let mut mlp = Mlp::new(device, &config, cli.model.seed).context("building the network")?;
+    let data = Dataset::generate((steps * LESSON_BATCH).max(1), cli.model.seed).train;
+    let mut rows = Vec::new();
+    let mut losses = Vec::new();
+    for step in 0..steps {
+        let start = (step * LESSON_BATCH) as usize;
+        let indices: Vec<usize> = (start..start + LESSON_BATCH as usize).collect();
+        let part = data.gather(&indices);
+        let batch = if info.executes {
+            Batch::Data(&part)
+        } else {
+            Batch::Planned(LESSON_BATCH)
+        };
+        let r = mlp.train_step(batch)?;
+        losses.push(r.loss);
+        rows.push(vec![
+            (step + 1).to_string(),
+            r.loss.map_or("—".into(), |l| format!("{l:.4}")),
+            format_bytes(device.memory_allocated()),
+            format_bytes(device.max_memory_allocated()),
+            format_bytes(device.memory_reserved()),
+        ]);
+    }
+    out.table(
+        &["step", "loss", "allocated", "peak allocated", "reserved"],
+        &rows,
+    );
+    Ok(json!({
+        "steps": steps,
+        "batch": LESSON_BATCH,
+        "executed": info.executes,
+        "losses": losses,
+        "peak_allocated": device.max_memory_allocated(),
+        "peak_reserved": device.max_memory_reserved(),
+    }))
+}

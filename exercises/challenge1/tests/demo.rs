@@ -1,0 +1,102 @@
+//! The instructor's demo, run as a program: defaults, JSON, help and bad input.
+
+use std::process::{Command, Output};
+
+fn run(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_challenge1"))
+        .args(args)
+        .output()
+        .expect("the demo starts")
+}
+
+fn text(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stdout).to_string() + &String::from_utf8_lossy(&o.stderr)
+}
+
+#[test]
+fn defaults_reproduce_the_lessons_out_of_memory() {
+    let o = run(&["--backend", "plan"]);
+    let t = text(&o);
+    assert!(o.status.success(), "{t}");
+    assert!(t.contains("Tried to allocate 8.74 GiB"), "{t}");
+    assert!(t.contains("15.90 GiB total capacity"), "{t}");
+    assert!(
+        t.contains("largest batch whose step fits this card is"),
+        "{t}"
+    );
+}
+
+#[test]
+fn json_is_json_with_the_engines_figures() {
+    let o = run(&["--backend", "plan", "--json"]);
+    assert!(o.status.success(), "{}", text(&o));
+    let v: serde_json::Value =
+        serde_json::from_slice(&o.stdout).expect("stdout is one JSON document");
+    let attempt = &v["attempt"];
+    assert_eq!(attempt["rows"], 1_173_000);
+    assert_eq!(attempt["measured"]["oom"]["tried"], 9_384_755_200u64);
+    let largest = v["largest_batch_that_fits"].as_u64().unwrap();
+    assert!(largest > 100_000 && largest < 1_173_000, "{largest}");
+}
+
+#[test]
+fn executes_on_cpu_when_asked() {
+    let o = run(&[
+        "--backend",
+        "cpu",
+        "--device-memory",
+        "256MiB",
+        "--samples",
+        "20000",
+        "--hidden",
+        "64",
+    ]);
+    let t = text(&o);
+    assert!(o.status.success(), "{t}");
+    assert!(t.contains("executed on cpu"), "{t}");
+    assert!(t.contains("It fits"), "{t}");
+}
+
+#[test]
+fn help_shows_the_defaults() {
+    let t = text(&run(&["--help"]));
+    for flag in [
+        "--device-memory",
+        "--backend",
+        "--hidden",
+        "--layers",
+        "--batch",
+        "--samples",
+        "--optimizer",
+        "--seed",
+        "--json",
+    ] {
+        assert!(t.contains(flag), "{flag} missing:\n{t}");
+    }
+    assert!(
+        t.contains("[default: 2000]") && t.contains("[default: full]"),
+        "{t}"
+    );
+}
+
+#[test]
+fn bad_input_is_a_clear_error() {
+    let cases: &[(&[&str], &str)] = &[
+        (&["--hidden", "0"], "at least 1"),
+        (&["--batch", "-1"], "cannot be negative"),
+        (&["--device-memory", "16XB"], "`XB` is not a unit"),
+        (&["--layers", "100000000"], "at most 100000 hidden layers"),
+        (
+            &["--device-memory", "1MiB", "--backend", "plan"],
+            "out of memory",
+        ),
+        (&["--backend", "cuda"], "unknown backend"),
+    ];
+    for (args, expected) in cases {
+        let o = run(args);
+        let t = text(&o);
+        assert!(!o.status.success(), "{args:?} succeeded:\n{t}");
+        assert!(t.contains(expected), "{args:?}: {t}");
+        assert!(!t.contains("panicked"), "{args:?} panicked:\n{t}");
+    }
+}

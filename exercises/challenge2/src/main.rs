@@ -1,0 +1,197 @@
+//! Challenge 2, the instructor's demo: at batch 32, add hidden layers of width 5000 until
+//! the card runs out, and compare with the lesson's "typically 5 hidden layers".
+
+use clap::{CommandFactory, FromArgMatches, Parser};
+use demo::{DeviceArgs, ModelArgs, Output, with_defaults};
+use gpumem::Device;
+use gpumem::estimate::{deepest_that_fits, estimate};
+use gpumem::measure::{StepMemory, measure_step, search_largest};
+use gpumem::size::format_bytes;
+use serde_json::json;
+use std::process::ExitCode;
+
+/// By adding hidden layers, find how deep the network can be before it runs out of memory
+/// at batch size 32.
+#[derive(Debug, Parser)]
+#[command(name = "challenge2", version)]
+struct Cli {
+    #[command(flatten)]
+    device: DeviceArgs,
+    #[command(flatten)]
+    model: ModelArgs,
+    /// Print one JSON document instead of tables.
+    #[arg(long)]
+    json: bool,
+}
+
+/// The lesson's remark: "typically … a network with 5 hidden layers, each containing 5000
+/// neurons".
+const LESSON_LAYERS: u64 = 5;
+
+fn main() -> ExitCode {
+    demo::run_main(run)
+}
+
+fn run() -> anyhow::Result<()> {
+    let cmd = with_defaults(Cli::command(), &[("hidden", "5000"), ("layers", "4096")])
+        .mut_arg("layers", |a| {
+            a.help("The deepest network to try (the demo searches up to it)")
+        });
+    let cli = Cli::from_arg_matches(&cmd.get_matches()).unwrap_or_else(|e| e.exit());
+    let out = Output::new(cli.json);
+    let (batch, notice) = cli.model.batch_rows();
+    // The search starts from one hidden layer and goes up to --layers.
+    let max_layers = cli.model.layers;
+    let base = cli.model.config().with_layers(1);
+    cli.model.config().validate()?;
+    let opened = Device::new(&cli.device.options(cli.device.backend))?.info();
+    let (backend, why) =
+        demo::args::heavy_backend(cli.device.backend, opened.backend, cli.device.device_memory);
+    let options = cli.device.options(backend);
+    out.line("Challenge 2 — how deep before the card runs out?");
+    out.line(format!(
+        "device:  {} backing ({}), {} card",
+        opened.backend, opened.reason, opened.memory
+    ));
+    if let Some(why) = &why {
+        out.line(format!("runs:    {why}"));
+    }
+    if let Some(n) = notice {
+        out.line(format!("note:    {n}"));
+    }
+    out.line(format!(
+        "network: {} inputs → N hidden layers of {} (ReLU) → {} classes, batch {batch}, {}",
+        base.inputs, base.hidden, base.classes, base.optimizer
+    ));
+
+    // Double the depth until a step fails, then bisect: a row per attempt.
+    let bar = demo::progress(
+        2 * (64 - max_layers.leading_zeros() as u64) + 2,
+        "trying depths",
+        out,
+    );
+    let search = search_largest(max_layers, |layers| {
+        bar.inc(1);
+        measure_step(
+            &options,
+            &base.clone().with_layers(layers),
+            batch,
+            cli.model.seed,
+        )
+    })?;
+    bar.finish_and_clear();
+    let mut attempts: Vec<&(u64, StepMemory)> = search.attempts.iter().collect();
+    attempts.sort_by_key(|(layers, _)| *layers);
+    let rows: Vec<Vec<String>> = attempts
+        .iter()
+        .map(|(layers, m)| {
+            vec![
+                layers.to_string(),
+                base.clone()
+                    .with_layers(*layers)
+                    .parameter_count()
+                    .to_string(),
+                format_bytes(m.peak_allocated),
+                format_bytes(m.peak_reserved),
+                if m.fits() {
+                    "yes".into()
+                } else {
+                    format!("no (in the {})", m.failed_in.unwrap_or("step"))
+                },
+            ]
+        })
+        .collect();
+    out.section("Attempts (doubling, then bisection)");
+    out.table(
+        &[
+            "layers",
+            "parameters",
+            "peak allocated",
+            "peak reserved",
+            "fits?",
+        ],
+        &rows,
+    );
+
+    let capacity = opened.memory;
+    let first_failure = attempts.iter().find(|(_, m)| !m.fits());
+    let Some(deepest) = search.best else {
+        let oom = first_failure.and_then(|(_, m)| m.oom.as_ref());
+        anyhow::bail!(
+            "not even one hidden layer fits on this card:\n{}",
+            oom.map_or_else(|| "no report".to_string(), |o| o.to_string())
+        );
+    };
+    out.section("Result");
+    match first_failure {
+        Some((layers, m)) => {
+            out.line(format!(
+                "{layers} hidden layers ran out of memory (in the {}):\n",
+                m.failed_in.unwrap_or("step")
+            ));
+            if let Some(oom) = &m.oom {
+                out.line(oom.to_string());
+            }
+            out.line(format!(
+                "\nThe deepest network that fits: {deepest} hidden layers of {}.",
+                base.hidden
+            ));
+        }
+        None => out.line(format!(
+            "Every depth up to {deepest} fits (raise --layers to go further)."
+        )),
+    }
+
+    // What the memory equation predicts, and the lesson's remark.
+    let card_bytes = match capacity {
+        gpumem::MemorySpec::Bytes(b) => Some(b),
+        gpumem::MemorySpec::Native => None,
+    };
+    let predicted = card_bytes.and_then(|c| deepest_that_fits(&base, batch, c, max_layers));
+    let per_layer = estimate(&base.clone().with_layers(2), batch)?.peak_allocated
+        - estimate(&base, batch)?.peak_allocated;
+    let lesson = estimate(&base.clone().with_layers(LESSON_LAYERS), batch)?;
+    let one = estimate(&base, batch)?;
+    out.section("Compared with the memory equation and the lesson");
+    if let Some(p) = predicted {
+        out.line(format!(
+            "The memory equation (gpumem::estimate) predicts {p} hidden layers; the engine measured {deepest}."
+        ));
+    }
+    out.line(format!(
+        "Each extra hidden layer adds {} at batch {batch}: {} parameters with their gradients{} \
+         ({}), and a {} activation.",
+        format_bytes(per_layer),
+        (base.hidden + 1) * base.hidden,
+        if base.optimizer.states_per_parameter() > 0 {
+            " and optimizer state"
+        } else {
+            ""
+        },
+        format_bytes(per_layer - one.activations),
+        format_bytes(one.activations),
+    ));
+    out.line(format!(
+        "The lesson says this typically happens at about {LESSON_LAYERS} hidden layers of 5000 neurons. \
+         Here {LESSON_LAYERS} layers of {} need {} — {} of this card. At batch 32 the parameters \
+         dominate, and they grow with the square of the width: the lesson's figure fits a card \
+         of about {} for this optimizer, or a wider network.",
+        base.hidden,
+        format_bytes(lesson.peak_allocated),
+        card_bytes.map_or("an unknown fraction".into(), |c| format!("{:.0} %", 100.0 * lesson.peak_allocated as f64 / c as f64)),
+        format_bytes(lesson.peak_allocated + per_layer),
+    ));
+    out.json(&json!({
+        "device": opened,
+        "backend": backend,
+        "batch": batch,
+        "config": base,
+        "attempts": search.attempts.iter().map(|(l, m)| json!({"layers": l, "measured": m})).collect::<Vec<_>>(),
+        "deepest_fit": deepest,
+        "first_failure": first_failure.map(|(l, m)| json!({"layers": l, "message": m.oom.as_ref().map(|o| o.to_string())})),
+        "equation_predicts": predicted,
+        "per_layer_bytes": per_layer,
+        "lesson_layers_need": lesson.peak_allocated,
+    }));
+    Ok(())
+}

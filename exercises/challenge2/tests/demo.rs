@@ -1,0 +1,94 @@
+//! The instructor's demo, run as a program: defaults, agreement with the memory equation
+//! and across backings, JSON, help and bad input.
+
+use std::process::{Command, Output};
+
+fn run(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_challenge2"))
+        .args(args)
+        .output()
+        .expect("the demo starts")
+}
+
+fn text(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stdout).to_string() + &String::from_utf8_lossy(&o.stderr)
+}
+
+fn json(args: &[&str]) -> serde_json::Value {
+    let mut all = args.to_vec();
+    all.push("--json");
+    let o = run(&all);
+    assert!(o.status.success(), "{}", text(&o));
+    serde_json::from_slice(&o.stdout).expect("stdout is one JSON document")
+}
+
+#[test]
+fn the_default_depth_is_what_the_equation_predicts() {
+    let v = json(&["--backend", "plan"]);
+    let deepest = v["deepest_fit"].as_u64().unwrap();
+    assert_eq!(Some(deepest), v["equation_predicts"].as_u64(), "{v}");
+    assert!(
+        deepest > 5,
+        "the lesson's 5 layers fit easily on 15.90 GiB: {deepest}"
+    );
+    assert_eq!(v["first_failure"]["layers"].as_u64(), Some(deepest + 1));
+    let t = text(&run(&["--backend", "plan"]));
+    assert!(
+        t.contains("typically happens at about 5 hidden layers"),
+        "{t}"
+    );
+    assert!(t.contains("out of memory. Tried to allocate"), "{t}");
+}
+
+#[test]
+fn cpu_and_plan_agree_on_a_small_card() {
+    let args = ["--device-memory", "64MiB", "--hidden", "512"];
+    let plan = json(&[&args[..], &["--backend", "plan"]].concat());
+    let cpu = json(&[&args[..], &["--backend", "cpu"]].concat());
+    assert_eq!(plan["deepest_fit"], cpu["deepest_fit"]);
+    assert_eq!(plan["equation_predicts"], cpu["deepest_fit"]);
+    let peaks = |v: &serde_json::Value| -> Vec<serde_json::Value> {
+        v["attempts"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|a| a["measured"]["peak_allocated"].clone())
+            .collect()
+    };
+    assert_eq!(
+        peaks(&plan),
+        peaks(&cpu),
+        "every attempt allocates the same on both backings"
+    );
+    assert_eq!(cpu["attempts"][0]["measured"]["executed"], true);
+}
+
+#[test]
+fn help_shows_the_defaults() {
+    let t = text(&run(&["--help"]));
+    assert!(
+        t.contains("[default: 5000]") && t.contains("[default: 32]"),
+        "{t}"
+    );
+}
+
+#[test]
+fn bad_input_is_a_clear_error() {
+    let cases: &[(&[&str], &str)] = &[
+        (&["--hidden", "0"], "at least 1"),
+        (&["--batch", "-1"], "cannot be negative"),
+        (&["--device-memory", "16XB"], "`XB` is not a unit"),
+        (&["--layers", "100000000"], "at most 100000 hidden layers"),
+        (
+            &["--device-memory", "1MiB", "--backend", "plan"],
+            "not even one hidden layer fits",
+        ),
+    ];
+    for (args, expected) in cases {
+        let o = run(args);
+        let t = text(&o);
+        assert!(!o.status.success(), "{args:?} succeeded:\n{t}");
+        assert!(t.contains(expected), "{args:?}: {t}");
+        assert!(!t.contains("panicked"), "{args:?} panicked:\n{t}");
+    }
+}
