@@ -1,1 +1,82 @@
-fn main() {}
+//! `cargo run -p figures`: regenerates every chart (`src/figures/*.svg`) and every quoted
+//! number (`src/generated/*.md`) of the book, then lists what it wrote. `--check` writes
+//! nothing and fails if a committed file is out of date (what the test does too).
+
+use anyhow::Context;
+use figures::ARTIFACTS;
+use figures::files::{book_src, stale, write_all};
+use std::process::ExitCode;
+use std::time::Instant;
+
+const USAGE: &str = "usage: cargo run -p figures [-- --check]\n\
+  Regenerates the book's charts (src/figures/) and quoted numbers (src/generated/).\n\
+  --check   write nothing; exit 1 if any committed file is out of date";
+
+fn main() -> ExitCode {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let check = match args.iter().map(String::as_str).collect::<Vec<_>>()[..] {
+        [] => false,
+        ["--check"] => true,
+        ["-h" | "--help"] => {
+            println!("{USAGE}");
+            return ExitCode::SUCCESS;
+        }
+        _ => {
+            eprintln!("{USAGE}");
+            return ExitCode::from(2);
+        }
+    };
+    match run(check) {
+        Ok(true) => ExitCode::SUCCESS,
+        Ok(false) => ExitCode::from(1),
+        Err(e) => {
+            eprintln!("figures: error: {e:#}");
+            ExitCode::from(2)
+        }
+    }
+}
+
+fn run(check: bool) -> anyhow::Result<bool> {
+    let started = Instant::now();
+    let src = book_src();
+    // Rendered here, not with `render_all`, to report how long each artifact takes.
+    let mut rendered = Vec::new();
+    let mut took = Vec::new();
+    for a in ARTIFACTS {
+        let t = Instant::now();
+        let text = (a.render)().with_context(|| format!("rendering {}", a.path))?;
+        took.push(t.elapsed());
+        rendered.push((a.path, text));
+    }
+    if check {
+        let stale = stale(&src, &rendered)?;
+        for s in &stale {
+            println!("stale: {s}");
+        }
+        if !stale.is_empty() {
+            println!("run `cargo run -p figures` and commit src/figures and src/generated");
+        }
+        return Ok(stale.is_empty());
+    }
+    let figures::files::Written {
+        artifacts: written,
+        removed,
+    } = write_all(&src, &rendered)?;
+    for (((path, changed), artifact), took) in written.iter().zip(ARTIFACTS).zip(&took) {
+        let mark = if *changed { "wrote    " } else { "unchanged" };
+        println!(
+            "{mark} src/{path:<36} {:>5} ms  {}",
+            took.as_millis(),
+            artifact.about
+        );
+    }
+    for orphan in &removed {
+        println!("removed   src/{orphan} (no artifact makes it)");
+    }
+    println!(
+        "{} files in {:.1} s",
+        written.len(),
+        started.elapsed().as_secs_f64()
+    );
+    Ok(true)
+}

@@ -1,0 +1,194 @@
+//! `memory_vs_batch.svg`: what one training step of the lesson's network needs as the batch
+//! grows from one row to the whole training set (challenge 1).
+
+use super::{capacity_line, note};
+use crate::alts::ALT_MEMORY_VS_BATCH;
+use crate::data::{self, LESSON_WIDTH, batch_sizes, card, equation, measure, unbounded};
+use crate::style::palette::{BLUE, GREEN, ORANGE, PURPLE, SKY, VERMILION, YELLOW};
+use crate::style::{
+    AXIS_DESC_PX, BACKGROUND, GRID, INK, LEGEND_PX, TICK_PX, TITLE_PX, font, gib, grouped,
+    rows_label, svg,
+};
+use anyhow::Result;
+use gpumem::data::LESSON_TRAINING_EVENTS as FULL;
+use gpumem::estimate::Estimate;
+use gpumem::mlp::MlpConfig;
+use gpumem::size::format_bytes;
+use plotters::element::DashedPathElement;
+use plotters::prelude::*;
+
+/// A category's name, its bytes in an estimate, and its colour.
+type Category = (&'static str, fn(&Estimate) -> u64, RGBColor);
+
+/// How many of [`CATEGORIES`] (from the bottom) live as long as the model.
+const PERSISTENT: usize = 3;
+
+/// The categories of the memory equation, bottom of the stack first.
+const CATEGORIES: [Category; 6] = [
+    ("parameters", |e| e.parameters, BLUE),
+    ("gradients", |e| e.gradients, SKY),
+    (
+        "optimizer state (none for SGD)",
+        |e| e.optimizer_state,
+        PURPLE,
+    ),
+    ("input batch", |e| e.input_batch, YELLOW),
+    ("activations", |e| e.activations, GREEN),
+    ("temporaries", |e| e.temporaries, ORANGE),
+];
+
+pub fn memory_vs_batch() -> Result<String> {
+    let config = MlpConfig::lesson(LESSON_WIDTH);
+    let sizes = batch_sizes(24);
+    let curve: Vec<(u64, Estimate)> = sizes
+        .iter()
+        .map(|&b| Ok((b, equation(&config, b)?)))
+        .collect::<Result<_>>()?;
+    // Reserved is measured, not predicted: the equation counts allocated bytes only.
+    let reserved: Vec<(f64, f64)> = sizes
+        .iter()
+        .map(|&b| {
+            Ok((
+                b as f64,
+                gib(measure(&unbounded(), &config, b)?.peak_reserved),
+            ))
+        })
+        .collect::<Result<_>>()?;
+    let measured: Vec<(u64, u64)> = batch_sizes(1)
+        .into_iter()
+        .map(|b| Ok((b, measure(&unbounded(), &config, b)?.peak_allocated)))
+        .collect::<Result<_>>()?;
+    let full = equation(&config, FULL)?;
+    let full_reserved = measure(&unbounded(), &config, FULL)?.peak_reserved;
+    let largest = data::largest_batch_on_card(LESSON_WIDTH)?;
+    let top = reserved.iter().map(|p| p.1).fold(gib(card()), f64::max);
+    let y_max = (top * 1.1 / 5.0).ceil() * 5.0;
+    let (x0, x1) = (1.0, 3.0e6);
+
+    svg(ALT_MEMORY_VS_BATCH, |root| {
+        let mut chart = ChartBuilder::on(root)
+            .caption(
+                format!("One training step vs batch size (hidden width {LESSON_WIDTH})"),
+                font(TITLE_PX),
+            )
+            .margin(18)
+            .x_label_area_size(58)
+            .y_label_area_size(70)
+            .build_cartesian_2d((x0..x1).log_scale(), 0.0..y_max)?;
+        chart
+            .configure_mesh()
+            .x_desc("batch size (rows, log scale)")
+            .y_desc("peak memory of one step (GiB)")
+            .x_label_formatter(&rows_label)
+            .y_label_formatter(&|y| format!("{y:.0}"))
+            .axis_desc_style(font(AXIS_DESC_PX))
+            .label_style(font(TICK_PX))
+            .bold_line_style(GRID)
+            .light_line_style(BACKGROUND)
+            .axis_style(INK)
+            .draw()?;
+
+        // Stacked: each area is the sum of its category and those below; the tallest is drawn
+        // first so each smaller one covers the part below it.
+        for top in (0..CATEGORIES.len()).rev() {
+            let (name, _, color) = CATEGORIES[top];
+            let stack = curve.iter().map(|(b, e)| {
+                let bytes: u64 = CATEGORIES[..=top].iter().map(|(_, f, _)| f(e)).sum();
+                (*b as f64, gib(bytes))
+            });
+            let area = chart
+                .draw_series(AreaSeries::new(stack, 0.0, color.mix(0.9)).border_style(color))?;
+            // Parameters, gradients and optimizer state are too small to see at any batch
+            // size here: the note at the top says so instead of three legend entries.
+            if top >= PERSISTENT {
+                area.label(name).legend(move |(x, y)| {
+                    Rectangle::new([(x, y - 7), (x + 20, y + 7)], color.filled())
+                });
+            }
+        }
+
+        chart
+            .draw_series(DashedLineSeries::new(
+                reserved.iter().copied(),
+                7,
+                4,
+                INK.stroke_width(2),
+            ))?
+            .label("peak reserved (measured)")
+            .legend(|(x, y)| {
+                DashedPathElement::new([(x, y), (x + 22, y)], 5, 3, INK.stroke_width(2))
+            });
+        chart
+            .draw_series(
+                measured
+                    .iter()
+                    .map(|&(b, peak)| Circle::new((b as f64, gib(peak)), 5, INK.stroke_width(2))),
+            )?
+            .label("peak allocated (measured)")
+            .legend(|(x, y)| Circle::new((x + 10, y), 5, INK.stroke_width(2)));
+        capacity_line(&mut chart, x0, x1, 1.5)?;
+
+        // Challenge 1: the whole training set as one batch.
+        let full_at = (FULL as f64, gib(full.peak_allocated));
+        chart.draw_series(std::iter::once(Cross::new(
+            full_at,
+            9,
+            VERMILION.stroke_width(4),
+        )))?;
+        for (line, text) in [
+            format!("all {} rows at once:", grouped(FULL)),
+            format!("{} allocated,", format_bytes(full.peak_allocated)),
+            format!("{} reserved", format_bytes(full_reserved)),
+        ]
+        .iter()
+        .enumerate()
+        {
+            note(
+                &mut chart,
+                full_at,
+                (-250, 20 * line as i32 - 96),
+                text,
+                &INK,
+            )?;
+        }
+        if let Some(b) = largest {
+            let peak = measure(&data::on_card(), &config, b)?.peak_reserved;
+            let at = (b as f64, gib(peak));
+            chart.draw_series(std::iter::once(TriangleMarker::new(at, 8, BLUE.filled())))?;
+            note(&mut chart, at, (-215, 8), "largest batch that fits:", &INK)?;
+            note(
+                &mut chart,
+                at,
+                (-215, 28),
+                &format!("{} rows", grouped(b)),
+                &INK,
+            )?;
+        }
+        let persistent: u64 = CATEGORIES[..PERSISTENT]
+            .iter()
+            .map(|(_, f, _)| f(&full))
+            .sum();
+        note(
+            &mut chart,
+            (x0, y_max),
+            (12, 10),
+            &format!(
+                "parameters + gradients: {} (no optimizer state with SGD)",
+                format_bytes(persistent)
+            ),
+            &INK,
+        )?;
+
+        // The legend sits left, just under the capacity line, where every series is still ~0.
+        let (_, height) = chart.plotting_area().dim_in_pixel();
+        let below_capacity = ((1.0 - gib(card()) / y_max) * f64::from(height)) as i32 + 14;
+        chart
+            .configure_series_labels()
+            .position(SeriesLabelPosition::Coordinate(14, below_capacity))
+            .label_font(font(LEGEND_PX))
+            .background_style(BACKGROUND.mix(0.92))
+            .border_style(GRID)
+            .draw()?;
+        Ok(())
+    })
+}

@@ -1,0 +1,113 @@
+//! `memory_vs_depth.svg`: peak allocated and reserved against the number of hidden layers of
+//! width 5000 at batch 32, for SGD and Adam, with the deepest network that fits the card
+//! (challenge 2).
+
+use super::{capacity_line, note};
+use crate::alts::ALT_MEMORY_VS_DEPTH;
+use crate::data::{self, DEEP_BATCH, DEEP_WIDTH, DeepestFit, card, optimizer_name};
+use crate::style::palette::{BLUE, VERMILION};
+use crate::style::{
+    AXIS_DESC_PX, BACKGROUND, GRID, INK, LEGEND_PX, TICK_PX, TITLE_PX, font, gib, grouped, svg,
+};
+use anyhow::Result;
+use gpumem::mlp::Optimizer;
+use plotters::prelude::*;
+
+pub fn memory_vs_depth() -> Result<String> {
+    let optimizers = [(Optimizer::LESSON, BLUE), (data::adam(), VERMILION)];
+    let fits: Vec<DeepestFit> = optimizers
+        .iter()
+        .map(|(o, _)| data::deepest_fit(*o))
+        .collect::<Result<_>>()?;
+    // Sweep a quarter past the deeper of the two fits.
+    let max_layers = fits.iter().map(|f| f.layers).max().unwrap_or(1) * 5 / 4;
+    let curves: Vec<data::DepthCurve> = optimizers
+        .iter()
+        .map(|(o, _)| data::depth_curve(*o, max_layers, 5))
+        .collect::<Result<_>>()?;
+    let top = curves
+        .iter()
+        .flat_map(|c| c.points.iter().map(|p| gib(p.2)))
+        .fold(gib(card()), f64::max);
+    let y_max = (top * 1.05 / 5.0).ceil() * 5.0;
+    let x_max = max_layers as f64 + 1.0;
+
+    svg(ALT_MEMORY_VS_DEPTH, |root| {
+        let mut chart = ChartBuilder::on(root)
+            .caption(
+                format!(
+                    "Memory vs depth: hidden layers of {}, batch {DEEP_BATCH}",
+                    grouped(DEEP_WIDTH)
+                ),
+                font(TITLE_PX),
+            )
+            .margin(18)
+            .x_label_area_size(58)
+            .y_label_area_size(70)
+            .build_cartesian_2d(0.0..x_max, 0.0..y_max)?;
+        chart
+            .configure_mesh()
+            .x_desc("hidden layers")
+            .y_desc("peak memory of one step (GiB)")
+            .x_label_formatter(&|x| format!("{x:.0}"))
+            .y_label_formatter(&|y| format!("{y:.0}"))
+            .axis_desc_style(font(AXIS_DESC_PX))
+            .label_style(font(TICK_PX))
+            .bold_line_style(GRID)
+            .light_line_style(BACKGROUND)
+            .axis_style(INK)
+            .draw()?;
+        // Its label goes mid-right, between where the two lines cross it.
+        capacity_line(&mut chart, 0.0, x_max, x_max * 0.52)?;
+        for ((_, color), curve) in optimizers.iter().zip(&curves) {
+            let color = *color;
+            let name = optimizer_name(&curve.optimizer);
+            let allocated = curve.points.iter().map(|p| (p.0 as f64, gib(p.1)));
+            let reserved = curve.points.iter().map(|p| (p.0 as f64, gib(p.2)));
+            // Reserved is a wide pale band under the allocated line: at batch 32 the two
+            // nearly coincide, and a dashed line on top would vanish.
+            chart
+                .draw_series(LineSeries::new(reserved, color.mix(0.3).stroke_width(12)))?
+                .label(format!("{name}: peak reserved"))
+                .legend(move |(x, y)| {
+                    PathElement::new([(x, y), (x + 22, y)], color.mix(0.3).stroke_width(12))
+                });
+            chart
+                .draw_series(LineSeries::new(allocated, color.stroke_width(3)))?
+                .label(format!("{name}: peak allocated"))
+                .legend(move |(x, y)| {
+                    PathElement::new([(x, y), (x + 22, y)], color.stroke_width(3))
+                });
+        }
+        for ((_, color), fit) in optimizers.iter().zip(&fits) {
+            let at = (fit.layers as f64, gib(fit.step.peak_reserved));
+            chart.draw_series(std::iter::once(TriangleMarker::new(at, 9, color.filled())))?;
+            // Each label sits where no line passes: SGD's below-right of its marker (its line
+            // rises away to the right), Adam's above-left (its line rises away from it).
+            let name = optimizer_name(&fit.optimizer);
+            let lines = if fit.optimizer == Optimizer::LESSON {
+                vec![
+                    (12, 8, format!("{name}: {} fit,", fit.layers)),
+                    (12, 30, format!("{} do not", fit.layers + 1)),
+                ]
+            } else {
+                vec![(
+                    -250,
+                    -36,
+                    format!("{name}: {} fit, {} do not", fit.layers, fit.layers + 1),
+                )]
+            };
+            for (dx, dy, text) in lines {
+                note(&mut chart, at, (dx, dy), &text, &INK)?;
+            }
+        }
+        chart
+            .configure_series_labels()
+            .position(SeriesLabelPosition::UpperLeft)
+            .label_font(font(LEGEND_PX))
+            .background_style(BACKGROUND.mix(0.92))
+            .border_style(GRID)
+            .draw()?;
+        Ok(())
+    })
+}

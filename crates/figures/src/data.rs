@@ -1,0 +1,277 @@
+//! The numbers behind the charts and the snippets, from the engine itself: the memory
+//! equation (`estimate`) and one real training step on the `plan` backing (`measure_step`),
+//! which performs every allocation of a step without running a kernel — so the same numbers
+//! come out on every machine, in milliseconds, for cards no machine here has.
+
+use anyhow::{Context, Result, anyhow};
+use gpumem::alloc::OutOfMemory;
+use gpumem::data::LESSON_TRAINING_EVENTS;
+use gpumem::estimate::{Estimate, estimate};
+use gpumem::measure::{StepMemory, measure_step};
+use gpumem::mlp::{Batch, Mlp, MlpConfig, Optimizer};
+use gpumem::{Backend, Device, DeviceOptions, MemorySpec};
+
+/// The seed of every measured step (on `plan` it changes nothing; kept fixed all the same).
+pub const SEED: u64 = 1;
+/// The lesson's hidden width (challenge 1).
+pub const LESSON_WIDTH: u64 = 2000;
+/// The width and batch of challenge 2's deep networks.
+pub const DEEP_WIDTH: u64 = 5000;
+pub const DEEP_BATCH: u64 = 32;
+/// Challenge 2 never needs more layers than this to run out of memory on the card.
+pub const MAX_DEPTH: u64 = 400;
+/// No hidden layer of the lesson's network is wider than this on the card (one layer of
+/// width `w` at a small batch needs about 300·w bytes).
+pub const MAX_WIDTH: u64 = 1 << 28;
+
+/// The lesson's card: 15.90 GiB.
+pub fn card() -> u64 {
+    match MemorySpec::LESSON_CARD {
+        MemorySpec::Bytes(b) => b,
+        MemorySpec::Native => unreachable!("the lesson's card has a fixed size"),
+    }
+}
+
+/// A `plan` device on the lesson's card: out of memory where the lesson's GPU was.
+pub fn on_card() -> DeviceOptions {
+    plan(MemorySpec::LESSON_CARD)
+}
+
+/// A `plan` device too large to fill (1 PiB), to measure setups beyond the card.
+pub fn unbounded() -> DeviceOptions {
+    plan(MemorySpec::Bytes(1 << 50))
+}
+
+fn plan(memory: MemorySpec) -> DeviceOptions {
+    DeviceOptions {
+        backend: Backend::Plan,
+        memory,
+        ..Default::default()
+    }
+}
+
+pub fn adam() -> Optimizer {
+    Optimizer::adam(0.001)
+}
+
+/// The lesson's network at `width`, `layers` hidden layers, with `optimizer`.
+pub fn network(width: u64, layers: u64, optimizer: Optimizer) -> MlpConfig {
+    MlpConfig::lesson(width)
+        .with_layers(layers)
+        .with_optimizer(optimizer)
+}
+
+/// The optimizer's name as the book writes it.
+pub fn optimizer_name(o: &Optimizer) -> &'static str {
+    match o {
+        Optimizer::Sgd { .. } => "SGD",
+        Optimizer::Adam { .. } => "Adam",
+    }
+}
+
+pub fn equation(config: &MlpConfig, batch: u64) -> Result<Estimate> {
+    estimate(config, batch).with_context(|| describe(config, batch))
+}
+
+pub fn measure(options: &DeviceOptions, config: &MlpConfig, batch: u64) -> Result<StepMemory> {
+    measure_step(options, config, batch, SEED).with_context(|| describe(config, batch))
+}
+
+fn describe(config: &MlpConfig, batch: u64) -> String {
+    format!(
+        "{} hidden layer(s) of {} at batch {batch} with {}",
+        config.layers,
+        config.hidden,
+        optimizer_name(&config.optimizer)
+    )
+}
+
+/// The largest `n` in `1..=max` for which `fits(n)` holds, assuming that once something does
+/// not fit nothing larger does; `None` if not even 1 fits. Bisection: ~log2(max) probes.
+pub fn largest(max: u64, mut fits: impl FnMut(u64) -> Result<bool>) -> Result<Option<u64>> {
+    if max == 0 || !fits(1)? {
+        return Ok(None);
+    }
+    if fits(max)? {
+        return Ok(Some(max));
+    }
+    let (mut good, mut bad) = (1, max);
+    while bad - good > 1 {
+        let mid = good + (bad - good) / 2;
+        if fits(mid)? {
+            good = mid;
+        } else {
+            bad = mid;
+        }
+    }
+    Ok(Some(good))
+}
+
+/// Batch sizes from 1 to the full training set, about `per_decade` per factor of ten,
+/// ending exactly on the full set.
+pub fn batch_sizes(per_decade: u32) -> Vec<u64> {
+    let full = LESSON_TRAINING_EVENTS;
+    let steps = (full as f64).log10() * f64::from(per_decade);
+    let mut sizes: Vec<u64> = (0..=steps.ceil() as u32)
+        .map(|i| 10f64.powf(f64::from(i) / f64::from(per_decade)).round() as u64)
+        .filter(|&b| b < full)
+        .collect();
+    sizes.push(full);
+    sizes.dedup();
+    sizes
+}
+
+/// One training step at every depth, on a device too large to fill: peak allocated and
+/// reserved as the network deepens.
+pub struct DepthCurve {
+    pub optimizer: Optimizer,
+    /// `(layers, peak allocated, peak reserved)`.
+    pub points: Vec<(u64, u64, u64)>,
+}
+
+/// Every `every`-th depth from 1 to `max_layers` (the lines are straight: a few points do).
+pub fn depth_curve(optimizer: Optimizer, max_layers: u64, every: u64) -> Result<DepthCurve> {
+    let depths = (1..=max_layers).filter(|l| (l - 1) % every.max(1) == 0);
+    let points = depths
+        .map(|layers| {
+            let m = measure(
+                &unbounded(),
+                &network(DEEP_WIDTH, layers, optimizer),
+                DEEP_BATCH,
+            )?;
+            Ok((layers, m.peak_allocated, m.peak_reserved))
+        })
+        .collect::<Result<_>>()?;
+    Ok(DepthCurve { optimizer, points })
+}
+
+/// Challenge 2: the deepest network of width 5000 that trains at batch 32 on the card.
+pub struct DeepestFit {
+    pub optimizer: Optimizer,
+    /// Measured on the card: the last depth whose step fit.
+    pub layers: u64,
+    /// Its step.
+    pub step: StepMemory,
+    /// The first depth that did not fit, and its error.
+    pub oom: OutOfMemory,
+    /// Where the first failing step ran out: `"model"` or `"step"`.
+    pub failed_in: &'static str,
+    /// The equation's answer: the most layers whose predicted peak allocated fits.
+    pub equation_layers: u64,
+    /// The equation's peak at the measured depth.
+    pub equation_peak: u64,
+}
+
+/// Finds the first depth whose step runs out of memory on the card. Memory grows with every
+/// layer, so the depths are bisected (a handful of steps instead of one per depth); the
+/// answer is then confirmed: `layers` fits and `layers + 1` does not.
+pub fn deepest_fit(optimizer: Optimizer) -> Result<DeepestFit> {
+    let step_at = |layers: u64| {
+        measure(
+            &on_card(),
+            &network(DEEP_WIDTH, layers, optimizer),
+            DEEP_BATCH,
+        )
+    };
+    let layers = largest(MAX_DEPTH, |l| Ok(step_at(l)?.fits()))?
+        .ok_or_else(|| anyhow!("not even one hidden layer of {DEEP_WIDTH} fits"))?;
+    if layers == MAX_DEPTH {
+        return Err(anyhow!(
+            "{MAX_DEPTH} hidden layers of {DEEP_WIDTH} still fit on the card: raise MAX_DEPTH"
+        ));
+    }
+    let step = step_at(layers)?;
+    let next = step_at(layers + 1)?;
+    let oom = match (step.fits(), next.oom) {
+        (true, Some(oom)) => oom,
+        _ => {
+            return Err(anyhow!(
+                "memory does not grow with depth here: {layers} layers"
+            ));
+        }
+    };
+    let fits_equation = |l: u64| {
+        equation(&network(DEEP_WIDTH, l, optimizer), DEEP_BATCH).map(|e| e.peak_allocated <= card())
+    };
+    Ok(DeepestFit {
+        optimizer,
+        layers,
+        equation_peak: equation(&network(DEEP_WIDTH, layers, optimizer), DEEP_BATCH)?
+            .peak_allocated,
+        step,
+        oom,
+        failed_in: next.failed_in.unwrap_or("step"),
+        equation_layers: largest(MAX_DEPTH, fits_equation)?.unwrap_or(0),
+    })
+}
+
+/// Challenge 1: the largest batch of the lesson's network that fits on the card, measured.
+pub fn largest_batch_on_card(width: u64) -> Result<Option<u64>> {
+    let config = MlpConfig::lesson(width);
+    largest(LESSON_TRAINING_EVENTS, |b| {
+        Ok(measure(&on_card(), &config, b)?.fits())
+    })
+}
+
+/// The widest hidden layers that fit on the card at `batch` rows with `layers` of them.
+pub fn widest_on_card(layers: u64, batch: u64) -> Result<Option<u64>> {
+    largest(MAX_WIDTH, |w| {
+        Ok(measure(&on_card(), &network(w, layers, Optimizer::LESSON), batch)?.fits())
+    })
+}
+
+/// The allocator's events over model creation and a few training steps.
+pub struct Timeline {
+    pub config: MlpConfig,
+    pub batch: u64,
+    /// `(allocated, reserved)` after each event.
+    pub events: Vec<(u64, u64)>,
+    /// Where each phase starts (an index into `events`) and its name.
+    pub phases: Vec<(usize, String)>,
+}
+
+/// Records the allocator's trace on a `plan` device of the lesson's card while `config` is
+/// built and trained for `steps` steps of `batch` rows.
+pub fn timeline(config: &MlpConfig, batch: u64, steps: u32) -> Result<Timeline> {
+    let device = Device::new(&on_card())?;
+    let mut events = Vec::new();
+    let mut phases = Vec::new();
+    let mut record = |name: String, events: &mut Vec<(u64, u64)>, trace: gpumem::alloc::Trace| {
+        phases.push((events.len(), name));
+        events.extend(trace.events.iter().map(|e| (e.allocated, e.reserved)));
+    };
+    device.start_trace();
+    let mut mlp = Mlp::new(&device, config, SEED)?;
+    record("model".into(), &mut events, device.take_trace());
+    for step in 1..=steps {
+        device.start_trace();
+        mlp.train_step(Batch::Planned(batch))?;
+        record(format!("step {step}"), &mut events, device.take_trace());
+    }
+    Ok(Timeline {
+        config: config.clone(),
+        batch,
+        events,
+        phases,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn batch_sizes_span_one_row_to_the_full_set() {
+        let b = batch_sizes(8);
+        assert_eq!(b.first(), Some(&1));
+        assert_eq!(b.last(), Some(&LESSON_TRAINING_EVENTS));
+        assert!(b.windows(2).all(|w| w[0] < w[1]));
+    }
+
+    #[test]
+    fn largest_bisects() {
+        assert_eq!(largest(100, |n| Ok(n <= 37)).unwrap(), Some(37));
+        assert_eq!(largest(100, |n| Ok(n <= 100)).unwrap(), Some(100));
+        assert_eq!(largest(100, |_| Ok(false)).unwrap(), None);
+    }
+}

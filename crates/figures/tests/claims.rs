@@ -1,0 +1,94 @@
+//! The alt texts (`src/alts.rs`) describe the charts in words; these tests keep the words
+//! true if the engine's numbers move.
+
+use figures::charts::timeline::timeline_setup;
+use figures::charts::width::{BATCH, MAX_WIDTH};
+use figures::data::{
+    self, DEEP_BATCH, DEEP_WIDTH, LESSON_WIDTH, card, equation, measure, network, unbounded,
+};
+use gpumem::data::LESSON_TRAINING_EVENTS as FULL;
+use gpumem::mlp::{MlpConfig, Optimizer};
+
+#[test]
+fn batch_chart_claims() {
+    let config = MlpConfig::lesson(LESSON_WIDTH);
+    let full = equation(&config, FULL).unwrap();
+    // Parameters and gradients too small to see; the full set lands above the line.
+    assert!(full.parameters + full.gradients < 1 << 20);
+    assert!(full.peak_allocated > card());
+    // The measured peak allocated is the top of the stack.
+    for b in data::batch_sizes(1) {
+        let m = measure(&unbounded(), &config, b).unwrap();
+        assert_eq!(
+            m.peak_allocated,
+            equation(&config, b).unwrap().peak_allocated
+        );
+        assert!(m.peak_reserved >= m.peak_allocated);
+    }
+    // The largest batch that fits is well short of the whole training set, and its
+    // reserved bytes reach the capacity.
+    let largest = data::largest_batch_on_card(LESSON_WIDTH).unwrap().unwrap();
+    assert!(largest < FULL * 9 / 10, "{largest}");
+    let at = measure(&data::on_card(), &config, largest).unwrap();
+    assert!(at.peak_reserved > card() / 100 * 95);
+}
+
+#[test]
+fn width_chart_claims() {
+    let peak = |w: u64, l: u64| {
+        equation(&network(w, l, Optimizer::LESSON), BATCH)
+            .unwrap()
+            .peak_allocated
+    };
+    // One hidden layer stays near zero across the chart.
+    assert!(peak(MAX_WIDTH, 1) < 1 << 30);
+    // 3 and 5 layers cross the capacity inside the chart, and grow about with the square.
+    for layers in [3, 5] {
+        let widest = data::widest_on_card(layers, BATCH).unwrap().unwrap();
+        assert!(widest < MAX_WIDTH, "{layers} layers: {widest}");
+        let ratio = peak(20_000, layers) as f64 / peak(10_000, layers) as f64;
+        assert!((3.6..4.4).contains(&ratio), "{layers} layers: {ratio}");
+    }
+}
+
+#[test]
+fn depth_chart_claims() {
+    let sgd = data::depth_curve(Optimizer::LESSON, 60, 20).unwrap();
+    let adam = data::depth_curve(data::adam(), 60, 20).unwrap();
+    let slope = |c: &data::DepthCurve| {
+        let (a, b) = (c.points[0], c.points[c.points.len() - 1]);
+        (b.1 - a.1) as f64 / (b.0 - a.0) as f64
+    };
+    let ratio = slope(&adam) / slope(&sgd);
+    assert!((1.8..2.2).contains(&ratio), "{ratio}");
+    // Reserved nearly coincides with allocated (within 2 %, or one 64 MiB at the start).
+    for (_, allocated, reserved) in sgd.points.iter().chain(&adam.points) {
+        assert!(*reserved - *allocated < (*allocated / 50).max(64 << 20));
+    }
+    for o in [Optimizer::LESSON, data::adam()] {
+        let fit = data::deepest_fit(o).unwrap();
+        assert!(fit.step.peak_reserved <= card());
+        let more = measure(
+            &data::on_card(),
+            &network(DEEP_WIDTH, fit.layers + 1, o),
+            DEEP_BATCH,
+        )
+        .unwrap();
+        assert!(more.oom.is_some());
+    }
+}
+
+#[test]
+fn timeline_chart_claims() {
+    let (config, batch, steps) = timeline_setup();
+    assert_eq!((config.layers, config.hidden, steps), (2, LESSON_WIDTH, 3));
+    let t = data::timeline(&config, batch, steps).unwrap();
+    let step2 = t.phases.iter().find(|p| p.1 == "step 2").unwrap().0;
+    let after_first = t.events[step2 - 1].1;
+    // Reserved is flat after the first step, and below the card.
+    assert!(t.events[step2..].iter().all(|e| e.1 == after_first));
+    assert!(after_first < card());
+    // Allocated rises and falls inside each later step.
+    let inside: Vec<u64> = t.events[step2..].iter().map(|e| e.0).collect();
+    assert!(inside.iter().max() > inside.first());
+}
