@@ -306,7 +306,13 @@ fn visit(tab: &Arc<Tab>, events: &Events, url: &str, timeout: Duration) -> Resul
     let started = Instant::now();
     while events.loads.load(Ordering::SeqCst) == loads {
         if started.elapsed() > timeout {
-            bail!("no load event within {} s", timeout.as_secs());
+            let state = tab
+                .evaluate("location.href + ' is ' + document.readyState", false)
+                .ok()
+                .and_then(|r| r.value)
+                .map(|v| v.to_string())
+                .unwrap_or_default();
+            bail!("no load event within {} s: {state}", timeout.as_secs());
         }
         std::thread::sleep(Duration::from_millis(10));
     }

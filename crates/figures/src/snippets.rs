@@ -18,8 +18,8 @@ use std::fmt::Write as _;
 /// Every `reference_setups()` entry: the equation's peak against one measured step on plan.
 pub fn estimate_table() -> Result<String> {
     let mut out = String::from(
-        "| hidden layers | width | batch | optimizer | peak | the equation (bytes) | measured on plan (bytes) | equal |\n\
-         | ---: | ---: | ---: | :--- | ---: | ---: | ---: | :---: |\n",
+        "| layers × width | batch | optimizer | the equation (bytes) | measured (bytes) | equal |\n\
+         | :--- | ---: | :--- | ---: | ---: | :---: |\n",
     );
     let setups = reference_setups();
     let mut equal = 0;
@@ -30,28 +30,26 @@ pub fn estimate_table() -> Result<String> {
         equal += usize::from(same);
         writeln!(
             out,
-            "| {} | {} | {} | {} | {} | {} | {} | {} |",
+            "| {}\u{a0}×\u{a0}{} | {} | {} | {} | {} | {} |",
             config.layers,
             grouped(config.hidden),
             grouped(*batch),
             optimizer_name(&config.optimizer),
-            format_bytes(predicted),
             grouped(predicted),
             grouped(measured),
             if same { "yes" } else { "**no**" },
         )?;
     }
-    let verdict = if equal == setups.len() {
-        format!(
-            "The equation and the measurement agree to the byte on all {} setups.",
-            setups.len()
-        )
+    let agree = if equal == setups.len() {
+        format!("all {}", setups.len())
     } else {
-        format!(
-            "The equation and the measurement agree to the byte on {equal} of {} setups.",
-            setups.len()
-        )
+        format!("{equal} of {}", setups.len())
     };
+    let verdict = format!(
+        "Layers × width: hidden layers and their width. Measured: `max_memory_allocated()` \
+         after one step on the `plan` backing. The equation and the measurement agree to the byte on {agree} \
+         setups."
+    );
     Ok(format!("{out}\n{verdict}\n"))
 }
 
@@ -109,8 +107,8 @@ pub fn challenge2_depth() -> Result<String> {
     let mut out = format!(
         "Hidden layers of {} at a batch of {DEEP_BATCH} rows on the {} card, one step on `plan` \
          for each depth:\n\n\
-         | optimizer | deepest that fits | its peak allocated | its peak reserved | one layer more | the equation's deepest |\n\
-         | :--- | ---: | ---: | ---: | :--- | ---: |\n",
+         | optimizer | deepest that fits | its peak allocated | its peak reserved | the equation's deepest |\n\
+         | :--- | ---: | ---: | ---: | ---: |\n",
         grouped(DEEP_WIDTH),
         format_bytes(card())
     );
@@ -120,34 +118,38 @@ pub fn challenge2_depth() -> Result<String> {
         let name = optimizer_name(&optimizer);
         writeln!(
             out,
-            "| {name} | {} hidden layers | {} | {} | out of memory allocating `{}` ({}) | {} |",
+            "| {name} | {} | {} | {} | {} |",
             fit.layers,
             format_bytes(fit.step.peak_allocated),
             format_bytes(fit.step.peak_reserved),
-            fit.oom.label,
-            if fit.failed_in == "model" {
-                "building the model"
-            } else {
-                "in the step"
-            },
             fit.equation_layers,
         )?;
+        let where_ = if fit.failed_in == "model" {
+            "while building the model"
+        } else {
+            "during the step"
+        };
+        remarks.push(format!(
+            "With {name}, {} layers run out of memory {where_}, allocating `{}`.",
+            fit.layers + 1,
+            fit.oom.label
+        ));
         remarks.push(match fit.equation_layers.cmp(&fit.layers) {
             std::cmp::Ordering::Equal => format!(
-                "With {name} the equation's answer, {} layers, is the measured one.",
+                "The equation's answer, {} layers, is the measured one.",
                 fit.layers
             ),
             std::cmp::Ordering::Greater => format!(
-                "With {name} the equation allows {} layers, {} more than fit: it counts the bytes \
-                 tensors hold (allocated), while the card must also hold what the allocator \
-                 keeps cached (reserved, {} at {} layers).",
+                "The equation allows {} layers, {} more than fit: it counts the bytes tensors \
+                 hold (allocated), while the card must also hold what the allocator keeps \
+                 cached (reserved, {} at {} layers).",
                 fit.equation_layers,
                 fit.equation_layers - fit.layers,
                 format_bytes(fit.step.peak_reserved),
                 fit.layers
             ),
             std::cmp::Ordering::Less => format!(
-                "With {name} the equation allows only {} layers, yet {} fit.",
+                "The equation allows only {} layers, yet {} fit.",
                 fit.equation_layers, fit.layers
             ),
         });
