@@ -11,6 +11,7 @@ pub mod mlp;
 pub mod report;
 pub mod size;
 pub mod tensor;
+pub mod testing;
 pub mod train;
 
 pub use device::{Backend, Device, DeviceOptions, Error};

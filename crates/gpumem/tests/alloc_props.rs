@@ -186,6 +186,7 @@ fn wgpu_sees_the_same_events_as_plan() {
     let Some(gpu) = gpumem_kernels::testing::gpu().map(Rc::new) else {
         return;
     };
+    let base = BufferStore::new(gpu);
     let mut runner = proptest::test_runner::TestRunner::new(ProptestConfig {
         cases: 24,
         ..ProptestConfig::default()
@@ -194,7 +195,7 @@ fn wgpu_sees_the_same_events_as_plan() {
     runner
         .run(&strategy, |(config, ops)| {
             let plan = run_on(&device(Backing::Plan, &config), &ops);
-            let store = BufferStore::new(Rc::clone(&gpu));
+            let store = base.fresh();
             let wgpu = run_on(&device(Backing::Wgpu(store), &config), &ops);
             prop_assert_eq!(plan, wgpu);
             Ok(())

@@ -2,7 +2,10 @@
 //! is larger than the adapter's `max_buffer_size`.
 
 use crate::alloc::{SegmentStore, StoreError};
+use crate::device::Error;
 use gpumem_kernels::gpu::Gpu;
+use gpumem_kernels::{KernelLimits, Kernels};
+use std::cell::{OnceCell, RefCell};
 use std::collections::HashMap;
 use std::rc::Rc;
 
@@ -19,6 +22,12 @@ pub(crate) struct SegmentBuffers {
 pub struct BufferStore {
     pub(crate) gpu: Rc<Gpu>,
     pub(crate) segments: HashMap<u64, SegmentBuffers>,
+    /// The kernels, compiled on first use (seconds on lavapipe) and shared by every store
+    /// made with [`BufferStore::fresh`].
+    kernels: Rc<OnceCell<Kernels>>,
+    /// Commands recorded since the last submission: a step's kernels go here and are
+    /// submitted together when data next crosses to or from the host.
+    pending: RefCell<Option<wgpu::CommandEncoder>>,
     /// Bytes per buffer: the adapter's `max_buffer_size`, rounded down to the allocator's
     /// 512-byte granularity so no block starts mid-element.
     piece: u64,
@@ -46,12 +55,87 @@ impl BufferStore {
         Self {
             gpu,
             segments: HashMap::new(),
+            kernels: Rc::new(OnceCell::new()),
+            pending: RefCell::new(None),
             piece,
         }
     }
 
+    /// A new, empty store on the same GPU with the same buffer size, sharing the compiled
+    /// kernels (for a fresh device without compiling the shaders again).
+    pub fn fresh(&self) -> Self {
+        Self {
+            gpu: Rc::clone(&self.gpu),
+            segments: HashMap::new(),
+            kernels: Rc::clone(&self.kernels),
+            pending: RefCell::new(None),
+            piece: self.piece,
+        }
+    }
+
+    /// Like [`BufferStore::with_max_buffer`], with kernels that plan with `limits` (tests
+    /// use tiny bindings to exercise tensors processed in pieces).
+    pub fn with_limits(gpu: Rc<Gpu>, max_buffer: u64, limits: KernelLimits) -> Result<Self, Error> {
+        let store = Self::with_max_buffer(gpu, max_buffer);
+        let kernels = Kernels::with_limits(&store.gpu.device, limits)
+            .map_err(|e| Error::Device(format!("building the wgpu kernels: {e}")))?;
+        let _ = store.kernels.set(kernels);
+        Ok(store)
+    }
+
     pub fn gpu(&self) -> &Rc<Gpu> {
         &self.gpu
+    }
+
+    /// The kernels (compiling their pipelines the first time).
+    pub(crate) fn kernels(&self) -> Result<&Kernels, Error> {
+        if let Some(k) = self.kernels.get() {
+            return Ok(k);
+        }
+        let k = Kernels::new(&self.gpu.device)
+            .map_err(|e| Error::Device(format!("building the wgpu kernels: {e}")))?;
+        Ok(self.kernels.get_or_init(|| k))
+    }
+
+    /// Records commands into the pending encoder.
+    pub(crate) fn record(
+        &self,
+        f: impl FnOnce(&mut wgpu::CommandEncoder) -> Result<(), Error>,
+    ) -> Result<(), Error> {
+        let mut pending = self.pending.borrow_mut();
+        let encoder = pending.get_or_insert_with(|| {
+            self.gpu
+                .device
+                .create_command_encoder(&wgpu::CommandEncoderDescriptor {
+                    label: Some("gpumem step"),
+                })
+        });
+        f(encoder)
+    }
+
+    /// Submits what was recorded (if anything), and reports any error the GPU raised so
+    /// far — a lost device, or a failure inside the driver — as an error value.
+    pub(crate) fn flush(&self) -> Result<(), Error> {
+        if let Some(encoder) = self.pending.borrow_mut().take() {
+            self.gpu.queue.submit([encoder.finish()]);
+        }
+        self.check()
+    }
+
+    /// Errors the device reported since the last check.
+    pub(crate) fn check(&self) -> Result<(), Error> {
+        if self.gpu.is_lost() {
+            return Err(Error::Device("the GPU device was lost".into()));
+        }
+        let errors = self.gpu.take_errors();
+        if errors.is_empty() {
+            return Ok(());
+        }
+        let text: Vec<String> = errors.into_iter().map(|e| e.message).collect();
+        Err(Error::Device(format!(
+            "the GPU reported: {}",
+            text.join("; ")
+        )))
     }
 
     /// Creates one buffer, turning a driver out-of-memory or validation failure into an

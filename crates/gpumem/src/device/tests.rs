@@ -4,18 +4,9 @@ use crate::tensor::{DType, Tensor};
 
 const MIB: u64 = 1 << 20;
 
-/// A wgpu device, or `None` (with a notice) when there is no adapter — unless
-/// `GPUMEM_REQUIRE_ADAPTER=1`, which CI sets so these tests cannot pass by skipping.
-pub(crate) fn wgpu_device(memory: MemorySpec) -> Option<Device> {
-    let gpu = gpumem_kernels::testing::gpu()?;
-    wgpu_device_on(Rc::new(gpu), memory, None)
-}
+use crate::testing::{gpu as test_gpu, wgpu_device};
 
-pub(crate) fn wgpu_device_on(
-    gpu: Rc<Gpu>,
-    memory: MemorySpec,
-    max_buffer: Option<u64>,
-) -> Option<Device> {
+fn wgpu_device_on(gpu: Rc<Gpu>, memory: MemorySpec, max_buffer: Option<u64>) -> Option<Device> {
     let store = match max_buffer {
         Some(m) => BufferStore::with_max_buffer(gpu, m),
         None => BufferStore::new(gpu),
@@ -214,12 +205,17 @@ fn wgpu_buffers_match_the_drivers_report() {
 
 #[test]
 fn wgpu_segments_larger_than_a_buffer_are_split_into_buffers() {
-    let Some(gpu) = gpumem_kernels::testing::gpu() else {
+    let Some(gpu) = test_gpu() else {
         return;
     };
     // Buffers of at most 1 MiB + 512 B: a 6 MB tensor spans several buffers, at offsets
     // that do not line up with its rows.
-    let dev = wgpu_device_on(Rc::new(gpu), MemorySpec::Bytes(1 << 30), Some(MIB + 512)).unwrap();
+    let dev = wgpu_device_on(
+        Rc::clone(gpu.gpu()),
+        MemorySpec::Bytes(1 << 30),
+        Some(MIB + 512),
+    )
+    .unwrap();
     let _pad = Tensor::new(&dev, 3, 700_001, DType::F32, "pad").unwrap();
     let t = Tensor::new(&dev, 1001, 1499, DType::F32, "t").unwrap();
     let data: Vec<f32> = (0..t.len()).map(|i| (i % 9973) as f32).collect();

@@ -1,46 +1,162 @@
-//! The `wgpu` backing's kernels (being wired to gpumem-kernels).
+//! The `wgpu` backing's kernels: each operation resolves its tensors to views of the
+//! segment buffers and records WGSL dispatches (gpumem-kernels) into the step's one pending
+//! command encoder. Nothing is submitted until data must cross to or from the host, so a
+//! training step is one submission and one wait (reading its loss).
 
 use super::ops::{AdamStep, Matmul};
-use crate::device::Error;
-use crate::tensor::Tensor;
+use super::transfer::parts;
+use crate::device::{Backing, BufferStore, Error};
+use crate::tensor::{DType, Tensor};
+use gpumem_kernels::{Gemm, KernelError, Kernels, Matrix, Part};
 
-fn pending() -> Result<(), Error> {
-    Err(Error::Device("wgpu kernels are not wired in yet".into()))
+fn kernel_error(e: KernelError) -> Error {
+    match e {
+        KernelError::Shape(_) | KernelError::DType { .. } | KernelError::RowTooLarge { .. } => {
+            Error::Invalid(format!("wgpu kernel: {e}"))
+        }
+        other => Error::Device(format!("wgpu kernel: {other}")),
+    }
+}
+
+/// The parts of `t`'s bytes, as kernel views.
+fn tensor_parts<'s>(store: &'s BufferStore, t: &Tensor) -> Result<Vec<Part<'s>>, Error> {
+    let p = t.placement();
+    Ok(parts(store, p.segment, p.offset, t.bytes())?
+        .into_iter()
+        .map(|r| Part {
+            buffer: r.buffer,
+            offset: r.offset,
+            len: r.len,
+        })
+        .collect())
+}
+
+fn matrix<'a>(t: &Tensor, parts: &'a [Part<'a>]) -> Matrix<'a> {
+    match t.dtype() {
+        DType::U32 => Matrix::labels(parts, t.len()),
+        _ => Matrix::new(parts, t.rows(), t.cols()),
+    }
+}
+
+/// Runs `record` with the kernels, the pending encoder and the views of `tensors`.
+fn with<const N: usize>(
+    tensors: [&Tensor; N],
+    record: impl FnOnce(&Kernels, &mut wgpu::CommandEncoder, [Matrix<'_>; N]) -> Result<(), KernelError>,
+) -> Result<(), Error> {
+    let device = tensors[0].device().clone();
+    let inner = device.borrow();
+    let Backing::Wgpu(store) = inner.alloc.store() else {
+        return Err(Error::Device("not a wgpu tensor".into()));
+    };
+    // A lost device fails here, as a value, before anything is recorded on it.
+    store.check()?;
+    let all: Vec<Vec<Part<'_>>> = tensors
+        .iter()
+        .map(|t| tensor_parts(store, t))
+        .collect::<Result<_, _>>()?;
+    let views: [Matrix<'_>; N] = std::array::from_fn(|i| matrix(tensors[i], &all[i]));
+    let kernels = store.kernels()?;
+    store.record(|encoder| record(kernels, encoder, views).map_err(kernel_error))
 }
 
 pub fn matmul(
-    _: Matmul,
-    _: &Tensor,
-    _: &Tensor,
-    _: &Tensor,
-    _: Option<&Tensor>,
+    spec: Matmul,
+    a: &Tensor,
+    b: &Tensor,
+    c: &Tensor,
+    bias: Option<&Tensor>,
 ) -> Result<(), Error> {
-    pending()
+    fn gemm<'a>(
+        spec: Matmul,
+        a: Matrix<'a>,
+        b: Matrix<'a>,
+        c: Matrix<'a>,
+        bias: Option<Matrix<'a>>,
+    ) -> Gemm<'a> {
+        Gemm {
+            a,
+            trans_a: spec.trans_a,
+            b,
+            trans_b: spec.trans_b,
+            c,
+            accumulate: spec.accumulate,
+            bias,
+        }
+    }
+    match bias {
+        Some(bias) => with([a, b, c, bias], |k, e, [a, b, c, bias]| {
+            k.matmul(e, &gemm(spec, a, b, c, Some(bias)))
+        }),
+        None => with([a, b, c], |k, e, [a, b, c]| {
+            k.matmul(e, &gemm(spec, a, b, c, None))
+        }),
+    }
 }
-pub fn relu(_: &Tensor, _: &Tensor) -> Result<(), Error> {
-    pending()
+
+pub fn relu(src: &Tensor, dst: &Tensor) -> Result<(), Error> {
+    with([src, dst], |k, e, [s, d]| k.relu(e, &s, &d))
 }
-pub fn relu_backward(_: &Tensor, _: &Tensor) -> Result<(), Error> {
-    pending()
+
+pub fn relu_backward(grad: &Tensor, activation: &Tensor) -> Result<(), Error> {
+    with([grad, activation], |k, e, [g, a]| {
+        k.relu_backward(e, &g, &a)
+    })
 }
-pub fn softmax_xent(_: &Tensor, _: &Tensor, _: &Tensor, _: &Tensor, _: f32) -> Result<(), Error> {
-    pending()
+
+pub fn softmax_xent(
+    logits: &Tensor,
+    labels: &Tensor,
+    stats: &Tensor,
+    dlogits: &Tensor,
+    scale: f32,
+) -> Result<(), Error> {
+    with([logits, labels, stats, dlogits], |k, e, [l, y, s, d]| {
+        k.softmax_xent(e, &l, &y, &s, &d, scale)
+    })
 }
-pub fn colsum(_: &Tensor, _: &Tensor, _: bool) -> Result<(), Error> {
-    pending()
+
+pub fn colsum(src: &Tensor, dst: &Tensor, accumulate: bool) -> Result<(), Error> {
+    with([src, dst], |k, e, [s, d]| k.colsum(e, &s, &d, accumulate))
 }
-pub fn sgd(_: &Tensor, _: &Tensor, _: f32) -> Result<(), Error> {
-    pending()
+
+pub fn sgd(param: &Tensor, grad: &Tensor, lr: f32) -> Result<(), Error> {
+    with([param, grad], |k, e, [p, g]| k.sgd(e, &p, &g, lr))
 }
-pub fn adam(_: &Tensor, _: &Tensor, _: &Tensor, _: &Tensor, _: AdamStep) -> Result<(), Error> {
-    pending()
+
+pub fn adam(
+    param: &Tensor,
+    grad: &Tensor,
+    m: &Tensor,
+    v: &Tensor,
+    hp: AdamStep,
+) -> Result<(), Error> {
+    let h = gpumem_kernels::Adam {
+        lr: hp.lr,
+        beta1: hp.beta1,
+        beta2: hp.beta2,
+        eps: hp.eps,
+        step: hp.step,
+    };
+    with([param, grad, m, v], |k, e, [p, g, m, v]| {
+        k.adam(e, &p, &g, &m, &v, &h)
+    })
 }
-pub fn scale(_: &Tensor, _: f32) -> Result<(), Error> {
-    pending()
+
+pub fn scale(x: &Tensor, factor: f32) -> Result<(), Error> {
+    with([x], |k, e, [x]| k.scale(e, &x, factor))
 }
-pub fn add(_: &Tensor, _: &Tensor) -> Result<(), Error> {
-    pending()
+
+pub fn add(dst: &Tensor, src: &Tensor) -> Result<(), Error> {
+    with([dst, src], |k, e, [d, s]| k.add(e, &d, &s))
 }
-pub fn zero(_: &Tensor) -> Result<(), Error> {
-    pending()
+
+pub fn zero(x: &Tensor) -> Result<(), Error> {
+    with([x], |_, e, [x]| {
+        for part in x.parts {
+            // Parts are 4-byte multiples except possibly a 2-byte tail (float16); the
+            // block is 512-byte rounded, so clearing up to the next word stays inside it.
+            e.clear_buffer(part.buffer, part.offset, Some(part.len.next_multiple_of(4)));
+        }
+        Ok(())
+    })
 }

@@ -54,6 +54,7 @@ pub(crate) fn read_back<T: bytemuck::Pod>(
     offset: u64,
     len: u64,
 ) -> Result<Vec<T>, Error> {
+    store.flush()?;
     let gpu = &store.gpu;
     // Copies move whole 4-byte words; the block is 512-byte rounded, so reading up to the
     // next word stays inside it.
@@ -91,9 +92,7 @@ pub(crate) fn read_back<T: bytemuck::Pod>(
     let out = bytemuck::pod_collect_to_vec(&view[..len as usize]);
     drop(view);
     staging.unmap();
-    if gpu.is_lost() {
-        return Err(Error::Device("the GPU device was lost".into()));
-    }
+    store.check()?;
     Ok(out)
 }
 

@@ -198,6 +198,28 @@ impl Mlp {
         })
     }
 
+    /// The logits (`rows × classes`, row-major) for the rows of `split`: the forward pass.
+    pub fn forward(&self, split: &Split) -> Result<Vec<f32>, Error> {
+        let (x, _y) = self.upload(Batch::Data(split))?;
+        let acts = self.hidden_forward(&x)?;
+        let out = self.layers.last().expect("at least one layer");
+        let logits = Tensor::new(
+            &self.device,
+            x.rows(),
+            self.config.classes,
+            DType::F32,
+            "logits",
+        )?;
+        ops::matmul(
+            NN,
+            acts.last().unwrap_or(&x),
+            &out.weight,
+            &logits,
+            Some(&out.bias),
+        )?;
+        logits.read()
+    }
+
     /// Mean loss and accuracy over `split`, in batches of `batch` rows (forward only).
     pub fn evaluate(&self, split: &Split, batch: u64) -> Result<(f32, f32), Error> {
         let mut loss = 0.0f64;

@@ -1,0 +1,66 @@
+//! Helpers for tests that need a wgpu device: they skip (with a notice) where there is no
+//! adapter, unless `GPUMEM_REQUIRE_ADAPTER=1` — which CI sets, so GPU tests cannot pass by
+//! skipping there.
+
+use crate::device::{Backing, BufferStore, Device, DeviceOptions};
+use crate::size::MemorySpec;
+use gpumem_kernels::KernelLimits;
+use std::rc::Rc;
+
+/// One GPU for a test, whose devices share compiled kernels (compiling them takes seconds
+/// on lavapipe).
+pub struct TestGpu {
+    store: BufferStore,
+}
+
+/// The GPU for a test, or `None` where there is none (see the module docs).
+pub fn gpu() -> Option<TestGpu> {
+    gpumem_kernels::testing::gpu().map(|g| TestGpu {
+        store: BufferStore::new(Rc::new(g)),
+    })
+}
+
+impl TestGpu {
+    /// A fresh wgpu device of `memory`.
+    pub fn device(&self, memory: MemorySpec) -> Device {
+        with_store(self.store.fresh(), memory)
+    }
+
+    /// The underlying GPU.
+    pub fn gpu(&self) -> &Rc<gpumem_kernels::Gpu> {
+        self.store.gpu()
+    }
+
+    /// A device whose buffers are at most `max_buffer` bytes and whose kernels bind at most
+    /// `max_binding` bytes at a time: small tensors then span several buffers and are
+    /// processed in pieces, as full-size tensors are on real cards.
+    pub fn tight_device(&self, memory: MemorySpec, max_buffer: u64, max_binding: u64) -> Device {
+        let gpu = Rc::clone(self.store.gpu());
+        let limits = KernelLimits {
+            max_binding,
+            ..KernelLimits::of(&gpu.device)
+        };
+        let store = BufferStore::with_limits(gpu, max_buffer, limits)
+            .expect("kernels build on a test device");
+        with_store(store, memory)
+    }
+}
+
+/// A wgpu device of `memory` on a new GPU, or `None` where there is none.
+pub fn wgpu_device(memory: MemorySpec) -> Option<Device> {
+    gpu().map(|g| g.device(memory))
+}
+
+fn with_store(store: BufferStore, memory: MemorySpec) -> Device {
+    let options = DeviceOptions {
+        memory,
+        ..Default::default()
+    };
+    Device::with_backing(
+        Backing::Wgpu(store),
+        "test adapter".into(),
+        "test".into(),
+        &options,
+    )
+    .expect("default allocator settings are valid")
+}
