@@ -111,14 +111,17 @@ pub fn check(root: &Path, options: &Options) -> Result<Report> {
     for page in &pages {
         let started = Instant::now();
         events.take_errors();
-        let broken_images = visit(&tab, &events, &server.url(page), options.timeout)
-            .map_err(|e| anyhow!("{page}: the page did not load: {e}"))?;
+        // A page that does not load is a problem of that page; the others still get checked.
+        let visited = visit(&tab, &events, &server.url(page), options.timeout);
         let mut found = events.take_errors();
-        found.extend(
-            broken_images
-                .into_iter()
-                .map(|src| format!("image did not load: {src}")),
-        );
+        match visited {
+            Ok(broken_images) => found.extend(
+                broken_images
+                    .into_iter()
+                    .map(|src| format!("image did not load: {src}")),
+            ),
+            Err(e) => found.push(format!("the page did not load: {e:#}")),
+        }
         report
             .problems
             .extend(found.into_iter().map(|what| Problem {

@@ -35,7 +35,8 @@ enum Command {
         /// --screenshot-match into this folder.
         #[arg(long, value_name = "DIR")]
         screenshots: Option<PathBuf>,
-        /// Also photograph pages whose file name contains this text (repeatable).
+        /// Photograph pages whose file name contains this text (repeatable; replaces the
+        /// default). The first page is always photographed.
         #[arg(long, value_name = "TEXT", default_value = "challenge")]
         screenshot_match: Vec<String>,
         /// Select this mdBook theme before each page loads (e.g. light, rust, coal, navy, ayu).
