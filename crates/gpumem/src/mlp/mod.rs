@@ -9,7 +9,7 @@ mod config;
 mod step;
 
 pub use config::{MAX_LAYERS, MlpConfig, Optimizer};
-pub use step::{Batch, StepResult};
+pub use step::{Batch, StepOutputs, StepResult};
 
 use crate::device::{Device, Error};
 use crate::exec::ops;

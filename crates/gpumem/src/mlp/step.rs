@@ -58,6 +58,22 @@ impl Batch<'_> {
     }
 }
 
+/// The output layer's tensors of one step.
+struct Head {
+    logits: Tensor,
+    stats: Tensor,
+    dlogits: Tensor,
+}
+
+/// Device tensors a step handed back; they free their memory when dropped.
+#[derive(Debug)]
+pub struct StepOutputs {
+    /// `rows × classes` logits.
+    pub logits: Tensor,
+    /// `rows × 2`: each row's loss and whether it was classified correctly.
+    pub loss_rows: Tensor,
+}
+
 /// What a step measured. Loss and accuracy exist only when kernels ran.
 #[derive(Debug, Clone, Copy, PartialEq, serde::Serialize)]
 pub struct StepResult {
@@ -107,39 +123,56 @@ impl Mlp {
     }
 
     /// Logits, per-row `(loss, correct)` and the loss gradient for the last activation.
-    fn head(&self, last: &Tensor, y: &Tensor) -> Result<(Tensor, Tensor), Error> {
+    fn head(&self, last: &Tensor, y: &Tensor) -> Result<Head, Error> {
         let rows = last.rows();
         let out = self.layers.last().expect("at least one layer");
-        let logits = Tensor::new(
-            &self.device,
-            rows,
-            self.config.classes,
-            DType::F32,
-            "logits",
-        )?;
+        let classes = self.config.classes;
+        let logits = Tensor::new(&self.device, rows, classes, DType::F32, "logits")?;
         ops::matmul(NN, last, &out.weight, &logits, Some(&out.bias))?;
         let stats = Tensor::new(&self.device, rows, 2, DType::F32, "loss per row")?;
-        let dlogits = Tensor::new(
-            &self.device,
-            rows,
-            self.config.classes,
-            DType::F32,
-            "logits.grad",
-        )?;
+        let dlogits = Tensor::new(&self.device, rows, classes, DType::F32, "logits.grad")?;
         ops::softmax_xent(&logits, y, &stats, &dlogits, 1.0 / rows as f32)?;
-        drop(logits);
-        Ok((stats, dlogits))
+        Ok(Head {
+            logits,
+            stats,
+            dlogits,
+        })
     }
 
     /// One step of training on `batch`: forward, backward, optimizer update.
     pub fn train_step(&mut self, batch: Batch<'_>) -> Result<StepResult, Error> {
+        self.step(batch, false).map(|(result, _)| result)
+    }
+
+    /// [`Mlp::train_step`] that also hands back the step's logits and per-row losses as
+    /// device tensors — the way a loop keeps `outputs` or `loss` tensors for later. They
+    /// hold device memory until dropped: keep them in a `Vec` and memory grows every step.
+    pub fn train_step_with_outputs(
+        &mut self,
+        batch: Batch<'_>,
+    ) -> Result<(StepResult, StepOutputs), Error> {
+        let (result, kept) = self.step(batch, true)?;
+        let outputs = kept.ok_or_else(|| Error::Invalid("the step kept no outputs".into()))?;
+        Ok((result, outputs))
+    }
+
+    fn step(
+        &mut self,
+        batch: Batch<'_>,
+        keep: bool,
+    ) -> Result<(StepResult, Option<StepOutputs>), Error> {
         let (x, y) = self.upload(batch)?;
         let rows = x.rows();
         let mut acts = self.hidden_forward(&x)?;
-        let (stats, dlogits) = self.head(acts.last().unwrap_or(&x), &y)?;
+        let Head {
+            logits,
+            stats,
+            dlogits,
+        } = self.head(acts.last().unwrap_or(&x), &y)?;
+        let logits = keep.then_some(logits);
         let totals = Tensor::new(&self.device, 1, 2, DType::F32, "loss total")?;
         ops::colsum(&stats, &totals, false)?;
-        drop(stats);
+        let stats = keep.then_some(stats);
 
         let last = self.layers.len() - 1;
         let a_last = acts.last().expect("at least one hidden layer");
@@ -179,7 +212,10 @@ impl Mlp {
         self.update()?;
         let result = self.read_totals(&totals, rows)?;
         drop(totals);
-        Ok(result)
+        let kept = logits
+            .zip(stats)
+            .map(|(logits, loss_rows)| StepOutputs { logits, loss_rows });
+        Ok((result, kept))
     }
 
     fn read_totals(&self, totals: &Tensor, rows: u64) -> Result<StepResult, Error> {
@@ -229,7 +265,7 @@ impl Mlp {
             let part = split.gather(chunk);
             let (x, y) = self.upload(Batch::Data(&part))?;
             let acts = self.hidden_forward(&x)?;
-            let (stats, _dlogits) = self.head(acts.last().unwrap_or(&x), &y)?;
+            let Head { stats, .. } = self.head(acts.last().unwrap_or(&x), &y)?;
             drop(acts);
             let totals = Tensor::new(&self.device, 1, 2, DType::F32, "loss total")?;
             ops::colsum(&stats, &totals, false)?;
