@@ -3,37 +3,40 @@
 //!
 //! # The fast kernel, and what limits it on lavapipe
 //!
-//! `matmul/tiled.wgsl` is a register-tiled kernel: each invocation accumulates a 32×8
-//! block of C in 16 `mat4x4`s, loads A and B as vec4s and has no bounds checks in its k
-//! loop (loads clamp, stores mask). A workgroup shares its 32 rows of A, and with
-//! `Features::SUBGROUP` (`matmul/share_subgroup.wgsl`) each lane loads only 4 of those
-//! rows and gets the rest by `subgroupBroadcast`; without subgroups every invocation loads
-//! all 32 (`share_plain.wgsl`). No workgroup memory and no barriers.
+//! `matmul/tiled_subgroup.wgsl` is a register-tiled kernel: a workgroup of `WG` invocations
+//! owns 32 rows × 8·`WG` columns of C, each invocation accumulates 32×8 values in 64 vec4
+//! registers, loads A and B as vec4s and has no bounds checks in its k loop (loads clamp,
+//! stores mask). The workgroup shares its 32 rows of A: lane q of a subgroup loads rows
+//! q, q+8, q+16, q+24 and every lane gets the rest by `subgroupBroadcast` with constant
+//! lane ids. Without `Features::SUBGROUP` every invocation loads all 32
+//! (`tiled_plain.wgsl`). No workgroup memory, no barriers. Both files are generated
+//! (`tools/gen_tiled.py`): straight-line code, one variable per accumulator.
 //!
-//! Measured on lavapipe (llvmpipe, 8-wide AVX2 "SIMD lanes" = 8 invocations):
+//! Measured on lavapipe (llvmpipe 15, AVX2: one "SIMD group" = 8 invocations, 2 cores):
 //! * llvmpipe turns every storage-buffer load whose address is not a compile-time
 //!   uniform into a loop over the 8 lanes with a bounds check and a branch per
-//!   component: a vec4 load costs ~30× an FMA. So the game is FMAs per loaded value.
-//! * Workgroup memory is no cheaper (same per-lane loop) and barriers are emulated with
-//!   coroutines, so shared-memory tiling loses (0.16 GFLOP/s in PLATFORM-NOTES).
-//! * Larger per-invocation tiles help until the accumulators (8 lanes × 4 B each) spill
-//!   out of L1; they live in memory anyway (16 ymm registers), which caps FMA throughput
-//!   at roughly a quarter of the CPU's peak.
-//! * The subgroup broadcast removes 28 of the 36 vec4 loads per k-step of 4: it lifted
-//!   1024³ from ~8 to ~13 GFLOP/s on two cores (CPU sgemm: ~130).
+//!   component, so a vec4 load costs about as much as 30 FMAs. The game is FMAs per
+//!   loaded value: naive 0.1–0.2 GFLOP/s, 4×4 per invocation ~1, 32×8 ~4–5 per core.
+//! * Workgroup memory is no cheaper (the same per-lane loop) and barriers are emulated
+//!   with coroutines: shared-memory tiling loses (0.16 GFLOP/s in PLATFORM-NOTES).
+//! * The subgroup broadcast removes 28 of the 36 vec4 loads per k step of 4 for A: about
+//!   +80% (≈8–9 GFLOP/s per core at 512, ≈2 cores busy: ~10–15 GFLOP/s, CPU sgemm ~130).
+//! * Accumulators do not fit the 16 ymm registers and live on the stack either way; larger
+//!   tiles (32×16, 64×8) measured no faster and compile 4× slower. Compile time matters:
+//!   llvmpipe compiles at first dispatch, ~5 CPU-seconds per form for this tile.
+//! * What stays expensive is the loads of B (8 vec4 per k step of 4, different per lane).
 //!
-//! On hardware GPUs the same kernel is a reasonable, not tuned, choice: 256 accumulators
-//! per invocation is at the register limit; `WG` (the workgroup width) follows the
-//! subgroup size. Split-K for TN with few output tiles is not done: pieces of a long
-//! batch run one after another, accumulating into C.
+//! On hardware GPUs the same kernel is a reasonable, untuned choice: 64 vec4 accumulators
+//! per invocation is near the register budget, `WG` follows the subgroup size. Split-K for
+//! TN with few output tiles is not done: pieces of a long batch run one after another.
 //!
 //! # Pieces
 //!
 //! Each operand is cut along its own row dimension (M for C and untransposed A, K for
-//! transposed A and untransposed B, N for transposed B), and the dispatch grid is the
+//! transposed A and untransposed B, N for transposed B), and the dispatches are the
 //! product of the cuts; reduction pieces after the first accumulate into C. Pieces the
-//! tiled kernel cannot take (k not a multiple of 4, unaligned offsets, gathered rows,
-//! both operands transposed) go to `matmul/naive.wgsl`.
+//! tiled kernel cannot take (offsets, strides or n not multiples of 4, gathered rows,
+//! both operands transposed) go to `matmul/naive.wgsl`; a k tail (k % 4) is added by it.
 
 use crate::pieces::{Bind, Operand, segments};
 use crate::record::{Dispatch, record};
@@ -77,12 +80,11 @@ pub(crate) struct Pipelines {
 }
 
 const NAIVE: &str = include_str!("matmul/naive.wgsl");
-const TILED: &str = include_str!("matmul/tiled.wgsl");
-const SHARE_SUBGROUP: &str = include_str!("matmul/share_subgroup.wgsl");
-const SHARE_PLAIN: &str = include_str!("matmul/share_plain.wgsl");
+const TILED_SUBGROUP: &str = include_str!("matmul/tiled_subgroup.wgsl");
+const TILED_PLAIN: &str = include_str!("matmul/tiled_plain.wgsl");
 
 /// Rows of C per tile of the tiled kernel, and vec4 columns per invocation.
-const TILE_M: u64 = 32;
+const TILE_M: u64 = 64;
 const COLS_PER_INVOCATION: u64 = 8;
 
 impl Pipelines {
@@ -102,11 +104,10 @@ impl Pipelines {
             && device.features().contains(wgpu::Features::SUBGROUP)
             && info.subgroup_min_size >= 8;
         if can_subgroup {
-            let source = format!("{TILED}\n{SHARE_SUBGROUP}");
             if let Ok(tiled) = pipelines(
                 device,
                 "matmul tiled subgroup",
-                &source,
+                TILED_SUBGROUP,
                 layout,
                 &entries,
                 &constants,
@@ -119,11 +120,10 @@ impl Pipelines {
                 });
             }
         }
-        let source = format!("{TILED}\n{SHARE_PLAIN}");
         let tiled = pipelines(
             device,
             "matmul tiled",
-            &source,
+            TILED_PLAIN,
             layout,
             &entries,
             &constants,
@@ -305,10 +305,10 @@ impl Kernels {
                     let binds = [ba, bb, bc, bbias.unwrap_or_else(|| self.dummy_bind())];
                     let tiled = form.filter(|_| {
                         kernel == MatmulKernel::Auto
-                            && piece.a % 4 == 0
-                            && piece.b % 4 == 0
-                            && g.a.cols % 4 == 0
-                            && g.b.cols % 4 == 0
+                            && [piece.a, piece.b, piece.c, piece.n]
+                                .iter()
+                                .all(|x| x % 4 == 0)
+                            && [g.a.cols, g.b.cols, g.c.cols].iter().all(|x| x % 4 == 0)
                     });
                     match tiled {
                         Some(form) if piece.k >= 4 => {
@@ -398,8 +398,8 @@ impl Kernels {
             a_rs: (g.a.cols / 4) as u32,
             b_off: (p.b / 4) as u32,
             b_rs: (g.b.cols / 4) as u32,
-            c_off: p.c as u32,
-            c_stride: g.c.cols as u32,
+            c_off: (p.c / 4) as u32,
+            c_stride: (g.c.cols / 4) as u32,
             bias_off: p.bias as u32,
             ..Params::default()
         };
