@@ -48,9 +48,11 @@ impl KernelLimits {
     pub fn of(device: &wgpu::Device) -> Self {
         let l = device.limits();
         KernelLimits {
+            // Capped at 4 GiB so element offsets and strides fit the shaders' u32s.
             max_binding: l
                 .max_storage_buffer_binding_size
                 .min(l.max_buffer_size)
+                .min(u64::from(u32::MAX))
                 .max(16)
                 & !3,
             offset_align: u64::from(l.min_storage_buffer_offset_alignment.max(4)),
