@@ -124,6 +124,8 @@ impl BufferStore {
 
     /// Errors the device reported since the last check.
     pub(crate) fn check(&self) -> Result<(), Error> {
+        // Polling runs the device-lost callback if the device went away since.
+        let _ = self.gpu.device.poll(wgpu::PollType::Poll);
         if self.gpu.is_lost() {
             return Err(Error::Device("the GPU device was lost".into()));
         }

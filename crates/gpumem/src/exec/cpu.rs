@@ -1,13 +1,119 @@
 //! The `cpu` backing's kernels: plain Rust over host segments, the numerical reference for
-//! the WGSL shaders. Matmul is `matrixmultiply::sgemm`, whose strides make transposes free.
+//! the WGSL shaders. Matmul is `matrixmultiply` (sgemm/dgemm), whose strides make
+//! transposes free.
 //!
+//! Each operation computes in float64 if any of its tensors is stored as float64 and in
+//! float32 otherwise. Tensors stored in another type (float16 activations under mixed
+//! precision) are converted on the way in and out, as a GPU kernel would in its registers.
 //! Shapes were checked by `ops`; here only the memory is resolved.
 
 use super::ops::{AdamStep, Matmul};
 use crate::device::{Backing, Error};
-use crate::tensor::Tensor;
+use crate::tensor::{DType, Tensor};
+use half::f16;
+use num_traits::Float;
+use std::borrow::Cow;
 
-/// A pointer to a tensor's values in host memory.
+/// The types the kernels compute in.
+trait Compute:
+    Float + bytemuck::Pod + Default + std::ops::AddAssign + std::ops::SubAssign + std::ops::MulAssign
+{
+    const DTYPE: DType;
+
+    fn from_f32(v: f32) -> Self;
+    fn to_f32(self) -> f32;
+    fn from_f16(v: f16) -> Self;
+    fn to_f16(self) -> f16;
+
+    /// `C = alpha·A·B + beta·C` with arbitrary strides.
+    ///
+    /// # Safety
+    /// The pointers and strides must describe `m×k`, `k×n` and `m×n` matrices inside live,
+    /// non-overlapping (for C) allocations.
+    #[allow(clippy::too_many_arguments)]
+    unsafe fn gemm(
+        m: usize,
+        k: usize,
+        n: usize,
+        a: *const Self,
+        rsa: isize,
+        csa: isize,
+        b: *const Self,
+        rsb: isize,
+        csb: isize,
+        beta: Self,
+        c: *mut Self,
+        rsc: isize,
+    );
+}
+
+impl Compute for f32 {
+    const DTYPE: DType = DType::F32;
+    fn from_f32(v: f32) -> Self {
+        v
+    }
+    fn to_f32(self) -> f32 {
+        self
+    }
+    fn from_f16(v: f16) -> Self {
+        v.to_f32()
+    }
+    fn to_f16(self) -> f16 {
+        f16::from_f32(self)
+    }
+    unsafe fn gemm(
+        m: usize,
+        k: usize,
+        n: usize,
+        a: *const f32,
+        rsa: isize,
+        csa: isize,
+        b: *const f32,
+        rsb: isize,
+        csb: isize,
+        beta: f32,
+        c: *mut f32,
+        rsc: isize,
+    ) {
+        // SAFETY: forwarded from the caller.
+        unsafe { matrixmultiply::sgemm(m, k, n, 1.0, a, rsa, csa, b, rsb, csb, beta, c, rsc, 1) }
+    }
+}
+
+impl Compute for f64 {
+    const DTYPE: DType = DType::F64;
+    fn from_f32(v: f32) -> Self {
+        f64::from(v)
+    }
+    fn to_f32(self) -> f32 {
+        self as f32
+    }
+    fn from_f16(v: f16) -> Self {
+        v.to_f64()
+    }
+    fn to_f16(self) -> f16 {
+        f16::from_f64(self)
+    }
+    unsafe fn gemm(
+        m: usize,
+        k: usize,
+        n: usize,
+        a: *const f64,
+        rsa: isize,
+        csa: isize,
+        b: *const f64,
+        rsb: isize,
+        csb: isize,
+        beta: f64,
+        c: *mut f64,
+        rsc: isize,
+    ) {
+        // SAFETY: forwarded from the caller.
+        unsafe { matrixmultiply::dgemm(m, k, n, 1.0, a, rsa, csa, b, rsb, csb, beta, c, rsc, 1) }
+    }
+}
+
+/// A pointer to `count` values of `T` in a tensor's host memory.
 fn ptr<T>(t: &Tensor, count: u64) -> Result<*mut T, Error> {
     let p = t.placement();
     let inner = t.device().borrow();
@@ -23,13 +129,76 @@ fn ptr<T>(t: &Tensor, count: u64) -> Result<*mut T, Error> {
 // allocator block; live blocks never overlap (the allocator's invariant, property-tested),
 // and `ops` refuses an output that is also an input. So a mutable view of an output never
 // aliases any other view made for the same operation.
-fn view(t: &Tensor) -> Result<&[f32], Error> {
-    Ok(unsafe { std::slice::from_raw_parts(ptr::<f32>(t, t.len())?, t.len() as usize) })
+fn raw<T>(t: &Tensor) -> Result<&[T], Error> {
+    Ok(unsafe { std::slice::from_raw_parts(ptr::<T>(t, t.len())?, t.len() as usize) })
 }
 
 #[allow(clippy::mut_from_ref)]
-fn view_mut(t: &Tensor) -> Result<&mut [f32], Error> {
-    Ok(unsafe { std::slice::from_raw_parts_mut(ptr::<f32>(t, t.len())?, t.len() as usize) })
+fn raw_mut<T>(t: &Tensor) -> Result<&mut [T], Error> {
+    Ok(unsafe { std::slice::from_raw_parts_mut(ptr::<T>(t, t.len())?, t.len() as usize) })
+}
+
+/// A tensor's values in the compute type: borrowed when stored as `C`, converted otherwise.
+fn load<C: Compute>(t: &Tensor) -> Result<Cow<'_, [C]>, Error> {
+    Ok(match t.dtype() {
+        d if d == C::DTYPE => Cow::Borrowed(raw::<C>(t)?),
+        DType::F16 => Cow::Owned(raw::<f16>(t)?.iter().map(|&v| C::from_f16(v)).collect()),
+        DType::F32 => Cow::Owned(raw::<f32>(t)?.iter().map(|&v| C::from_f32(v)).collect()),
+        DType::F64 => Cow::Owned(
+            raw::<f64>(t)?
+                .iter()
+                .map(|&v| C::from(v).unwrap_or(C::nan()))
+                .collect(),
+        ),
+        DType::U32 => {
+            return Err(Error::Invalid(format!(
+                "{}: labels are not numbers to compute with",
+                t.label()
+            )));
+        }
+    })
+}
+
+/// Runs `f` on a mutable view of `t` in the compute type: directly when stored as `C`,
+/// else on a converted copy that is written back.
+fn with_mut<C: Compute, R>(t: &Tensor, f: impl FnOnce(&mut [C]) -> R) -> Result<R, Error> {
+    if t.dtype() == C::DTYPE {
+        return Ok(f(raw_mut::<C>(t)?));
+    }
+    let mut values = load::<C>(t)?.into_owned();
+    let r = f(&mut values);
+    match t.dtype() {
+        DType::F16 => raw_mut::<f16>(t)?
+            .iter_mut()
+            .zip(&values)
+            .for_each(|(d, v)| *d = v.to_f16()),
+        DType::F32 => raw_mut::<f32>(t)?
+            .iter_mut()
+            .zip(&values)
+            .for_each(|(d, v)| *d = Compute::to_f32(*v)),
+        DType::F64 => raw_mut::<f64>(t)?
+            .iter_mut()
+            .zip(&values)
+            .for_each(|(d, v)| *d = v.to_f64().unwrap_or(f64::NAN)),
+        DType::U32 => {
+            return Err(Error::Invalid(format!(
+                "{}: labels are not numbers to compute with",
+                t.label()
+            )));
+        }
+    }
+    Ok(r)
+}
+
+/// Calls `$f::<f64>` if any tensor is float64, else `$f::<f32>`.
+macro_rules! dispatch {
+    ($f:ident, [$($t:expr),+], $($arg:expr),*) => {
+        if [$($t),+].iter().any(|t: &&Tensor| t.dtype() == DType::F64) {
+            $f::<f64>($($arg),*)
+        } else {
+            $f::<f32>($($arg),*)
+        }
+    };
 }
 
 pub fn matmul(
@@ -39,63 +208,81 @@ pub fn matmul(
     c: &Tensor,
     bias: Option<&Tensor>,
 ) -> Result<(), Error> {
-    let (m, n) = (c.rows() as usize, c.cols() as usize);
-    let k = if spec.trans_a { a.rows() } else { a.cols() } as usize;
-    // Row and column strides of op(A) and op(B) in their stored row-major layouts.
-    let (rsa, csa) = if spec.trans_a {
-        (1, m as isize)
-    } else {
-        (k as isize, 1)
-    };
-    let (rsb, csb) = if spec.trans_b {
-        (1, k as isize)
-    } else {
-        (n as isize, 1)
-    };
-    let beta = if spec.accumulate { 1.0 } else { 0.0 };
-    let (av, bv, cv) = (view(a)?, view(b)?, view_mut(c)?);
-    // SAFETY: the slices hold m·k, k·n and m·n values laid out as the strides say.
-    unsafe {
-        matrixmultiply::sgemm(
-            m,
-            k,
-            n,
-            1.0,
-            av.as_ptr(),
-            rsa,
-            csa,
-            bv.as_ptr(),
-            rsb,
-            csb,
-            beta,
-            cv.as_mut_ptr(),
-            n as isize,
-            1,
-        );
+    fn run<C: Compute>(
+        spec: Matmul,
+        a: &Tensor,
+        b: &Tensor,
+        c: &Tensor,
+        bias: Option<&Tensor>,
+    ) -> Result<(), Error> {
+        let (m, n) = (c.rows() as usize, c.cols() as usize);
+        let k = if spec.trans_a { a.rows() } else { a.cols() } as usize;
+        // Row and column strides of op(A) and op(B) in their stored row-major layouts.
+        let (rsa, csa) = if spec.trans_a {
+            (1, m as isize)
+        } else {
+            (k as isize, 1)
+        };
+        let (rsb, csb) = if spec.trans_b {
+            (1, k as isize)
+        } else {
+            (n as isize, 1)
+        };
+        let beta = if spec.accumulate { C::one() } else { C::zero() };
+        let (av, bv) = (load::<C>(a)?, load::<C>(b)?);
+        let bias = bias.map(load::<C>).transpose()?;
+        with_mut::<C, _>(c, |cv| {
+            // SAFETY: the slices hold m·k, k·n and m·n values laid out as the strides say.
+            unsafe {
+                C::gemm(
+                    m,
+                    k,
+                    n,
+                    av.as_ptr(),
+                    rsa,
+                    csa,
+                    bv.as_ptr(),
+                    rsb,
+                    csb,
+                    beta,
+                    cv.as_mut_ptr(),
+                    n as isize,
+                )
+            };
+            if let Some(bias) = &bias {
+                for row in cv.chunks_exact_mut(n) {
+                    row.iter_mut().zip(bias.iter()).for_each(|(c, &b)| *c += b);
+                }
+            }
+        })
     }
-    if let Some(bias) = bias {
-        let bv = view(bias)?;
-        for row in cv.chunks_exact_mut(n) {
-            row.iter_mut().zip(bv).for_each(|(c, b)| *c += b);
-        }
-    }
-    Ok(())
+    dispatch!(run, [a, b, c], spec, a, b, c, bias)
 }
 
 pub fn relu(src: &Tensor, dst: &Tensor) -> Result<(), Error> {
-    let (s, d) = (view(src)?, view_mut(dst)?);
-    d.iter_mut().zip(s).for_each(|(d, &s)| *d = s.max(0.0));
-    Ok(())
+    fn run<C: Compute>(src: &Tensor, dst: &Tensor) -> Result<(), Error> {
+        let s = load::<C>(src)?;
+        with_mut::<C, _>(dst, |d| {
+            d.iter_mut()
+                .zip(s.iter())
+                .for_each(|(d, &s)| *d = s.max(C::zero()))
+        })
+    }
+    dispatch!(run, [src, dst], src, dst)
 }
 
 pub fn relu_backward(grad: &Tensor, activation: &Tensor) -> Result<(), Error> {
-    let (g, a) = (view_mut(grad)?, view(activation)?);
-    g.iter_mut().zip(a).for_each(|(g, &a)| {
-        if a <= 0.0 {
-            *g = 0.0;
-        }
-    });
-    Ok(())
+    fn run<C: Compute>(grad: &Tensor, activation: &Tensor) -> Result<(), Error> {
+        let a = load::<C>(activation)?;
+        with_mut::<C, _>(grad, |g| {
+            g.iter_mut().zip(a.iter()).for_each(|(g, &a)| {
+                if a <= C::zero() {
+                    *g = C::zero();
+                }
+            })
+        })
+    }
+    dispatch!(run, [grad, activation], grad, activation)
 }
 
 pub fn softmax_xent(
@@ -105,61 +292,87 @@ pub fn softmax_xent(
     dlogits: &Tensor,
     scale: f32,
 ) -> Result<(), Error> {
-    let c = logits.cols() as usize;
-    let (l, s, d) = (view(logits)?, view_mut(stats)?, view_mut(dlogits)?);
-    // SAFETY: labels is a distinct uint32 tensor of `rows` values (checked by `ops`).
-    let y = unsafe {
-        std::slice::from_raw_parts(ptr::<u32>(labels, labels.len())?, labels.len() as usize)
-    };
-    for (row, ((lr, dr), (sr, &label))) in l
-        .chunks_exact(c)
-        .zip(d.chunks_exact_mut(c))
-        .zip(s.chunks_exact_mut(2).zip(y))
-        .enumerate()
-    {
-        let label = label as usize;
-        if label >= c {
+    fn run<C: Compute>(
+        logits: &Tensor,
+        labels: &Tensor,
+        stats: &Tensor,
+        dlogits: &Tensor,
+        scale: f32,
+    ) -> Result<(), Error> {
+        let c = logits.cols() as usize;
+        let l = load::<C>(logits)?;
+        let y = raw::<u32>(labels)?;
+        if let Some((row, &label)) = y.iter().enumerate().find(|(_, l)| **l as usize >= c) {
             return Err(Error::Invalid(format!(
                 "label {label} of row {row} is not below {c}"
             )));
         }
-        let max = lr.iter().copied().fold(f32::NEG_INFINITY, f32::max);
-        let sum: f32 = lr.iter().map(|&v| (v - max).exp()).sum();
-        let log_sum = sum.ln() + max;
-        let argmax = lr
-            .iter()
-            .enumerate()
-            .fold(0, |best, (j, &v)| if v > lr[best] { j } else { best });
-        sr[0] = log_sum - lr[label];
-        sr[1] = if argmax == label { 1.0 } else { 0.0 };
-        for (j, (dv, &v)) in dr.iter_mut().zip(lr).enumerate() {
-            let p = (v - log_sum).exp();
-            *dv = (p - if j == label { 1.0 } else { 0.0 }) * scale;
-        }
+        let scale = C::from_f32(scale);
+        let mut losses = vec![C::zero(); 2 * y.len()];
+        with_mut::<C, _>(dlogits, |d| {
+            for ((lr, dr), (sr, &label)) in l
+                .chunks_exact(c)
+                .zip(d.chunks_exact_mut(c))
+                .zip(losses.chunks_exact_mut(2).zip(y))
+            {
+                let label = label as usize;
+                let max = lr.iter().copied().fold(C::neg_infinity(), C::max);
+                let sum = lr.iter().fold(C::zero(), |s, &v| s + (v - max).exp());
+                let log_sum = sum.ln() + max;
+                let argmax = lr
+                    .iter()
+                    .enumerate()
+                    .fold(0, |best, (j, &v)| if v > lr[best] { j } else { best });
+                sr[0] = log_sum - lr[label];
+                sr[1] = if argmax == label { C::one() } else { C::zero() };
+                for (j, (dv, &v)) in dr.iter_mut().zip(lr).enumerate() {
+                    let p = (v - log_sum).exp();
+                    *dv = (p - if j == label { C::one() } else { C::zero() }) * scale;
+                }
+            }
+        })?;
+        with_mut::<C, _>(stats, |s| s.copy_from_slice(&losses))
     }
-    Ok(())
+    dispatch!(
+        run,
+        [logits, stats, dlogits],
+        logits,
+        labels,
+        stats,
+        dlogits,
+        scale
+    )
 }
 
 pub fn colsum(src: &Tensor, dst: &Tensor, accumulate: bool) -> Result<(), Error> {
-    let n = src.cols() as usize;
-    let (s, d) = (view(src)?, view_mut(dst)?);
-    // Accumulate in f64 so a million-row sum does not drift.
-    let mut acc = vec![0f64; n];
-    for row in s.chunks_exact(n) {
-        acc.iter_mut()
-            .zip(row)
-            .for_each(|(a, &v)| *a += f64::from(v));
+    fn run<C: Compute>(src: &Tensor, dst: &Tensor, accumulate: bool) -> Result<(), Error> {
+        let n = src.cols() as usize;
+        let s = load::<C>(src)?;
+        // Accumulate in f64 so a million-row sum does not drift.
+        let mut acc = vec![0f64; n];
+        for row in s.chunks_exact(n) {
+            acc.iter_mut()
+                .zip(row)
+                .for_each(|(a, v)| *a += v.to_f64().unwrap_or(f64::NAN));
+        }
+        with_mut::<C, _>(dst, |d| {
+            for (d, a) in d.iter_mut().zip(acc) {
+                let a = C::from(a).unwrap_or(C::nan());
+                *d = if accumulate { *d + a } else { a };
+            }
+        })
     }
-    for (d, a) in d.iter_mut().zip(acc) {
-        *d = if accumulate { *d + a as f32 } else { a as f32 };
-    }
-    Ok(())
+    dispatch!(run, [src, dst], src, dst, accumulate)
 }
 
 pub fn sgd(param: &Tensor, grad: &Tensor, lr: f32) -> Result<(), Error> {
-    let (p, g) = (view_mut(param)?, view(grad)?);
-    p.iter_mut().zip(g).for_each(|(p, &g)| *p -= lr * g);
-    Ok(())
+    fn run<C: Compute>(param: &Tensor, grad: &Tensor, lr: f32) -> Result<(), Error> {
+        let (g, lr) = (load::<C>(grad)?, C::from_f32(lr));
+        with_mut::<C, _>(param, |p| {
+            p.iter_mut().zip(g.iter()).for_each(|(p, &g)| *p -= lr * g)
+        })
+    }
+    dispatch!(run, [param, grad], param, grad, lr)
 }
 
 pub fn adam(
@@ -169,28 +382,72 @@ pub fn adam(
     v: &Tensor,
     hp: AdamStep,
 ) -> Result<(), Error> {
-    let (p, g, m, v) = (view_mut(param)?, view(grad)?, view_mut(m)?, view_mut(v)?);
-    let bc1 = 1.0 - hp.beta1.powi(hp.step as i32);
-    let bc2 = 1.0 - hp.beta2.powi(hp.step as i32);
-    for i in 0..p.len() {
-        m[i] = hp.beta1 * m[i] + (1.0 - hp.beta1) * g[i];
-        v[i] = hp.beta2 * v[i] + (1.0 - hp.beta2) * g[i] * g[i];
-        let m_hat = m[i] / bc1;
-        let v_hat = v[i] / bc2;
-        p[i] -= hp.lr * m_hat / (v_hat.sqrt() + hp.eps);
+    fn run<C: Compute>(
+        param: &Tensor,
+        grad: &Tensor,
+        m: &Tensor,
+        v: &Tensor,
+        hp: AdamStep,
+    ) -> Result<(), Error> {
+        let g = load::<C>(grad)?;
+        let (b1, b2) = (C::from_f32(hp.beta1), C::from_f32(hp.beta2));
+        let (lr, eps) = (C::from_f32(hp.lr), C::from_f32(hp.eps));
+        let bc1 = C::one() - b1.powi(hp.step as i32);
+        let bc2 = C::one() - b2.powi(hp.step as i32);
+        with_mut::<C, _>(m, |m| {
+            m.iter_mut()
+                .zip(g.iter())
+                .for_each(|(m, &g)| *m = b1 * *m + (C::one() - b1) * g)
+        })?;
+        with_mut::<C, _>(v, |v| {
+            v.iter_mut()
+                .zip(g.iter())
+                .for_each(|(v, &g)| *v = b2 * *v + (C::one() - b2) * g * g)
+        })?;
+        let (m, v) = (load::<C>(m)?, load::<C>(v)?);
+        with_mut::<C, _>(param, |p| {
+            for ((p, &m), &v) in p.iter_mut().zip(m.iter()).zip(v.iter()) {
+                *p -= lr * (m / bc1) / ((v / bc2).sqrt() + eps);
+            }
+        })
     }
-    Ok(())
+    dispatch!(run, [param, grad, m, v], param, grad, m, v, hp)
 }
 
 pub fn scale(x: &Tensor, factor: f32) -> Result<(), Error> {
-    view_mut(x)?.iter_mut().for_each(|v| *v *= factor);
-    Ok(())
+    fn run<C: Compute>(x: &Tensor, factor: f32) -> Result<(), Error> {
+        let f = C::from_f32(factor);
+        with_mut::<C, _>(x, |x| x.iter_mut().for_each(|v| *v *= f))
+    }
+    dispatch!(run, [x], x, factor)
 }
 
 pub fn add(dst: &Tensor, src: &Tensor) -> Result<(), Error> {
-    let (d, s) = (view_mut(dst)?, view(src)?);
-    d.iter_mut().zip(s).for_each(|(d, &s)| *d += s);
-    Ok(())
+    fn run<C: Compute>(dst: &Tensor, src: &Tensor) -> Result<(), Error> {
+        let s = load::<C>(src)?;
+        with_mut::<C, _>(dst, |d| {
+            d.iter_mut().zip(s.iter()).for_each(|(d, &s)| *d += s)
+        })
+    }
+    dispatch!(run, [dst, src], dst, src)
+}
+
+/// `x *= factor`, and `flag[0] = 1` if any result is not finite (for loss scaling).
+pub fn unscale_check(x: &Tensor, factor: f32, flag: &Tensor) -> Result<(), Error> {
+    fn run<C: Compute>(x: &Tensor, factor: f32, flag: &Tensor) -> Result<(), Error> {
+        let f = C::from_f32(factor);
+        let bad = with_mut::<C, _>(x, |x| {
+            x.iter_mut().fold(false, |bad, v| {
+                *v *= f;
+                bad || !v.is_finite()
+            })
+        })?;
+        if bad {
+            with_mut::<C, _>(flag, |fl| fl[0] = C::one())?;
+        }
+        Ok(())
+    }
+    dispatch!(run, [x, flag], x, factor, flag)
 }
 
 pub fn zero(x: &Tensor) -> Result<(), Error> {

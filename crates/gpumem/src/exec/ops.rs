@@ -42,11 +42,12 @@ fn same_device(ts: &[&Tensor]) -> Result<(), Error> {
     Ok(())
 }
 
+/// Every tensor holds floating-point values (float16, float32 or float64).
 fn float(ts: &[&Tensor]) -> Result<(), Error> {
     for t in ts {
-        if t.dtype() != DType::F32 {
+        if t.dtype() == DType::U32 {
             return Err(invalid(format!(
-                "{}: expected float32, got {}",
+                "{}: expected floating-point values, got {}",
                 t.label(),
                 t.dtype()
             )));
@@ -274,6 +275,23 @@ pub fn add(dst: &Tensor, src: &Tensor) -> Result<(), Error> {
     same_shape(dst, src)?;
     distinct(dst, &[src])?;
     on_backing(dst, Ok(()), || cpu::add(dst, src), || gpu::add(dst, src))
+}
+
+/// `x *= factor`, setting `flag` (a 1×1 tensor) to 1 if any result is infinite or NaN —
+/// how mixed precision unscales its gradients and notices an overflow.
+pub fn unscale_check(x: &Tensor, factor: f32, flag: &Tensor) -> Result<(), Error> {
+    same_device(&[x, flag])?;
+    float(&[x, flag])?;
+    distinct(flag, &[x])?;
+    if flag.len() != 1 {
+        return Err(invalid(format!("{}: a flag is one value", flag.label())));
+    }
+    on_backing(
+        x,
+        Ok(()),
+        || cpu::unscale_check(x, factor, flag),
+        || gpu::unscale_check(x, factor, flag),
+    )
 }
 
 /// Sets every value to zero.
