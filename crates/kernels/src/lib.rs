@@ -4,8 +4,28 @@
 //! caching allocator owns and record compute passes into the caller's encoder, so a whole
 //! training step is one submission. Every kernel respects the device limits it was built
 //! with ([`KernelLimits`]): operands are cut into pieces that fit a binding (see
-//! [`pieces`](crate::pieces)), rows straddling two buffers go through a scratch buffer,
-//! and dispatches loop inside the shader instead of exceeding the workgroup-count limit.
+//! `pieces.rs`), rows straddling two buffers go through a scratch buffer, and shaders walk
+//! their work with grid-stride loops instead of exceeding the workgroup-count limit.
+//!
+//! ```no_run
+//! # use gpumem_kernels::*;
+//! # fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! let gpu = Gpu::new(&GpuOptions::default())?;
+//! let kernels = Kernels::new(&gpu.device)?;
+//! # let (x_buf, w_buf, z_buf) = (gpumem_kernels::testing::storage_buffer(&gpu, 64),
+//! #     gpumem_kernels::testing::storage_buffer(&gpu, 64), gpumem_kernels::testing::storage_buffer(&gpu, 64));
+//! let (x, w, z) = ([Part { buffer: &x_buf, offset: 0, len: 64 }],
+//!                  [Part { buffer: &w_buf, offset: 0, len: 64 }],
+//!                  [Part { buffer: &z_buf, offset: 0, len: 64 }]);
+//! let mut encoder = gpu.device.create_command_encoder(&Default::default());
+//! // Z = X·W, then Z = relu(Z), recorded; nothing runs until the submit.
+//! let g = Gemm { a: Matrix::new(&x, 4, 4), trans_a: false, b: Matrix::new(&w, 4, 4),
+//!                trans_b: false, c: Matrix::new(&z, 4, 4), accumulate: false, bias: None };
+//! kernels.matmul(&mut encoder, &g)?;
+//! kernels.relu(&mut encoder, &g.c, &g.c)?;
+//! gpu.queue.submit([encoder.finish()]);
+//! # Ok(()) }
+//! ```
 //!
 //! Numbers are f32 for now; [`DType`] is checked everywhere so f16/f64 can be added.
 
