@@ -14,6 +14,7 @@
 use crate::alloc::{LARGE_BUFFER, MIN_BLOCK, MIN_LARGE_ALLOC, ROUND_LARGE, SMALL_SIZE, round_size};
 use crate::device::Error;
 use crate::mlp::MlpConfig;
+use crate::mlp::micro_batches;
 use crate::size::format_bytes;
 use std::fmt;
 
@@ -87,6 +88,8 @@ pub struct Estimate {
     pub peak_allocated: u64,
     /// Learnable values.
     pub parameter_count: u64,
+    /// Hidden layers the backward pass computes again (activation checkpointing).
+    pub recomputed_layers: u64,
 }
 
 impl Estimate {
@@ -116,39 +119,68 @@ pub fn estimate(config: &MlpConfig, batch: u64) -> Result<Estimate, Error> {
             config.hidden
         )));
     }
-    let (b, h, l) = (batch, config.hidden, config.layers);
+    let (h, l) = (config.hidden, config.layers);
+    let strategy = config.strategy;
+    // Bytes per value: parameters (and their gradients and state), activations, data.
+    let (sp, sa, sd) = (
+        strategy.precision.parameters().size(),
+        strategy.precision.activations().size(),
+        strategy.precision.data().size(),
+    );
     // Weights and biases, then their gradients, then the optimizer's state: each a block.
     let copies = 2 + config.optimizer.states_per_parameter();
     let one_copy: u64 = config
         .layer_shapes()
         .iter()
-        .map(|&(fan_in, fan_out)| block_bytes(fan_in * fan_out * F32) + block_bytes(fan_out * F32))
+        .map(|&(fan_in, fan_out)| block_bytes(fan_in * fan_out * sp) + block_bytes(fan_out * sp))
         .sum();
     // Hidden-to-hidden weights between 1 and 10 MiB share 20 MiB segments; the last one
     // placed in each segment also takes the segment's leftover when it is 1 MiB or less.
-    let shared = SharedSegments::new(round_size(h * h * F32).unwrap_or(u64::MAX));
+    let shared = SharedSegments::new(round_size(h * h * sp).unwrap_or(u64::MAX));
     let per_copy = l - 1;
     let leftover = |copy: u64| shared.leftover_taken(copy * per_copy, (copy + 1) * per_copy);
     let parameters = one_copy + leftover(0);
     let gradients = one_copy + leftover(1);
     let optimizer_state: u64 = (2..copies).map(|c| one_copy + leftover(c)).sum();
 
-    let x = block_bytes(b * config.inputs * F32);
-    let y = block_bytes(b * F32);
-    let input_batch = x + y;
+    // Checkpointing keeps the output of each of the S − 1 earlier segments of g layers and
+    // all g_last activations of the last segment; off, that is one segment of L layers.
+    let g = strategy.checkpointing.segment(l);
+    let segments = l.div_ceil(g);
+    let g_last = l - (segments - 1) * g;
+    let kept = segments - 1 + g_last;
 
-    // One B×H activation per hidden layer is kept for the backward pass.
-    let act = block_bytes(b * h * F32);
-    let activations = l * act;
-
-    // At the peak, on top of those: either one more B×H tensor (z_i in the forward pass, or
-    // the gradient d in the backward pass) with the loss gradient and totals, or the
-    // logits with the per-row loss terms — whichever is larger.
-    let logits = block_bytes(b * config.classes * F32);
-    let stats = block_bytes(b * 2 * F32);
-    let dlogits = logits;
-    let totals = MIN_BLOCK;
-    let temporaries = dlogits + (act + totals).max(logits + stats).max(stats + totals);
+    // Gradient accumulation runs micro-batches of about B/k rows; the first is the largest.
+    let micro = micro_batches(batch, strategy.accumulation);
+    let step = |rows: u64, totals_early: bool| {
+        let x = block_bytes(rows * config.inputs * sd);
+        let y = block_bytes(rows * F32);
+        let act = block_bytes(rows * h * sa);
+        let logits = block_bytes(rows * config.classes * sd);
+        let stats = block_bytes(rows * 2 * sd);
+        let (dlogits, totals) = (logits, MIN_BLOCK);
+        // After the kept activations, the busiest moments: the backward pass's first
+        // gradient d beside the loss gradient; the logits with the loss terms (the totals
+        // already exist from the second micro-batch on); recomputing a segment (its
+        // g − 1 inner activations, the one being made and d, beside the checkpoints).
+        let early = if totals_early { totals } else { 0 };
+        let mut busiest = [
+            act + dlogits + totals,
+            logits + stats + dlogits + early,
+            stats + dlogits + totals,
+            0,
+        ];
+        if segments > 1 && g > 1 {
+            busiest[3] = (g + 1 - g_last) * act + totals;
+        }
+        (x + y, kept * act, busiest.into_iter().max().unwrap_or(0))
+    };
+    let (input_batch, activations, temporaries) = micro
+        .iter()
+        .enumerate()
+        .map(|(j, &(_, rows))| step(rows, j > 0))
+        .max_by_key(|&(x, a, t)| x + a + t)
+        .unwrap_or_default();
 
     let peak_allocated =
         parameters + gradients + optimizer_state + input_batch + activations + temporaries;
@@ -161,6 +193,7 @@ pub fn estimate(config: &MlpConfig, batch: u64) -> Result<Estimate, Error> {
         temporaries,
         peak_allocated,
         parameter_count: config.parameter_count(),
+        recomputed_layers: (segments - 1) * (g - 1) * micro.len() as u64,
     })
 }
 
@@ -194,11 +227,23 @@ impl fmt::Display for Estimate {
 /// and frees; see [`band_margin`].
 pub fn is_exact(config: &MlpConfig, batch: u64) -> bool {
     let outside_band = |bytes: u64| bytes <= SMALL_SIZE || bytes >= MIN_LARGE_ALLOC;
-    let per_row = [config.inputs, 1, config.classes, 2, config.hidden];
-    per_row
+    let p = config.strategy.precision;
+    let (sa, sd) = (p.activations().size(), p.data().size());
+    let per_row = [
+        config.inputs * sd,
+        F32,
+        config.classes * sd,
+        2 * sd,
+        config.hidden * sa,
+    ];
+    micro_batches(batch, config.strategy.accumulation)
         .iter()
-        .all(|&width| outside_band(batch.saturating_mul(width * F32)))
-        && batch.saturating_mul(config.classes.max(2) * F32) < MIN_LARGE_ALLOC
+        .all(|&(_, rows)| {
+            per_row
+                .iter()
+                .all(|&bytes| outside_band(rows.saturating_mul(bytes)))
+                && rows.saturating_mul(config.classes.max(2) * sd) < MIN_LARGE_ALLOC
+        })
 }
 
 /// How far the measured peak can be from the equation outside [`is_exact`]'s domain: one

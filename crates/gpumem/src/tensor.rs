@@ -206,6 +206,40 @@ impl Tensor {
     }
 }
 
+impl Tensor {
+    /// Writes `data` converted to the tensor's floating-point type (float16, 32 or 64).
+    pub fn write_f32(&self, data: &[f32]) -> Result<(), Error> {
+        match self.dtype {
+            DType::F32 => self.write(data),
+            DType::F64 => self.write(&data.iter().map(|&v| f64::from(v)).collect::<Vec<f64>>()),
+            DType::F16 => self.write(
+                &data
+                    .iter()
+                    .map(|&v| half::f16::from_f32(v))
+                    .collect::<Vec<_>>(),
+            ),
+            DType::U32 => Err(Error::Invalid(format!(
+                "{}: uint32 tensors hold labels, not values",
+                self.label
+            ))),
+        }
+    }
+
+    /// Reads the tensor's values as float64, whatever its floating-point type.
+    pub fn read_f64(&self) -> Result<Vec<f64>, Error> {
+        Ok(match self.dtype {
+            DType::F32 => self.read::<f32>()?.into_iter().map(f64::from).collect(),
+            DType::F64 => self.read::<f64>()?,
+            DType::F16 => self
+                .read::<half::f16>()?
+                .into_iter()
+                .map(|v| v.to_f64())
+                .collect(),
+            DType::U32 => self.read::<u32>()?.into_iter().map(f64::from).collect(),
+        })
+    }
+}
+
 impl Drop for Tensor {
     fn drop(&mut self) {
         self.device.free(self.block);

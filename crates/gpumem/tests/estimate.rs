@@ -3,9 +3,10 @@
 use gpumem::device::DeviceOptions;
 use gpumem::estimate::{band_margin, estimate, is_exact, reference_setups};
 use gpumem::measure::measure_step;
-use gpumem::mlp::{MlpConfig, Optimizer};
+use gpumem::mlp::{Checkpointing, MlpConfig, Optimizer, Precision};
 use gpumem::{Backend, MemorySpec};
 use proptest::prelude::*;
+use proptest::strategy::Strategy;
 
 fn plan() -> DeviceOptions {
     DeviceOptions {
@@ -65,18 +66,46 @@ fn the_equation_is_exact_when_executed_on_cpu() {
     }
 }
 
+/// Any of the memory-saving strategies, alone or combined.
+fn strategy() -> impl Strategy<Value = gpumem::mlp::Strategy> {
+    let precision = prop_oneof![
+        Just(Precision::Float32),
+        Just(Precision::Mixed),
+        Just(Precision::Float64)
+    ];
+    let checkpointing = prop_oneof![
+        Just(Checkpointing::Off),
+        Just(Checkpointing::Sqrt),
+        (1..6u64).prop_map(Checkpointing::Every)
+    ];
+    (precision, prop_oneof![Just(1u64), 1..9u64], checkpointing).prop_map(
+        |(precision, accumulation, checkpointing)| gpumem::mlp::Strategy {
+            precision,
+            accumulation,
+            checkpointing,
+        },
+    )
+}
+
 fn setup() -> impl Strategy<Value = (MlpConfig, u64)> {
-    (1..=8u64, 2..=6000u64, 1..=1_500_000u64, any::<bool>()).prop_map(|(l, h, b, adam)| {
-        let c = MlpConfig::lesson(h).with_layers(l);
-        (
-            if adam {
-                c.with_optimizer(Optimizer::adam(0.001))
-            } else {
-                c
-            },
-            b,
-        )
-    })
+    (
+        1..=8u64,
+        2..=6000u64,
+        1..=1_500_000u64,
+        any::<bool>(),
+        strategy(),
+    )
+        .prop_map(|(l, h, b, adam, s)| {
+            let c = MlpConfig::lesson(h).with_layers(l).with_strategy(s);
+            (
+                if adam {
+                    c.with_optimizer(Optimizer::adam(0.001))
+                } else {
+                    c
+                },
+                b,
+            )
+        })
 }
 
 proptest! {
@@ -96,8 +125,8 @@ proptest! {
 
     /// In the domain on purpose: batches up to 131 072 rows with activations outside the band.
     #[test]
-    fn random_setups_in_the_domain(l in 1..=8u64, h in 2..=6000u64, b in 1..=131_072u64, adam in any::<bool>()) {
-        let c = MlpConfig::lesson(h).with_layers(l);
+    fn random_setups_in_the_domain(l in 1..=12u64, h in 2..=6000u64, b in 1..=131_072u64, adam in any::<bool>(), s in strategy()) {
+        let c = MlpConfig::lesson(h).with_layers(l).with_strategy(s);
         let c = if adam { c.with_optimizer(Optimizer::adam(0.001)) } else { c };
         prop_assume!(is_exact(&c, b));
         prop_assert_eq!(measured_peak(&plan(), &c, b), estimate(&c, b).unwrap().peak_allocated);
@@ -132,4 +161,46 @@ fn categories_follow_the_optimizer() {
     );
     // 2 × 3000 + 3000 + 2 × (3000 × 3000 + 3000) + 3000 × 2 + 2 parameters.
     assert_eq!(sgd.parameter_count, 9000 + 2 * 9_003_000 + 6002);
+}
+
+#[test]
+fn strategies_are_exact_when_executed_on_cpu() {
+    let cpu = DeviceOptions {
+        backend: Backend::Cpu,
+        memory: MemorySpec::Bytes(1 << 34),
+        ..Default::default()
+    };
+    let combos = [
+        (Precision::Mixed, 1, Checkpointing::Off),
+        (Precision::Float64, 1, Checkpointing::Off),
+        (Precision::Float32, 4, Checkpointing::Off),
+        (Precision::Float32, 1, Checkpointing::Sqrt),
+        (Precision::Float32, 1, Checkpointing::Every(2)),
+        (Precision::Mixed, 3, Checkpointing::Sqrt),
+        (Precision::Float64, 2, Checkpointing::Every(3)),
+    ];
+    for (precision, accumulation, checkpointing) in combos {
+        for (layers, hidden, batch) in [(7, 64, 100), (3, 1300, 64), (2, 300, 4096), (1, 16, 33)] {
+            let s = gpumem::mlp::Strategy {
+                precision,
+                accumulation,
+                checkpointing,
+            };
+            let config = MlpConfig::lesson(hidden)
+                .with_layers(layers)
+                .with_strategy(s)
+                .with_optimizer(Optimizer::adam(0.001));
+            let e = estimate(&config, batch).unwrap();
+            let m = measure_step(&cpu, &config, batch, 1).unwrap();
+            assert!(m.executed);
+            if is_exact(&config, batch) {
+                assert_eq!(
+                    m.peak_allocated, e.peak_allocated,
+                    "{s:?} L={layers} H={hidden} B={batch}"
+                );
+            } else {
+                assert!(m.peak_allocated.abs_diff(e.peak_allocated) <= band_margin(&config));
+            }
+        }
+    }
 }

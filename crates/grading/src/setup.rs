@@ -46,6 +46,7 @@ impl Setup {
             layers: self.layers,
             classes: self.classes,
             optimizer: crate::measure::optimizer(self.optimizer == Opt::Adam),
+            strategy: Default::default(),
         }
     }
 }

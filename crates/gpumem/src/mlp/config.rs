@@ -2,6 +2,7 @@
 
 use crate::data::{CLASSES, FEATURES};
 use crate::device::Error;
+use crate::tensor::DType;
 use std::fmt;
 
 /// The deepest network the engine builds (one allocation per tensor: far deeper would take
@@ -64,6 +65,100 @@ impl fmt::Display for Optimizer {
     }
 }
 
+/// What the numbers are stored as.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Precision {
+    /// Everything float32.
+    #[default]
+    Float32,
+    /// Mixed precision: the activations and their gradients are float16 (half the bytes);
+    /// the weights, their gradients and the optimizer's state stay float32 ("master
+    /// weights"), and the loss is scaled so that small gradients survive in float16.
+    Mixed,
+    /// Everything float64, as numpy loads data by default: twice the bytes of float32.
+    Float64,
+}
+
+impl Precision {
+    /// Parameters, gradients and optimizer state.
+    pub fn parameters(self) -> DType {
+        if self == Precision::Float64 {
+            DType::F64
+        } else {
+            DType::F32
+        }
+    }
+
+    /// Hidden activations, the values before the ReLU, and their gradients.
+    pub fn activations(self) -> DType {
+        match self {
+            Precision::Float32 => DType::F32,
+            Precision::Mixed => DType::F16,
+            Precision::Float64 => DType::F64,
+        }
+    }
+
+    /// The input batch, the logits and the loss terms.
+    pub fn data(self) -> DType {
+        self.parameters()
+    }
+}
+
+impl fmt::Display for Precision {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.pad(match self {
+            Precision::Float32 => "float32",
+            Precision::Mixed => "mixed (float16 activations)",
+            Precision::Float64 => "float64",
+        })
+    }
+}
+
+/// Which hidden activations a step keeps for its backward pass.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case", tag = "kind", content = "layers")]
+pub enum Checkpointing {
+    /// Keep every activation (no recomputation).
+    #[default]
+    Off,
+    /// Cut the hidden layers into segments of this many layers; keep only each segment's
+    /// output and recompute the inside of a segment during the backward pass.
+    Every(u64),
+    /// Segments of ⌈√L⌉ layers: about √L kept activations and one extra forward pass.
+    Sqrt,
+}
+
+impl Checkpointing {
+    /// The segment length for `layers` hidden layers (`layers` itself when off).
+    pub fn segment(self, layers: u64) -> u64 {
+        match self {
+            Checkpointing::Off => layers,
+            Checkpointing::Every(k) => k.clamp(1, layers.max(1)),
+            Checkpointing::Sqrt => (layers as f64).sqrt().ceil().max(1.0) as u64,
+        }
+    }
+}
+
+/// How a step trades memory for time.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct Strategy {
+    pub precision: Precision,
+    /// Micro-batches per optimizer step (gradient accumulation); 1 means none.
+    pub accumulation: u64,
+    pub checkpointing: Checkpointing,
+}
+
+impl Default for Strategy {
+    fn default() -> Self {
+        Strategy {
+            precision: Precision::Float32,
+            accumulation: 1,
+            checkpointing: Checkpointing::Off,
+        }
+    }
+}
+
 /// The network's shape and optimizer.
 #[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct MlpConfig {
@@ -76,6 +171,9 @@ pub struct MlpConfig {
     /// Output classes (2).
     pub classes: u64,
     pub optimizer: Optimizer,
+    /// Precision, gradient accumulation, activation checkpointing.
+    #[serde(default)]
+    pub strategy: Strategy,
 }
 
 impl MlpConfig {
@@ -87,7 +185,13 @@ impl MlpConfig {
             layers: 1,
             classes: CLASSES,
             optimizer: Optimizer::LESSON,
+            strategy: Strategy::default(),
         }
+    }
+
+    pub fn with_strategy(mut self, strategy: Strategy) -> Self {
+        self.strategy = strategy;
+        self
     }
 
     pub fn with_layers(mut self, layers: u64) -> Self {
@@ -140,6 +244,14 @@ impl MlpConfig {
                     "Adam needs betas in [0, 1) and eps > 0, got {beta1}, {beta2}, {eps}"
                 ));
             }
+        }
+        if self.strategy.accumulation == 0 {
+            return bad(
+                "gradient accumulation needs at least 1 micro-batch per step, got 0".into(),
+            );
+        }
+        if self.strategy.checkpointing == Checkpointing::Every(0) {
+            return bad("checkpoint segments need at least 1 layer, got 0".into());
         }
         self.checked_parameter_count().map(|_| ())
     }

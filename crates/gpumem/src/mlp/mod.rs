@@ -8,8 +8,8 @@
 mod config;
 mod step;
 
-pub use config::{MAX_LAYERS, MlpConfig, Optimizer};
-pub use step::{Batch, StepOutputs, StepResult};
+pub use config::{Checkpointing, MAX_LAYERS, MlpConfig, Optimizer, Precision, Strategy};
+pub use step::{Batch, StepOutputs, StepResult, micro_batches};
 
 use crate::device::{Device, Error};
 use crate::exec::ops;
@@ -29,13 +29,14 @@ impl Linear {
     fn new(
         device: &Device,
         shape: (u64, u64),
+        dtype: DType,
         layer: usize,
         suffix: &str,
     ) -> Result<Linear, Error> {
         let label = |what: &str| format!("layer{layer}.{what}{suffix}");
         Ok(Linear {
-            weight: Tensor::new(device, shape.0, shape.1, DType::F32, &label("weight"))?,
-            bias: Tensor::new(device, 1, shape.1, DType::F32, &label("bias"))?,
+            weight: Tensor::new(device, shape.0, shape.1, dtype, &label("weight"))?,
+            bias: Tensor::new(device, 1, shape.1, dtype, &label("bias"))?,
         })
     }
 
@@ -60,6 +61,9 @@ pub struct Mlp {
     layers: Vec<Linear>,
     grads: Vec<Linear>,
     adam: Option<AdamState>,
+    /// Mixed precision's current loss scale, and the steps since it last changed.
+    loss_scale: f32,
+    good_steps: u32,
 }
 
 impl Mlp {
@@ -68,11 +72,14 @@ impl Mlp {
     pub fn new(device: &Device, config: &MlpConfig, seed: u64) -> Result<Mlp, Error> {
         config.validate()?;
         let shapes = config.layer_shapes();
+        let dtype = config.strategy.precision.parameters();
         let named = |suffix: &str| -> Result<Vec<Linear>, Error> {
             shapes
                 .iter()
                 .enumerate()
-                .map(|(i, &(fan_in, fan_out))| Linear::new(device, (fan_in, fan_out), i, suffix))
+                .map(|(i, &(fan_in, fan_out))| {
+                    Linear::new(device, (fan_in, fan_out), dtype, i, suffix)
+                })
                 .collect()
         };
         let layers = named("")?;
@@ -91,6 +98,8 @@ impl Mlp {
             layers,
             grads,
             adam,
+            loss_scale: step::INITIAL_LOSS_SCALE,
+            good_steps: 0,
         };
         if device.info().executes {
             mlp.initialise(seed)?;
@@ -106,7 +115,7 @@ impl Mlp {
                 let values: Vec<f32> = (0..t.len())
                     .map(|_| rng.random_range(-bound..bound))
                     .collect();
-                t.write(&values)?;
+                t.write_f32(&values)?;
             }
         }
         if let Some(adam) = &self.adam {
@@ -138,6 +147,26 @@ impl Mlp {
     /// Number of learnable values (weights and biases).
     pub fn parameter_count(&self) -> u64 {
         self.config.parameter_count()
+    }
+
+    /// Sets mixed precision's loss scale (to see what happens without scaling, set 1).
+    pub fn set_loss_scale(&mut self, scale: f32) -> Result<(), Error> {
+        if !(scale.is_finite() && scale > 0.0) {
+            return Err(Error::Invalid(format!(
+                "the loss scale must be finite and positive, got {scale}"
+            )));
+        }
+        self.loss_scale = scale;
+        Ok(())
+    }
+
+    /// Mixed precision's current loss scale (1 when not mixed).
+    pub fn loss_scale(&self) -> f32 {
+        if self.config.strategy.precision == Precision::Mixed {
+            self.loss_scale
+        } else {
+            1.0
+        }
     }
 
     /// Applies the optimizer to every parameter with the current gradients.

@@ -179,3 +179,199 @@ fn a_step_frees_everything_but_the_model() {
     let r = m.train_step(Batch::Planned(64)).unwrap();
     assert_eq!((r.loss, r.correct), (None, None), "nothing runs on plan");
 }
+
+mod strategies {
+    use super::*;
+    use crate::mlp::{Checkpointing, Precision, Strategy};
+
+    fn strategy(precision: Precision, accumulation: u64, checkpointing: Checkpointing) -> Strategy {
+        Strategy {
+            precision,
+            accumulation,
+            checkpointing,
+        }
+    }
+
+    /// Parameters after one step of `config` from seed 7 on `data`, as f64.
+    fn after_one_step(
+        config: &MlpConfig,
+        data: &crate::data::Split,
+    ) -> (Vec<Vec<f64>>, Vec<Vec<f64>>, StepResult) {
+        let dev = Device::cpu(1 << 30);
+        let mut m = Mlp::new(&dev, config, 7).unwrap();
+        let r = m.train_step(Batch::Data(data)).unwrap();
+        let params = m
+            .layers()
+            .iter()
+            .flat_map(|l| [l.weight.read_f64().unwrap(), l.bias.read_f64().unwrap()])
+            .collect();
+        let grads = m
+            .gradients()
+            .iter()
+            .flat_map(|l| [l.weight.read_f64().unwrap(), l.bias.read_f64().unwrap()])
+            .collect();
+        (params, grads, r)
+    }
+
+    fn max_rel(a: &[Vec<f64>], b: &[Vec<f64>]) -> f64 {
+        a.iter()
+            .zip(b)
+            .flat_map(|(x, y)| {
+                let scale = y.iter().fold(0f64, |m, v| m.max(v.abs()));
+                x.iter()
+                    .zip(y)
+                    .map(move |(p, q)| (p - q).abs() / q.abs().max(0.01 * scale).max(1e-30))
+            })
+            .fold(0.0, f64::max)
+    }
+
+    #[test]
+    fn accumulation_updates_like_the_large_batch() {
+        let data = Dataset::generate(64, 3).train;
+        for opt in [Optimizer::Sgd { lr: 0.1 }, Optimizer::adam(0.01)] {
+            let base = MlpConfig::lesson(24).with_layers(3).with_optimizer(opt);
+            let (p1, g1, r1) = after_one_step(&base, &data);
+            for k in [2, 3, 8] {
+                let acc =
+                    base.clone()
+                        .with_strategy(strategy(Precision::Float32, k, Checkpointing::Off));
+                let (pk, gk, rk) = after_one_step(&acc, &data);
+                assert!(
+                    max_rel(&gk, &g1) < 1e-5,
+                    "{opt} k={k}: gradients differ by {}",
+                    max_rel(&gk, &g1)
+                );
+                assert!(
+                    max_rel(&pk, &p1) < 1e-5,
+                    "{opt} k={k}: parameters differ by {}",
+                    max_rel(&pk, &p1)
+                );
+                assert!((rk.loss.unwrap() - r1.loss.unwrap()).abs() < 1e-5);
+                assert_eq!(rk.correct, r1.correct);
+            }
+        }
+    }
+
+    #[test]
+    fn checkpointed_gradients_equal_the_plain_ones() {
+        let data = Dataset::generate(40, 5).train;
+        let base = MlpConfig::lesson(16)
+            .with_layers(7)
+            .with_optimizer(Optimizer::adam(0.01));
+        let (p1, g1, r1) = after_one_step(&base, &data);
+        assert_eq!(r1.recomputed_layers, 0);
+        for (ck, recomputed) in [
+            (Checkpointing::Every(1), 0),
+            (Checkpointing::Every(2), 3),
+            (Checkpointing::Every(3), 4),
+            (Checkpointing::Sqrt, 4),
+        ] {
+            let c = base
+                .clone()
+                .with_strategy(strategy(Precision::Float32, 1, ck));
+            let (pc, gc, rc) = after_one_step(&c, &data);
+            // Recomputing runs the same kernels on the same inputs: bit for bit equal.
+            assert_eq!(gc, g1, "{ck:?}");
+            assert_eq!(pc, p1, "{ck:?}");
+            assert_eq!(rc.recomputed_layers, recomputed, "{ck:?}");
+        }
+    }
+
+    #[test]
+    fn float64_agrees_with_float32() {
+        let data = Dataset::generate(50, 2).train;
+        let base = MlpConfig::lesson(20).with_layers(2);
+        let (_, g32, _) = after_one_step(&base, &data);
+        let f64c = base
+            .clone()
+            .with_strategy(strategy(Precision::Float64, 1, Checkpointing::Off));
+        let (_, g64, _) = after_one_step(&f64c, &data);
+        assert!(max_rel(&g64, &g32) < 1e-4, "{}", max_rel(&g64, &g32));
+    }
+
+    #[test]
+    fn mixed_precision_gradients_are_close_to_float32() {
+        let data = Dataset::generate(128, 2).train;
+        let base = MlpConfig::lesson(32).with_layers(2);
+        let (_, g32, _) = after_one_step(&base, &data);
+        let mixed = base
+            .clone()
+            .with_strategy(strategy(Precision::Mixed, 1, Checkpointing::Off));
+        let (_, g16, r) = after_one_step(&mixed, &data);
+        assert!(!r.skipped);
+        // float16 keeps about 3 significant digits.
+        let err = max_rel(&g16, &g32);
+        assert!(err < 2e-2, "{err}");
+    }
+
+    #[test]
+    fn loss_scaling_keeps_small_gradients_alive() {
+        // A large batch makes every row's loss gradient tiny (1/rows): in float16 without
+        // scaling many of them flush to zero; with the default scale they survive.
+        let data = Dataset::generate(20_000, 2).train;
+        let base = MlpConfig::lesson(16).with_layers(2);
+        let (_, g32, _) = after_one_step(&base, &data);
+        let mixed = base
+            .clone()
+            .with_strategy(strategy(Precision::Mixed, 1, Checkpointing::Off));
+        let dev = Device::cpu(1 << 30);
+        let err_with_scale = |scale: f32| {
+            let mut m = Mlp::new(&dev, &mixed, 7).unwrap();
+            m.set_loss_scale(scale).unwrap();
+            m.train_step(Batch::Data(&data)).unwrap();
+            let g: Vec<Vec<f64>> = m
+                .gradients()
+                .iter()
+                .flat_map(|l| [l.weight.read_f64().unwrap(), l.bias.read_f64().unwrap()])
+                .collect();
+            max_rel(&g, &g32)
+        };
+        let unscaled = err_with_scale(1.0);
+        let scaled = err_with_scale(65536.0);
+        assert!(scaled < 5e-2, "scaled error {scaled}");
+        assert!(
+            unscaled > 5.0 * scaled,
+            "unscaled {unscaled} vs scaled {scaled}"
+        );
+    }
+
+    #[test]
+    fn an_overflowing_loss_scale_skips_the_update_and_halves() {
+        let data = Dataset::generate(64, 2).train;
+        let mixed =
+            MlpConfig::lesson(16).with_strategy(strategy(Precision::Mixed, 1, Checkpointing::Off));
+        let dev = Device::cpu(1 << 30);
+        let mut m = Mlp::new(&dev, &mixed, 7).unwrap();
+        m.set_loss_scale(1e30).unwrap();
+        let before = m.layers()[0].weight.read_f64().unwrap();
+        let r = m.train_step(Batch::Data(&data)).unwrap();
+        assert!(r.skipped);
+        assert_eq!(m.layers()[0].weight.read_f64().unwrap(), before);
+        assert_eq!(m.loss_scale(), 5e29);
+    }
+
+    #[test]
+    fn mixed_precision_still_learns() {
+        let data = Dataset::generate(4000, 1);
+        let train = |precision| {
+            let dev = Device::cpu(256 << 20);
+            let config = MlpConfig::lesson(32)
+                .with_optimizer(Optimizer::adam(0.01))
+                .with_strategy(strategy(precision, 1, Checkpointing::Off));
+            let mut mlp = Mlp::new(&dev, &config, 1).unwrap();
+            let mut rng = crate::data::rng(2);
+            for _ in 0..3 {
+                for idx in crate::data::epoch_batches(data.train.len(), 32, &mut rng) {
+                    mlp.train_step(Batch::Data(&data.train.gather(&idx)))
+                        .unwrap();
+                }
+            }
+            mlp.evaluate(&data.validation, 500).unwrap().1
+        };
+        let (full, mixed) = (train(Precision::Float32), train(Precision::Mixed));
+        assert!(
+            mixed > 0.65 && (full - mixed).abs() < 0.02,
+            "float32 {full}, mixed {mixed}"
+        );
+    }
+}
