@@ -2,8 +2,10 @@
 //! and how they print (tables for people, `--json` for programs, progress bars for long
 //! searches).
 
+pub mod alloc_args;
 pub mod args;
 pub mod output;
 
+pub use alloc_args::AllocatorArgs;
 pub use args::{DeviceArgs, ModelArgs, with_defaults};
 pub use output::{Output, progress, run_main};
