@@ -224,6 +224,8 @@ pub fn widest_on_card(layers: u64, batch: u64) -> Result<Option<u64>> {
 pub struct Timeline {
     pub config: MlpConfig,
     pub batch: u64,
+    /// Every event, model creation and steps one after the other.
+    pub trace: gpumem::alloc::Trace,
     /// `(allocated, reserved)` after each event.
     pub events: Vec<(u64, u64)>,
     /// Where each phase starts (an index into `events`) and its name.
@@ -234,23 +236,29 @@ pub struct Timeline {
 /// built and trained for `steps` steps of `batch` rows.
 pub fn timeline(config: &MlpConfig, batch: u64, steps: u32) -> Result<Timeline> {
     let device = Device::new(&on_card())?;
-    let mut events = Vec::new();
+    let mut trace = gpumem::alloc::Trace::default();
     let mut phases = Vec::new();
-    let mut record = |name: String, events: &mut Vec<(u64, u64)>, trace: gpumem::alloc::Trace| {
-        phases.push((events.len(), name));
-        events.extend(trace.events.iter().map(|e| (e.allocated, e.reserved)));
+    let mut record = |name: String, part: gpumem::alloc::Trace| {
+        phases.push((trace.events.len(), name));
+        trace.events.extend(part.events);
     };
     device.start_trace();
     let mut mlp = Mlp::new(&device, config, SEED)?;
-    record("model".into(), &mut events, device.take_trace());
+    record("model".into(), device.take_trace());
     for step in 1..=steps {
         device.start_trace();
         mlp.train_step(Batch::Planned(batch))?;
-        record(format!("step {step}"), &mut events, device.take_trace());
+        record(format!("step {step}"), device.take_trace());
     }
+    let events = trace
+        .events
+        .iter()
+        .map(|e| (e.allocated, e.reserved))
+        .collect();
     Ok(Timeline {
         config: config.clone(),
         batch,
+        trace,
         events,
         phases,
     })

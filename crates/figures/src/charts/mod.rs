@@ -11,7 +11,7 @@ pub use timeline::alloc_timeline;
 pub use width::memory_vs_width;
 
 use crate::data::card;
-use crate::style::{CAPACITY, NOTE_PX, font, gib};
+use crate::style::{CAPACITY, NOTE_PX, font};
 use anyhow::Result;
 use gpumem::size::format_bytes;
 use plotters::coord::types::RangedCoordf64;
@@ -29,18 +29,30 @@ fn capacity_line<X: Ranged<ValueType = f64>>(
     x1: f64,
     label_x: f64,
 ) -> Result<()> {
-    let y = gib(card());
+    capacity_line_in(chart, card(), crate::style::GIB, (x0, x1), label_x)
+}
+
+/// A capacity of `bytes` as a dashed line from `x.0` to `x.1` on an axis in units of
+/// `unit` bytes, labelled at `label_x`, with a legend entry.
+fn capacity_line_in<X: Ranged<ValueType = f64>>(
+    chart: &mut Chart<'_, '_, X>,
+    bytes: u64,
+    unit: f64,
+    x: (f64, f64),
+    label_x: f64,
+) -> Result<()> {
+    let y = bytes as f64 / unit;
     let style = CAPACITY.stroke_width(3);
     chart
-        .draw_series(DashedLineSeries::new([(x0, y), (x1, y)], 12, 6, style))?
-        .label(format!("the card's capacity, {}", format_bytes(card())))
+        .draw_series(DashedLineSeries::new([(x.0, y), (x.1, y)], 12, 6, style))?
+        .label(format!("the card's capacity, {}", format_bytes(bytes)))
         .legend(move |(x, y)| {
             DashedPathElement::new([(x, y), (x + 22, y)], 7, 4, CAPACITY.stroke_width(3))
         });
     chart.draw_series(std::iter::once(
         EmptyElement::at((label_x, y))
             + Text::new(
-                format!("capacity {}", format_bytes(card())),
+                format!("capacity {}", format_bytes(bytes)),
                 (4, -24),
                 font(NOTE_PX).color(&CAPACITY),
             ),

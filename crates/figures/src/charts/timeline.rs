@@ -1,23 +1,39 @@
-//! `alloc_timeline.svg`: allocated and reserved bytes after every allocator event while a
-//! network is built and trained for a few steps — the caching allocator at work.
+//! Timelines of the allocator: allocated and reserved bytes after every event of a recorded
+//! [`Trace`], with the card's capacity — PyTorch's memory timeline, drawn by plotters.
+//!
+//! One implementation serves the book's `alloc_timeline.svg` ([`alloc_timeline`]) and any
+//! run that records a trace ([`timeline_svg`], used by challenge 3's demo). Long traces are
+//! thinned to at most [`MAX_BUCKETS`] buckets, each keeping the events where a series is at its
+//! lowest and highest, so every peak of the run is still drawn exactly. The SVG carries a
+//! `<metadata>` element with what was plotted (event and point counts, each series' extremes),
+//! so a test can check the drawing against the trace without reading pixels.
 
-use super::{Chart, capacity_line, note};
+use super::{Chart, capacity_line_in, note};
 use crate::alts::ALT_ALLOC_TIMELINE;
 use crate::data::{self, LESSON_WIDTH, network, optimizer_name};
 use crate::style::palette::{BLUE, ORANGE};
 use crate::style::{
-    AXIS_DESC_PX, BACKGROUND, GIB, GRID, INK, LEGEND_PX, TICK_PX, TITLE_PX, font, gib, grouped, svg,
+    AXIS_DESC_PX, BACKGROUND, GIB, GRID, INK, LEGEND_PX, MIB, TICK_PX, TITLE_PX, font, grouped, svg,
 };
 use anyhow::Result;
+use gpumem::alloc::Trace;
 use gpumem::mlp::Optimizer;
 use plotters::coord::types::RangedCoordf64;
 use plotters::prelude::*;
 
-/// The traced setup: the lesson's width, two hidden layers, a batch large enough that the
-/// activations dominate, three steps.
+/// The traced setup of the book's figure: the lesson's width, two hidden layers, a batch
+/// large enough that the activations dominate, three steps.
 pub const LAYERS: u64 = 2;
 pub const BATCH: u64 = 262_144;
 pub const STEPS: u32 = 3;
+
+/// Traces longer than this many buckets are thinned (an 800-pixel chart cannot show more).
+pub const MAX_BUCKETS: usize = 1000;
+
+/// The colour of the reserved series (and of its `<polyline>` in the SVG).
+pub const RESERVED_COLOR: RGBColor = ORANGE;
+/// The colour of the allocated series.
+pub const ALLOCATED_COLOR: RGBColor = BLUE;
 
 pub fn timeline_setup() -> (gpumem::mlp::MlpConfig, u64, u32) {
     (
@@ -27,34 +43,104 @@ pub fn timeline_setup() -> (gpumem::mlp::MlpConfig, u64, u32) {
     )
 }
 
-pub fn alloc_timeline() -> Result<String> {
-    let (config, batch, steps) = timeline_setup();
-    let t = data::timeline(&config, batch, steps)?;
-    let x_max = t.events.len() as f64;
-    let data_top = t.events.iter().map(|e| gib(e.1)).fold(0.0, f64::max);
-    let y_max = (data_top.max(gib(data::card())) * 1.15).ceil();
-    // Phase markers reach a little above the data, leaving room for the legend above them.
-    let marker_top = data_top * 1.3;
+/// What to draw: a trace, the card it ran on, and words for the reader.
+#[derive(Debug, Clone, Copy)]
+pub struct TimelineChart<'a> {
+    pub trace: &'a Trace,
+    /// The card's capacity, drawn as a dashed line (none on a `native` device).
+    pub capacity: Option<u64>,
+    pub title: &'a str,
+    /// The SVG's `<title>`: one sentence for readers who cannot see the chart.
+    pub alt: &'a str,
+    /// Where each phase (a step, an epoch) starts, as an index into the trace's events, and
+    /// its name; drawn as thin vertical lines.
+    pub phases: &'a [(usize, String)],
+}
 
-    svg(ALT_ALLOC_TIMELINE, |root| {
-        let mut chart: Chart<'_, '_, RangedCoordf64> = ChartBuilder::on(root)
-            .caption(
-                format!(
-                    "{steps} training steps, {LAYERS} hidden layers of {}, batch {}, {}",
-                    grouped(LESSON_WIDTH),
-                    grouped(batch),
-                    optimizer_name(&config.optimizer)
-                ),
-                font(TITLE_PX),
-            )
+/// One plotted point: the event's index in the trace and the totals right after it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Point {
+    pub event: usize,
+    pub allocated: u64,
+    pub reserved: u64,
+}
+
+/// The points drawn for `trace`: every event when there are at most `2 × max_buckets`,
+/// else for each of `max_buckets` runs of consecutive events the ones where allocated or
+/// reserved is lowest or highest, in order — the extremes of the whole trace survive.
+pub fn points(trace: &Trace, max_buckets: usize) -> Vec<Point> {
+    let all = trace.events.iter().enumerate().map(|(i, e)| Point {
+        event: i,
+        allocated: e.allocated,
+        reserved: e.reserved,
+    });
+    let n = trace.events.len();
+    if n <= 2 * max_buckets.max(1) {
+        return all.collect();
+    }
+    let all: Vec<Point> = all.collect();
+    let per = n.div_ceil(max_buckets.max(1));
+    let mut out = Vec::new();
+    for bucket in all.chunks(per) {
+        let pick = |key: fn(&Point) -> u64, max: bool| {
+            let it = bucket.iter();
+            if max {
+                it.max_by_key(|p| (key(p), std::cmp::Reverse(p.event)))
+            } else {
+                it.min_by_key(|p| (key(p), p.event))
+            }
+        };
+        let mut chosen: Vec<Point> = [
+            pick(|p| p.allocated, false),
+            pick(|p| p.allocated, true),
+            pick(|p| p.reserved, false),
+            pick(|p| p.reserved, true),
+        ]
+        .into_iter()
+        .flatten()
+        .copied()
+        .collect();
+        chosen.sort_by_key(|p| p.event);
+        chosen.dedup();
+        out.extend(chosen);
+    }
+    out
+}
+
+/// The y axis' unit: GiB for runs that reach a gibibyte, else MiB.
+fn unit(top_bytes: u64) -> (f64, &'static str) {
+    if top_bytes as f64 >= GIB {
+        (GIB, "GiB")
+    } else {
+        (MIB, "MiB")
+    }
+}
+
+/// Renders `chart` as an SVG document.
+pub fn timeline_svg(chart: &TimelineChart<'_>) -> Result<String> {
+    let pts = points(chart.trace, MAX_BUCKETS);
+    let n_events = chart.trace.events.len();
+    let x_max = n_events.max(1) as f64;
+    let top_bytes = chart.trace.peak_reserved().max(chart.capacity.unwrap_or(0));
+    let (per_unit, unit_name) = unit(top_bytes);
+    let scaled = |b: u64| b as f64 / per_unit;
+    let data_top = pts.iter().map(|p| scaled(p.reserved)).fold(0.0, f64::max);
+    let y_max = (data_top.max(chart.capacity.map_or(0.0, scaled)) * 1.15)
+        .ceil()
+        .max(1.0);
+    // Phase markers reach a little above the data, leaving room for the legend above them.
+    let marker_top = (data_top * 1.3).min(y_max * 0.97);
+
+    let drawn = svg(chart.alt, |root| {
+        let mut plot: Chart<'_, '_, RangedCoordf64> = ChartBuilder::on(root)
+            .caption(chart.title, font(TITLE_PX))
             .margin(18)
             .x_label_area_size(58)
             .y_label_area_size(70)
             .build_cartesian_2d(0.0..x_max, 0.0..y_max)?;
-        chart
-            .configure_mesh()
+        plot.configure_mesh()
             .x_desc("allocator event (allocation or free), in order")
-            .y_desc("device memory (GiB)")
+            .y_desc(format!("device memory ({unit_name})"))
             .x_label_formatter(&|x| format!("{x:.0}"))
             .y_label_formatter(&|y| format!("{y:.0}"))
             .axis_desc_style(font(AXIS_DESC_PX))
@@ -63,49 +149,173 @@ pub fn alloc_timeline() -> Result<String> {
             .light_line_style(BACKGROUND)
             .axis_style(INK)
             .draw()?;
-        capacity_line(&mut chart, 0.0, x_max, 0.0)?;
+        if let Some(cap) = chart.capacity {
+            capacity_line_in(&mut plot, cap, per_unit, (0.0, x_max), 0.0)?;
+        }
         // Phase boundaries: thin vertical lines, the phase's name beside each.
-        for (start, name) in &t.phases {
+        for (start, name) in chart.phases {
             let x = *start as f64;
-            chart.draw_series(std::iter::once(PathElement::new(
+            plot.draw_series(std::iter::once(PathElement::new(
                 [(x, 0.0), (x, marker_top)],
                 INK.mix(0.35).stroke_width(1),
             )))?;
-            note(&mut chart, (x, marker_top), (4, -4), name, &INK)?;
+            note(&mut plot, (x, marker_top), (4, -4), name, &INK)?;
         }
         // Steps: each value holds until the next event.
-        let steps_of = |pick: fn(&(u64, u64)) -> u64| {
-            let mut pts = Vec::with_capacity(t.events.len() * 2 + 1);
+        let steps_of = |pick: fn(&Point) -> u64| {
+            let mut line = Vec::with_capacity(pts.len() * 2 + 1);
             let mut last = 0.0;
-            for (i, e) in t.events.iter().enumerate() {
-                let y = gib(pick(e));
-                pts.push((i as f64, last));
-                pts.push((i as f64, y));
+            for p in &pts {
+                let y = scaled(pick(p));
+                line.push((p.event as f64, last));
+                line.push((p.event as f64, y));
                 last = y;
             }
-            pts.push((x_max, last));
-            pts
+            line.push((x_max, last));
+            line
         };
-        chart
-            .draw_series(LineSeries::new(steps_of(|e| e.1), ORANGE.stroke_width(3)))?
-            .label("reserved (segments held from the device)")
-            .legend(|(x, y)| PathElement::new([(x, y), (x + 22, y)], ORANGE.stroke_width(3)));
-        chart
-            .draw_series(LineSeries::new(steps_of(|e| e.0), BLUE.stroke_width(2)))?
-            .label("allocated (blocks in live tensors)")
-            .legend(|(x, y)| PathElement::new([(x, y), (x + 22, y)], BLUE.stroke_width(2)));
-        // The legend sits right, under the capacity line and above the data.
-        let (width, height) = chart.plotting_area().dim_in_pixel();
+        plot.draw_series(LineSeries::new(
+            steps_of(|p| p.reserved),
+            RESERVED_COLOR.stroke_width(3),
+        ))?
+        .label("reserved (segments held from the device)")
+        .legend(|(x, y)| PathElement::new([(x, y), (x + 22, y)], RESERVED_COLOR.stroke_width(3)));
+        plot.draw_series(LineSeries::new(
+            steps_of(|p| p.allocated),
+            ALLOCATED_COLOR.stroke_width(2),
+        ))?
+        .label("allocated (blocks in live tensors)")
+        .legend(|(x, y)| PathElement::new([(x, y), (x + 22, y)], ALLOCATED_COLOR.stroke_width(2)));
+        // The legend sits right, under the capacity line (or the top) and above the data.
+        let (width, height) = plot.plotting_area().dim_in_pixel();
         let legend_x = width as i32 - 400;
-        let legend_y =
-            ((1.0 - data::card() as f64 / (y_max * GIB)) * f64::from(height)) as i32 + 24;
-        chart
-            .configure_series_labels()
+        let line_at = chart.capacity.map_or(y_max, scaled);
+        let legend_y = ((1.0 - line_at / y_max) * f64::from(height)) as i32 + 24;
+        plot.configure_series_labels()
             .position(SeriesLabelPosition::Coordinate(legend_x, legend_y))
             .label_font(font(LEGEND_PX))
             .background_style(BACKGROUND.mix(0.92))
             .border_style(GRID)
             .draw()?;
         Ok(())
+    })?;
+    Ok(with_metadata(&drawn, &metadata(chart, &pts)))
+}
+
+/// What was plotted, as JSON: `{"events":…,"points":…,"allocated":{"min":…,"max":…,
+/// "last":…},"reserved":{…},"capacity":…}` (bytes; `points` per series, before the
+/// step chart doubles them).
+fn metadata(chart: &TimelineChart<'_>, pts: &[Point]) -> String {
+    let series = |pick: fn(&Point) -> u64| {
+        let values = pts.iter().map(pick);
+        format!(
+            "{{\"min\":{},\"max\":{},\"last\":{}}}",
+            values.clone().min().unwrap_or(0),
+            values.clone().max().unwrap_or(0),
+            pts.last().map_or(0, pick)
+        )
+    };
+    format!(
+        "{{\"events\":{},\"points\":{},\"allocated\":{},\"reserved\":{},\"capacity\":{}}}",
+        chart.trace.events.len(),
+        pts.len(),
+        series(|p| p.allocated),
+        series(|p| p.reserved),
+        chart
+            .capacity
+            .map_or_else(|| "null".to_string(), |c| c.to_string())
+    )
+}
+
+/// Puts `json` in a `<metadata id="timeline">` element right after the SVG's `<title>`.
+fn with_metadata(svg: &str, json: &str) -> String {
+    let element = format!("\n<metadata id=\"timeline\">{json}</metadata>");
+    match svg.find("</title>") {
+        Some(at) => {
+            let at = at + "</title>".len();
+            format!("{}{element}{}", &svg[..at], &svg[at..])
+        }
+        None => svg.to_string(),
+    }
+}
+
+/// The book's `alloc_timeline.svg`.
+pub fn alloc_timeline() -> Result<String> {
+    let (config, batch, steps) = timeline_setup();
+    let t = data::timeline(&config, batch, steps)?;
+    let title = format!(
+        "{steps} training steps, {LAYERS} hidden layers of {}, batch {}, {}",
+        grouped(LESSON_WIDTH),
+        grouped(batch),
+        optimizer_name(&config.optimizer)
+    );
+    timeline_svg(&TimelineChart {
+        trace: &t.trace,
+        capacity: Some(data::card()),
+        title: &title,
+        alt: ALT_ALLOC_TIMELINE,
+        phases: &t.phases,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use gpumem::alloc::{EventKind, TraceEvent};
+
+    fn trace(values: &[(u64, u64)]) -> Trace {
+        Trace {
+            events: values
+                .iter()
+                .map(|&(allocated, reserved)| TraceEvent {
+                    kind: EventKind::Alloc,
+                    addr: 0,
+                    size: 0,
+                    requested: 0,
+                    label: String::new(),
+                    allocated,
+                    reserved,
+                })
+                .collect(),
+        }
+    }
+
+    #[test]
+    fn short_traces_keep_every_event() {
+        let t = trace(&[(1, 2), (3, 4), (0, 4)]);
+        let p = points(&t, 10);
+        assert_eq!(p.len(), 3);
+        assert_eq!(
+            p[1],
+            Point {
+                event: 1,
+                allocated: 3,
+                reserved: 4
+            }
+        );
+    }
+
+    #[test]
+    fn thinning_keeps_every_extreme() {
+        let values: Vec<(u64, u64)> = (0..10_000u64)
+            .map(|i| ((i * 7919) % 1000, 1000 + i / 10))
+            .collect();
+        let t = trace(&values);
+        let p = points(&t, 50);
+        assert!(p.len() <= 4 * 50, "{}", p.len());
+        let max_a = values.iter().map(|v| v.0).max();
+        assert_eq!(p.iter().map(|q| q.allocated).max(), max_a);
+        assert_eq!(p.iter().map(|q| q.allocated).min(), Some(0));
+        assert_eq!(p.iter().map(|q| q.reserved).max(), Some(1999));
+        assert!(p.windows(2).all(|w| w[0].event < w[1].event));
+    }
+
+    #[test]
+    fn metadata_sits_after_the_title() {
+        let s = with_metadata("<svg><title>t</title><rect/></svg>", "{}");
+        assert_eq!(
+            s,
+            "<svg><title>t</title>\n<metadata id=\"timeline\">{}</metadata><rect/></svg>"
+        );
+    }
 }
