@@ -95,6 +95,7 @@ impl KernelLimits {
 
 /// A kernel call that cannot be planned. Never a panic, never a wgpu error.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum KernelError {
     #[error("shape mismatch: {0}")]
     Shape(String),

@@ -7,6 +7,7 @@
 /// Element type of a [`Matrix`]. Only 4-byte types for now; `F16` (mixed precision) and
 /// `F64` (where `SHADER_F64` exists) are planned, which is why kernels check it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum DType {
     F32,
     /// Class labels for [`crate::Kernels::softmax_xent`].
