@@ -64,7 +64,7 @@ pub fn describe(config: &AllocatorConfig) -> String {
         parts.push("no caching".to_string());
     }
     if parts.is_empty() {
-        "defaults (caching, every block may be split)".to_string()
+        "defaults".to_string()
     } else {
         parts.join(", ")
     }
@@ -127,9 +127,19 @@ mod tests {
         assert_eq!(c.max_split_size, Some(64 << 20));
         assert_eq!(c.gc_threshold, Some(0.8));
         assert!(c.caching);
-        assert!(parse(&["--no-caching"]).unwrap().config().caching.eq(&false));
+        assert!(
+            parse(&["--no-caching"])
+                .unwrap()
+                .config()
+                .caching
+                .eq(&false)
+        );
         assert_eq!(parse(&[]).unwrap().config(), AllocatorConfig::default());
-        assert!(a.describe().contains("max_split_size 64.00 MiB"), "{}", a.describe());
+        assert!(
+            a.describe().contains("max_split_size 64.00 MiB"),
+            "{}",
+            a.describe()
+        );
     }
 
     #[test]

@@ -1,0 +1,285 @@
+//! Challenge 3, the instructor's demo: watch allocated and reserved memory while the
+//! lesson's network trains, then see the two ways a run dies "after a few epochs" — a loop
+//! that keeps every step's outputs (a leak), and a cache fragmented by a short last batch —
+//! and what each of the allocator's settings does about the second.
+
+mod fragmentation;
+mod leak;
+mod runner;
+mod watch;
+
+use clap::parser::ValueSource;
+use clap::{ArgMatches, CommandFactory, FromArgMatches, Parser, ValueEnum};
+use demo::{AllocatorArgs, DeviceArgs, ModelArgs, Output, with_defaults};
+use gpumem::size::MemorySpec;
+use gpumem::{Backend, Device, DeviceOptions};
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+/// Watch memory while training: allocated vs reserved, the timeline, a leak, and a
+/// fragmented cache with the allocator's settings that avoid it.
+#[derive(Debug, Parser)]
+#[command(name = "challenge3", version)]
+struct Cli {
+    /// train: a few epochs with allocated, reserved and peaks per epoch, a memory summary and
+    /// a timeline. leak: a loop that keeps every step's outputs runs out of memory after some
+    /// epochs; the fixed loop on the same card stays flat (defaults --batch 32 --samples 20000
+    /// --epochs 8 --device-memory 4MiB). fragmentation: a short last batch whose kept outputs
+    /// pin cached segments, so epoch 2 fails although enough memory is cached; then each
+    /// remedy (defaults --hidden 400 --layers 2 --batch 264000 --samples 790000 --epochs 2
+    /// --device-memory 1400MiB). Flags given on the command line override these.
+    #[arg(long, value_enum, default_value = "train")]
+    scenario: Scenario,
+    #[command(flatten)]
+    device: DeviceArgs,
+    #[command(flatten)]
+    model: ModelArgs,
+    #[command(flatten)]
+    allocator: AllocatorArgs,
+    /// Epochs to train.
+    #[arg(long, value_name = "N", default_value = "3", value_parser = demo::args::parse_positive)]
+    epochs: u64,
+    /// Where to write the timeline chart (SVG) of allocated and reserved bytes.
+    #[arg(
+        long,
+        value_name = "PATH",
+        default_value = "target/challenge3-timeline.svg"
+    )]
+    out: PathBuf,
+    /// Print one JSON document instead of tables.
+    #[arg(long)]
+    json: bool,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+enum Scenario {
+    Train,
+    Leak,
+    Fragmentation,
+}
+
+/// A scenario's own defaults for the flags the user did not give.
+struct Defaults {
+    card: &'static str,
+    hidden: u64,
+    layers: u64,
+    batch: u64,
+    samples: u64,
+    epochs: u64,
+}
+
+impl Scenario {
+    fn defaults(self) -> Defaults {
+        match self {
+            // The lesson's network at its batch size on the lesson's card.
+            Scenario::Train => Defaults {
+                card: "16282MiB",
+                hidden: 2000,
+                layers: 1,
+                batch: 32,
+                samples: 2000,
+                epochs: 3,
+            },
+            // The lesson's network; a card the flat loop fits with room to spare, which the
+            // leak (1 KiB a step at batch 32) fills within a few epochs.
+            Scenario::Leak => Defaults {
+                card: "4MiB",
+                hidden: 2000,
+                layers: 1,
+                batch: 32,
+                samples: 20_000,
+                epochs: 8,
+            },
+            // Batches of 264 000 rows and a last one of 262 000: its activations are split
+            // out of the full batches' segments, leaving pieces just large enough for its
+            // logits and losses; the loop keeps those, pinning two segments into epoch 2.
+            Scenario::Fragmentation => Defaults {
+                card: "1400MiB",
+                hidden: 400,
+                layers: 2,
+                batch: 264_000,
+                samples: 790_000,
+                epochs: 2,
+            },
+        }
+    }
+}
+
+/// The settings a scenario runs with, after its defaults.
+pub struct Setup {
+    pub device: DeviceArgs,
+    pub model: ModelArgs,
+    pub allocator: AllocatorArgs,
+    pub epochs: u64,
+    pub out: PathBuf,
+    /// The backing the runs use (`auto` resolved), and why, when it differs from the one
+    /// that was asked for.
+    pub backend: Backend,
+    pub why: Option<String>,
+    pub opened: gpumem::device::DeviceInfo,
+}
+
+impl Setup {
+    /// Device options for a run, with `allocator` settings.
+    pub fn options(&self, allocator: gpumem::alloc::AllocatorConfig) -> DeviceOptions {
+        DeviceOptions {
+            allocator,
+            ..self.device.options(self.backend)
+        }
+    }
+
+    /// Rows per batch, clamped to the training set.
+    pub fn batch(&self) -> u64 {
+        self.model.batch_rows().0
+    }
+
+    pub fn card(&self) -> Option<u64> {
+        match self.device.device_memory {
+            MemorySpec::Bytes(b) => Some(b),
+            MemorySpec::Native => None,
+        }
+    }
+
+    /// Prints where the runs happen.
+    pub fn header(&self, out: Output, title: &str) {
+        out.line(format!("Challenge 3 — {title}"));
+        out.line(format!(
+            "device:  {} backing ({}), {} card",
+            self.backend, self.opened.reason, self.device.device_memory
+        ));
+        if let Some(why) = &self.why {
+            out.line(format!("runs:    {why}"));
+        }
+        out.line(format!(
+            "steps:   {}",
+            if self.backend == Backend::Plan {
+                "planned: every allocation is made, no kernel runs (no losses)"
+            } else {
+                "executed: kernels run, losses are real"
+            }
+        ));
+        let c = self.model.config();
+        out.line(format!(
+            "network: {} inputs → {} hidden layer(s) of {} → {} classes, {}, batch {}, {} samples, {} epochs",
+            c.inputs,
+            c.layers,
+            c.hidden,
+            c.classes,
+            c.optimizer,
+            self.batch(),
+            self.model.samples,
+            self.epochs
+        ));
+        out.line(format!("allocator: {}", self.allocator.describe()));
+    }
+}
+
+fn main() -> ExitCode {
+    demo::run_main(run)
+}
+
+/// Whether the user gave flag `id` (rather than clap filling in its default).
+fn given(m: &ArgMatches, id: &str) -> bool {
+    m.value_source(id) == Some(ValueSource::CommandLine)
+}
+
+fn run() -> anyhow::Result<()> {
+    let cmd = with_defaults(
+        Cli::command(),
+        &[("samples", "2000"), ("device_memory", "16282MiB")],
+    );
+    let matches = cmd.get_matches();
+    let mut cli = Cli::from_arg_matches(&matches).unwrap_or_else(|e| e.exit());
+    let d = cli.scenario.defaults();
+    if !given(&matches, "device_memory") {
+        cli.device.device_memory = d.card.parse().map_err(anyhow::Error::msg)?;
+    }
+    let set = |v: &mut u64, id: &str, default: u64| {
+        if !given(&matches, id) {
+            *v = default;
+        }
+    };
+    set(&mut cli.model.hidden, "hidden", d.hidden);
+    set(&mut cli.model.layers, "layers", d.layers);
+    set(&mut cli.model.samples, "samples", d.samples);
+    set(&mut cli.epochs, "epochs", d.epochs);
+    if !given(&matches, "batch") {
+        cli.model.batch = gpumem::train::BatchSize::Rows(d.batch);
+    }
+    let out = Output::new(cli.json);
+    cli.model.config().validate()?;
+    let probe = DeviceOptions {
+        allocator: cli.allocator.config(),
+        ..cli.device.options(cli.device.backend)
+    };
+    let opened = Device::new(&probe)?.info();
+    // The fragmentation runs need gigabytes: planned unless a hardware GPU or an explicit
+    // backing was asked for. The others are small enough to execute on the cpu.
+    let (backend, why) = match cli.scenario {
+        Scenario::Fragmentation => {
+            demo::args::heavy_backend(cli.device.backend, opened.backend, cli.device.device_memory)
+        }
+        // Thousands of steps: quick on a GPU or planned, a few minutes of cpu kernels.
+        Scenario::Leak => match (cli.device.backend, opened.backend) {
+            (Backend::Auto, Backend::Cpu) => (
+                Backend::Plan,
+                Some(
+                    "planned on the plan backing: no hardware GPU was found, and executing \
+                     thousands of steps twice on the cpu takes minutes (--backend cpu does it)"
+                        .to_string(),
+                ),
+            ),
+            (_, b) => (b, None),
+        },
+        Scenario::Train => (opened.backend, None),
+    };
+    let setup = Setup {
+        device: cli.device,
+        model: cli.model,
+        allocator: cli.allocator,
+        epochs: cli.epochs,
+        out: cli.out,
+        backend,
+        why,
+        opened,
+    };
+    match cli.scenario {
+        Scenario::Train => watch::run(&setup, out),
+        Scenario::Leak => leak::run(&setup, out),
+        Scenario::Fragmentation => fragmentation::run(&setup, out),
+    }
+}
+
+/// Writes the run's timeline to `setup.out` and returns the path written.
+pub fn write_timeline(
+    setup: &Setup,
+    result: &runner::RunResult,
+    title: &str,
+) -> anyhow::Result<PathBuf> {
+    use anyhow::Context;
+    let alt = format!(
+        "Step chart of allocated and reserved memory after each of {} allocator events ({title}): \
+         peak allocated {}, peak reserved {}{}.",
+        result.trace.events.len(),
+        gpumem::size::format_bytes(result.trace.peak_allocated()),
+        gpumem::size::format_bytes(result.trace.peak_reserved()),
+        setup.card().map_or(String::new(), |c| format!(
+            ", on a card of {}",
+            gpumem::size::format_bytes(c)
+        ))
+    );
+    let svg = figures::charts::timeline::timeline_svg(&figures::charts::timeline::TimelineChart {
+        trace: &result.trace,
+        capacity: setup.card(),
+        title,
+        alt: &alt,
+        phases: &result.phases,
+    })?;
+    if let Some(dir) = setup.out.parent().filter(|d| !d.as_os_str().is_empty()) {
+        std::fs::create_dir_all(dir)
+            .with_context(|| format!("cannot create the folder {}", dir.display()))?;
+    }
+    std::fs::write(&setup.out, svg)
+        .with_context(|| format!("cannot write the timeline to {}", setup.out.display()))?;
+    Ok(setup.out.clone())
+}

@@ -1,0 +1,90 @@
+//! `--scenario train`: the lesson's network for a few epochs with the allocator's trace on —
+//! allocated and reserved after each epoch, the `memory_summary()` table, and the timeline.
+
+use crate::runner::{self, EpochMemory, Keep, RunSpec};
+use crate::{Setup, write_timeline};
+use demo::Output;
+use gpumem::size::format_bytes;
+use serde_json::json;
+
+/// One row per epoch: the allocator's figures (and the loss when kernels ran).
+pub fn epoch_rows(epochs: &[EpochMemory]) -> Vec<Vec<String>> {
+    epochs
+        .iter()
+        .map(|e| {
+            vec![
+                e.epoch.to_string(),
+                e.steps.to_string(),
+                format_bytes(e.allocated),
+                format_bytes(e.reserved),
+                format_bytes(e.peak_allocated),
+                format_bytes(e.peak_reserved),
+                e.loss.map_or("-".into(), |l| format!("{l:.4}")),
+            ]
+        })
+        .collect()
+}
+
+pub const EPOCH_HEADERS: [&str; 7] = [
+    "epoch",
+    "steps",
+    "allocated",
+    "reserved",
+    "peak allocated",
+    "peak reserved",
+    "loss",
+];
+
+pub fn run(setup: &Setup, out: Output) -> anyhow::Result<()> {
+    setup.header(out, "watching allocated and reserved memory");
+    let spec = RunSpec {
+        options: setup.options(setup.allocator.config()),
+        config: setup.model.config(),
+        samples: setup.model.samples,
+        batch: setup.batch(),
+        epochs: setup.epochs,
+        seed: setup.model.seed,
+        keep: Keep::Nothing,
+        empty_cache_on_size_change: false,
+        trace: true,
+    };
+    let bar = demo::progress(1, "training", out);
+    let result = runner::run(&spec)?;
+    bar.finish_and_clear();
+    out.section("After each epoch (the allocator's figures)");
+    out.table(&EPOCH_HEADERS, &epoch_rows(&result.epochs));
+    if let Some(f) = &result.failure {
+        out.line(format!(
+            "\nEpoch {} step {} ran out of memory:\n{}",
+            f.epoch, f.step, f.oom
+        ));
+    }
+    out.line(format!(
+        "\nReserved stays at or above allocated: freed blocks go back to the cache, not to the \
+         device. Allocated peaked at {}, reserved at {}.",
+        format_bytes(result.peak_allocated),
+        format_bytes(result.peak_reserved)
+    ));
+    out.section("memory_summary() at the end");
+    out.line(result.summary.trim_end());
+    let title = format!("{} epochs of the lesson's network", result.epochs.len());
+    let path = write_timeline(setup, &result, &title)?;
+    out.line(format!(
+        "\ntimeline ({} events): {}",
+        result.trace.events.len(),
+        path.display()
+    ));
+    out.json(&json!({
+        "scenario": "train",
+        "device": setup.opened,
+        "backend": setup.backend,
+        "config": setup.model.config(),
+        "allocator": setup.allocator.config(),
+        "run": result,
+        "events": result.trace.events.len(),
+        "trace_peak_allocated": result.trace.peak_allocated(),
+        "trace_peak_reserved": result.trace.peak_reserved(),
+        "timeline": path,
+    }));
+    Ok(())
+}
