@@ -8,6 +8,7 @@
 
 pub mod challenge1;
 pub mod challenge2;
+pub mod challenge3;
 mod measure;
 mod report;
 mod setup;

@@ -1,0 +1,258 @@
+//! Proofs that challenge 3's grader grades: the reference solution passes, the shipped stub
+//! fails (part 1 "not attempted", part 2 because its loop leaks), and plausible wrong answers
+//! fail on the function they get wrong, with a hint that points at the mistake.
+//!
+//! If you solved the exercise in place, the stub proof fails because the stub is no longer a
+//! stub: `git checkout -- exercises/challenge3/src/answer.rs` restores it.
+
+use grading::challenge3::grade;
+use grading::{Outcome, Report, challenge3_answers, seed};
+
+#[path = "../../../exercises/challenge3/solution/answer.rs"]
+mod solution;
+#[path = "../../../exercises/challenge3/src/answer.rs"]
+mod stub;
+
+/// Asserts the report failed, only on `function`, and that the first miss's hint mentions
+/// `hint`.
+fn fails_on(report: &Report, function: &str, hint: &str) {
+    assert!(!report.passed(), "a wrong answer passed:\n{report}");
+    let misses: Vec<_> = report.misses().collect();
+    assert!(
+        misses.iter().all(|c| c.function == function),
+        "missed elsewhere too:\n{report}"
+    );
+    assert!(
+        misses.iter().all(|c| c.outcome == Outcome::Fail),
+        "{report}"
+    );
+    assert!(
+        misses[0].hint.contains(hint),
+        "hint `{}` lacks `{hint}`",
+        misses[0].hint
+    );
+    let text = report.to_string();
+    assert!(
+        text.contains("expected:") && text.contains("got:"),
+        "{text}"
+    );
+}
+
+#[test]
+fn the_reference_solution_passes() {
+    let report = grade(&challenge3_answers!(solution), seed());
+    assert!(report.passed(), "{report}");
+    assert!(report.checks.len() >= 60, "{}", report.checks.len());
+}
+
+#[test]
+fn the_reference_solution_passes_other_seeds() {
+    for s in [1, 7, 99] {
+        let report = grade(&challenge3_answers!(solution), s);
+        assert!(report.passed(), "seed {s}:\n{report}");
+    }
+}
+
+#[test]
+fn the_shipped_stub_fails_kindly() {
+    let report = grade(&challenge3_answers!(stub), seed());
+    assert!(!report.passed());
+    for c in &report.checks {
+        match c.function {
+            "train" => {}
+            _ => assert_eq!(c.outcome, Outcome::NotAttempted, "{report}"),
+        }
+    }
+    let text = report.to_string();
+    assert!(text.contains("not attempted yet"), "{text}");
+    // The leaking loop still trains (its losses are right) but its peak climbs.
+    let train: Vec<_> = report
+        .checks
+        .iter()
+        .filter(|c| c.function == "train")
+        .collect();
+    assert!(train.iter().any(|c| c.outcome == Outcome::Fail), "{report}");
+    assert!(train.iter().any(|c| c.outcome == Outcome::Pass), "{report}");
+    assert!(text.contains("memory still grows"), "{text}");
+}
+
+/// Forgetting the 512-byte rounding.
+mod no_rounding {
+    pub use crate::solution::{memory_after, segment_for, train};
+    pub fn rounded_size(requested: u64) -> u64 {
+        requested
+    }
+}
+
+/// Rounding to 512 but sizing segments as if the device gave exactly what was asked.
+mod no_small_segment {
+    pub use crate::solution::{memory_after, rounded_size, train};
+    pub fn segment_for(requested: u64) -> u64 {
+        let size = rounded_size(requested);
+        if size < 10 << 20 {
+            size
+        } else {
+            size.div_ceil(2 << 20) * (2 << 20)
+        }
+    }
+}
+
+/// A simulation where a small request reserves only its rounded size.
+mod small_reserves_itself {
+    pub use crate::solution::{rounded_size, segment_for, train};
+    use grading::challenge3::Step;
+    pub fn memory_after(steps: &[Step]) -> Vec<(u64, u64)> {
+        // Small requests: reserved grows by the block; large ones as the solution says.
+        let mut out: Vec<(u64, u64)> = Vec::new();
+        let solved = crate::solution::memory_after(steps);
+        let mut extra_small = 0i64;
+        for (i, s) in steps.iter().enumerate() {
+            if let Step::Alloc(b) = s {
+                if rounded_size(*b) <= 1 << 20 {
+                    extra_small += rounded_size(*b) as i64 - (2 << 20);
+                }
+            }
+            let (a, r) = solved[i];
+            out.push((a, (r as i64 + extra_small).max(0) as u64));
+        }
+        out
+    }
+}
+
+/// Thinking a free gives memory back to the device.
+mod free_returns_memory {
+    pub use crate::solution::{rounded_size, segment_for, train};
+    use grading::challenge3::Step;
+    pub fn memory_after(steps: &[Step]) -> Vec<(u64, u64)> {
+        // Reserved follows allocated down on every free.
+        let solved = crate::solution::memory_after(steps);
+        let mut out = Vec::new();
+        let mut freed = 0u64;
+        for (i, s) in steps.iter().enumerate() {
+            if let Step::Free(j) = s {
+                let before = if *j == 0 { 0 } else { solved[*j - 1].0 };
+                freed += solved[*j].0 - before.min(solved[*j].0);
+            }
+            let (a, r) = solved[i];
+            out.push((a, r.saturating_sub(freed)));
+        }
+        out
+    }
+}
+
+/// A "fix" that empties the cache after every step but still keeps the outputs.
+mod empty_cache_fix {
+    pub use crate::solution::{memory_after, rounded_size, segment_for};
+    use gpumem::Error;
+    use gpumem::data::Split;
+    use gpumem::mlp::{Batch, Mlp};
+    pub fn train(mlp: &mut Mlp, batches: &[Split], epochs: u64) -> Result<Vec<f32>, Error> {
+        let mut kept = Vec::new();
+        let mut losses = Vec::new();
+        for _ in 0..epochs {
+            let (mut sum, mut rows) = (0.0f64, 0u64);
+            for batch in batches {
+                let (r, outputs) = mlp.train_step_with_outputs(Batch::Data(batch))?;
+                sum += f64::from(r.loss.unwrap_or(f32::NAN)) * r.rows as f64;
+                rows += r.rows;
+                kept.push(outputs);
+                mlp.device().empty_cache();
+            }
+            losses.push((sum / rows as f64) as f32);
+        }
+        Ok(losses)
+    }
+}
+
+/// A "fix" that forgets the history each epoch: flat across epochs, growing within one.
+mod per_epoch_history {
+    pub use crate::solution::{memory_after, rounded_size, segment_for};
+    use gpumem::Error;
+    use gpumem::data::Split;
+    use gpumem::mlp::{Batch, Mlp};
+    pub fn train(mlp: &mut Mlp, batches: &[Split], epochs: u64) -> Result<Vec<f32>, Error> {
+        let mut losses = Vec::new();
+        for _ in 0..epochs {
+            let mut epoch = Vec::new();
+            for batch in batches {
+                epoch.push(mlp.train_step_with_outputs(Batch::Data(batch))?.1);
+            }
+            let mut sum = 0.0f64;
+            let mut rows = 0u64;
+            for o in &epoch {
+                for row in o.loss_rows.read::<f32>()?.chunks(2) {
+                    sum += f64::from(row[0]);
+                    rows += 1;
+                }
+            }
+            losses.push((sum / rows as f64) as f32);
+        }
+        Ok(losses)
+    }
+}
+
+/// A loop that stops leaking by not training.
+mod no_training {
+    pub use crate::solution::{memory_after, rounded_size, segment_for};
+    use gpumem::Error;
+    use gpumem::data::Split;
+    use gpumem::mlp::Mlp;
+    pub fn train(_mlp: &mut Mlp, _batches: &[Split], epochs: u64) -> Result<Vec<f32>, Error> {
+        Ok(vec![0.0; epochs as usize])
+    }
+}
+
+#[test]
+fn forgetting_the_rounding_fails() {
+    fails_on(
+        &grade(&challenge3_answers!(no_rounding), seed()),
+        "rounded_size",
+        "512",
+    );
+}
+
+#[test]
+fn a_small_request_without_its_segment_fails() {
+    fails_on(
+        &grade(&challenge3_answers!(no_small_segment), seed()),
+        "segment_for",
+        "2 MiB",
+    );
+    fails_on(
+        &grade(&challenge3_answers!(small_reserves_itself), seed()),
+        "memory_after",
+        "2 MiB",
+    );
+}
+
+#[test]
+fn thinking_free_returns_memory_fails() {
+    fails_on(
+        &grade(&challenge3_answers!(free_returns_memory), seed()),
+        "memory_after",
+        "empty_cache",
+    );
+}
+
+#[test]
+fn a_fix_that_still_leaks_fails() {
+    fails_on(
+        &grade(&challenge3_answers!(empty_cache_fix), seed()),
+        "train",
+        "empty_cache() cannot help",
+    );
+    fails_on(
+        &grade(&challenge3_answers!(per_epoch_history), seed()),
+        "train",
+        "grows with every step",
+    );
+}
+
+#[test]
+fn a_loop_that_does_not_train_fails() {
+    fails_on(
+        &grade(&challenge3_answers!(no_training), seed()),
+        "train",
+        "train on every batch",
+    );
+}
