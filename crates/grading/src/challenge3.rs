@@ -30,13 +30,19 @@ pub enum Step {
     EmptyCache,
 }
 
+/// A training loop: trains on the batches for some epochs, returns each epoch's loss.
+pub type TrainFn = fn(mlp: &mut Mlp, batches: &[Split], epochs: u64) -> Result<Vec<f32>, Error>;
+
+/// A loop's losses (or its error, in words) and the peak allocated bytes of its run.
+type LoopRun = (Result<Vec<f32>, String>, u64);
+
 /// The learner's functions.
 #[derive(Clone, Copy)]
 pub struct Answers {
     pub rounded_size: fn(requested: u64) -> u64,
     pub segment_for: fn(requested: u64) -> u64,
     pub memory_after: fn(steps: &[Step]) -> Vec<(u64, u64)>,
-    pub train: fn(mlp: &mut Mlp, batches: &[Split], epochs: u64) -> Result<Vec<f32>, Error>,
+    pub train: TrainFn,
 }
 
 /// `Answers` from a module that defines the four functions.
@@ -320,11 +326,7 @@ fn cpu_device() -> Device {
 }
 
 /// What a loop did on a fresh device: its losses and the device's peak allocated bytes.
-fn run_loop(
-    train: fn(&mut Mlp, &[Split], u64) -> Result<Vec<f32>, Error>,
-    steps: u64,
-    epochs: u64,
-) -> Result<(Result<Vec<f32>, String>, u64), NoValue> {
+fn run_loop(train: TrainFn, steps: u64, epochs: u64) -> Result<LoopRun, NoValue> {
     let device = cpu_device();
     let mut mlp = Mlp::new(&device, &MlpConfig::lesson(WIDTH), SEED).expect("a small network");
     let data = batches(steps);
@@ -365,11 +367,10 @@ blocks that no tensor uses";
 /// Grades part 2.
 fn grade_training(answers: &Answers, report: &mut Report) {
     const STEPS: u64 = 8;
-    let runs: Vec<Result<(Result<Vec<f32>, String>, u64), NoValue>> =
-        [(STEPS, 1), (STEPS, 2), (STEPS, 3)]
-            .iter()
-            .map(|&(s, e)| run_loop(answers.train, s, e))
-            .collect();
+    let runs: Vec<Result<LoopRun, NoValue>> = [(STEPS, 1), (STEPS, 2), (STEPS, 3)]
+        .iter()
+        .map(|&(s, e)| run_loop(answers.train, s, e))
+        .collect();
     let peaks: Result<Vec<u64>, NoValue> = runs
         .iter()
         .map(|r| match r {
