@@ -6,6 +6,7 @@ pub mod data;
 pub mod device;
 pub mod estimate;
 pub mod exec;
+pub mod fit;
 pub mod measure;
 pub mod mlp;
 pub mod report;
