@@ -8,4 +8,4 @@ pub mod output;
 
 pub use alloc_args::AllocatorArgs;
 pub use args::{DeviceArgs, ModelArgs, with_defaults};
-pub use output::{Output, progress, run_main};
+pub use output::{Output, device_line, progress, run_main};

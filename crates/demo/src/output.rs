@@ -19,7 +19,7 @@ impl Output {
     /// A line of text (not in JSON mode).
     pub fn line(&self, text: impl AsRef<str>) {
         if !self.json {
-            println!("{}", text.as_ref());
+            print_line(text.as_ref());
         }
     }
 
@@ -36,13 +36,34 @@ impl Output {
     /// Prints the JSON document (in JSON mode only).
     pub fn json(&self, value: &serde_json::Value) {
         if self.json {
-            println!(
-                "{}",
-                serde_json::to_string_pretty(value)
-                    .unwrap_or_else(|e| format!("{{\"error\": \"{e}\"}}"))
-            );
+            let text = serde_json::to_string_pretty(value);
+            print_line(&text.unwrap_or_else(|e| format!("{{\"error\": \"{e}\"}}")));
         }
     }
+}
+
+/// Prints a line to stdout. When the reader has gone (`| head`), stop quietly, as command
+/// line tools do, instead of panicking on the broken pipe.
+fn print_line(text: &str) {
+    use std::io::Write;
+    if let Err(e) = writeln!(std::io::stdout().lock(), "{text}") {
+        if e.kind() == std::io::ErrorKind::BrokenPipe {
+            std::process::exit(0);
+        }
+    }
+}
+
+/// The `device:` line every demo prints: the backing, the adapter on wgpu, why it was
+/// chosen, and the card.
+pub fn device_line(info: &gpumem::device::DeviceInfo) -> String {
+    let adapter = match info.backend {
+        gpumem::Backend::Wgpu => format!(" on {}", info.name),
+        _ => String::new(),
+    };
+    format!(
+        "device:  {} backing{adapter} ({}), {} card",
+        info.backend, info.reason, info.memory
+    )
 }
 
 /// Formats an aligned table.

@@ -24,8 +24,10 @@ use rand::{RngExt, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use rand_distr::{Beta, Distribution, Gamma};
 
+// ANCHOR: lesson_events
 /// Training events implied by the lesson's 8.74 GiB full-batch activation at width 2000.
 pub const LESSON_TRAINING_EVENTS: u64 = 1_173_000;
+// ANCHOR_END: lesson_events
 
 /// Features per event.
 pub const FEATURES: u64 = 2;

@@ -18,9 +18,12 @@ use crate::mlp::micro_batches;
 use crate::size::format_bytes;
 use std::fmt;
 
+// ANCHOR: bytes_per_value
 /// Bytes of one float32 value.
 const F32: u64 = 4;
+// ANCHOR_END: bytes_per_value
 
+// ANCHOR: block_bytes
 /// The block the caching allocator hands out for a fresh request of `bytes`.
 ///
 /// Requests are rounded up to 512 B. A request of 10 MiB or more gets a segment rounded up to
@@ -38,6 +41,7 @@ pub fn block_bytes(bytes: u64) -> u64 {
         r
     }
 }
+// ANCHOR_END: block_bytes
 
 /// Identical requests between 1 MiB and 10 MiB, allocated one after another, fill 20 MiB
 /// segments `per_segment` at a time; the last in each segment takes the leftover bytes
@@ -121,6 +125,7 @@ pub fn estimate(config: &MlpConfig, batch: u64) -> Result<Estimate, Error> {
     }
     let (h, l) = (config.hidden, config.layers);
     let strategy = config.strategy;
+    // ANCHOR: model
     // Bytes per value: parameters (and their gradients and state), activations, data.
     let (sp, sa, sd) = (
         strategy.precision.parameters().size(),
@@ -142,7 +147,9 @@ pub fn estimate(config: &MlpConfig, batch: u64) -> Result<Estimate, Error> {
     let parameters = one_copy + leftover(0);
     let gradients = one_copy + leftover(1);
     let optimizer_state: u64 = (2..copies).map(|c| one_copy + leftover(c)).sum();
+    // ANCHOR_END: model
 
+    // ANCHOR: per_step
     // Checkpointing keeps the output of each of the S − 1 earlier segments of g layers and
     // all g_last activations of the last segment; off, that is one segment of L layers.
     let g = strategy.checkpointing.segment(l);
@@ -181,9 +188,12 @@ pub fn estimate(config: &MlpConfig, batch: u64) -> Result<Estimate, Error> {
         .map(|(j, &(_, rows))| step(rows, j > 0))
         .max_by_key(|&(x, a, t)| x + a + t)
         .unwrap_or_default();
+    // ANCHOR_END: per_step
 
+    // ANCHOR: sum
     let peak_allocated =
         parameters + gradients + optimizer_state + input_batch + activations + temporaries;
+    // ANCHOR_END: sum
     Ok(Estimate {
         parameters,
         gradients,

@@ -240,8 +240,10 @@ impl Tensor {
     }
 }
 
+// ANCHOR: drop
 impl Drop for Tensor {
     fn drop(&mut self) {
         self.device.free(self.block);
     }
 }
+// ANCHOR_END: drop

@@ -19,6 +19,7 @@ use gpumem::{Backend, Device, DeviceOptions, Error, MemorySpec};
 use rand::{RngExt, SeedableRng};
 use std::fmt;
 
+// ANCHOR: step
 /// One step of an allocation script.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Step {
@@ -29,6 +30,7 @@ pub enum Step {
     /// `torch.cuda.empty_cache()`: give unused cached segments back to the device.
     EmptyCache,
 }
+// ANCHOR_END: step
 
 /// A training loop: trains on the batches for some epochs, returns each epoch's loss.
 pub type TrainFn = fn(mlp: &mut Mlp, batches: &[Split], epochs: u64) -> Result<Vec<f32>, Error>;

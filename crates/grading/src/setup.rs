@@ -4,6 +4,7 @@ use gpumem::mlp::MlpConfig;
 use gpumem::size::format_bytes;
 use std::fmt;
 
+// ANCHOR: setup
 /// Which optimizer trains the network.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Opt {
@@ -24,6 +25,7 @@ pub struct Setup {
     pub batch: u64,
     pub optimizer: Opt,
 }
+// ANCHOR_END: setup
 
 impl Setup {
     /// The lesson's data (2 features, 2 classes) with the given network and batch.

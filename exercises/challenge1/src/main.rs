@@ -46,10 +46,7 @@ fn run() -> anyhow::Result<()> {
     let device = Device::new(&cli.device.options(cli.device.backend))?;
     let info = device.info();
     out.line("Challenge 1 — the whole training set as one batch");
-    out.line(format!(
-        "device:  {} backing ({}), {} card",
-        info.backend, info.reason, info.memory
-    ));
+    out.line(demo::device_line(&info));
     out.line(format!(
         "network: {} inputs → {} hidden layer(s) of {} (ReLU) → {} classes, {}, {} parameters",
         config.inputs,
@@ -76,6 +73,9 @@ fn run() -> anyhow::Result<()> {
     ));
     match &why {
         Some(why) => out.line(format!("backing: {why}")),
+        None if heavy == Backend::Plan => {
+            out.line("backing: plan — planned: every allocation made, no kernel run")
+        }
         None => out.line(format!("backing: {heavy}, executed")),
     }
     let e = estimate(&config, rows)?;

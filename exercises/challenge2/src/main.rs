@@ -49,10 +49,7 @@ fn run() -> anyhow::Result<()> {
         demo::args::heavy_backend(cli.device.backend, opened.backend, cli.device.device_memory);
     let options = cli.device.options(backend);
     out.line("Challenge 2 — how deep before the card runs out?");
-    out.line(format!(
-        "device:  {} backing ({}), {} card",
-        opened.backend, opened.reason, opened.memory
-    ));
+    out.line(demo::device_line(&opened));
     if let Some(why) = &why {
         out.line(format!("runs:    {why}"));
     }

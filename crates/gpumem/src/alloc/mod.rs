@@ -30,6 +30,7 @@ pub use trace::{EventKind, Trace, TraceEvent};
 
 use std::collections::{BTreeMap, BTreeSet};
 
+// ANCHOR: sizes
 /// Requests are rounded up to a multiple of this (`kMinBlockSize`).
 pub const MIN_BLOCK: u64 = 512;
 /// Requests up to this size use the small pool (`kSmallSize`).
@@ -42,6 +43,7 @@ pub const MIN_LARGE_ALLOC: u64 = 10 << 20;
 pub const LARGE_BUFFER: u64 = 20 << 20;
 /// Larger segments are rounded up to a multiple of this (`kRoundLarge`).
 pub const ROUND_LARGE: u64 = 2 << 20;
+// ANCHOR_END: sizes
 
 /// Where the allocator's address space starts (addresses are the allocator's own, the same
 /// on every backing, so traces compare across backings).
@@ -73,6 +75,7 @@ pub fn pool_for(size: u64) -> Pool {
     }
 }
 
+// ANCHOR: segment_size
 /// The segment the allocator asks the device for when no cached block fits
 /// (`get_allocation_size`). `None` when it would overflow.
 pub fn segment_size(size: u64) -> Option<u64> {
@@ -84,6 +87,7 @@ pub fn segment_size(size: u64) -> Option<u64> {
         size.checked_next_multiple_of(ROUND_LARGE)
     }
 }
+// ANCHOR_END: segment_size
 
 /// Whether a block of `block_size` serving a request of `size` is split, leaving the rest
 /// as a free block (`should_split`).
@@ -95,6 +99,7 @@ pub fn should_split(size: u64, block_size: u64, max_split_size: Option<u64>) -> 
     }
 }
 
+// ANCHOR: allocator_config
 /// The allocator's settings (PyTorch's `PYTORCH_CUDA_ALLOC_CONF` and
 /// `PYTORCH_NO_CUDA_MEMORY_CACHING`).
 #[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
@@ -109,6 +114,7 @@ pub struct AllocatorConfig {
     /// `false` gives every request its own segment and returns it on free.
     pub caching: bool,
 }
+// ANCHOR_END: allocator_config
 
 impl Default for AllocatorConfig {
     fn default() -> Self {

@@ -222,7 +222,7 @@ impl Device {
                 (
                     Backing::Wgpu(BufferStore::new(Rc::new(gpu))),
                     name,
-                    format!("asked for ({kind} adapter)"),
+                    format!("asked for, a {kind} adapter"),
                 )
             }
             Backend::Auto => {

@@ -65,6 +65,7 @@ impl fmt::Display for Optimizer {
     }
 }
 
+// ANCHOR: precision
 /// What the numbers are stored as.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -79,6 +80,7 @@ pub enum Precision {
     /// Everything float64, as numpy loads data by default: twice the bytes of float32.
     Float64,
 }
+// ANCHOR_END: precision
 
 impl Precision {
     /// Parameters, gradients and optimizer state.
