@@ -9,6 +9,7 @@
 pub mod challenge1;
 pub mod challenge2;
 pub mod challenge3;
+pub mod challenge4;
 mod measure;
 mod report;
 mod setup;

@@ -1,0 +1,344 @@
+//! Proofs that Challenge 4's grader grades: the reference solution passes, the shipped stub
+//! is "not attempted", and plausible wrong answers fail on the check they get wrong, with a
+//! hint that points at the mistake.
+//!
+//! If you solved the exercise in place, the stub proof fails because the stub is no longer a
+//! stub: `git checkout -- exercises/challenge4/src/answer.rs` restores it.
+
+use grading::challenge4::{
+    Checkpointing, FITS, NOTHING_NEEDLESS, Precision, SAME_BATCH, Settings, grade,
+};
+use grading::{Opt, Outcome, Report, Setup, challenge4_answers, seed};
+
+#[path = "../../../exercises/challenge4/solution/answer.rs"]
+mod solution;
+#[path = "../../../exercises/challenge4/src/answer.rs"]
+mod stub;
+
+/// Asserts the report failed, only in the check group `group`, and that its hint mentions
+/// `hint`.
+fn fails_on(report: &Report, group: &str, hint: &str) {
+    assert!(!report.passed(), "a wrong answer passed:\n{report}");
+    let misses: Vec<_> = report.misses().collect();
+    assert!(
+        misses.iter().all(|c| c.function == group),
+        "missed elsewhere too:\n{report}"
+    );
+    assert!(misses.iter().all(|c| c.outcome == Outcome::Fail));
+    assert!(
+        misses[0].hint.contains(hint),
+        "hint `{}` lacks `{hint}`",
+        misses[0].hint
+    );
+    let text = report.to_string();
+    assert!(
+        text.contains("expected:") && text.contains("got:"),
+        "{text}"
+    );
+}
+
+#[test]
+fn the_reference_solution_passes() {
+    let report = grade(&challenge4_answers!(solution), seed());
+    assert!(report.passed(), "{report}");
+    assert!(report.checks.len() >= 40, "{}", report.checks.len());
+    // Every rule is exercised on fixed and random cases.
+    for group in ["peak_bytes", FITS, SAME_BATCH, NOTHING_NEEDLESS] {
+        let n = report.checks.iter().filter(|c| c.function == group).count();
+        assert!(n >= 10, "{group}: {n} checks");
+    }
+}
+
+#[test]
+fn the_reference_solution_passes_other_seeds() {
+    for seed in [1, 7, 99] {
+        let report = grade(&challenge4_answers!(solution), seed);
+        assert!(report.passed(), "seed {seed}:\n{report}");
+    }
+}
+
+#[test]
+fn the_reference_solution_needs_every_strategy_somewhere() {
+    // The cases ask for each strategy (and for none): a grader whose cases one strategy
+    // could always solve would not teach the others.
+    let report = grade(&challenge4_answers!(solution), seed());
+    let chosen: Vec<&str> = report
+        .checks
+        .iter()
+        .filter(|c| c.function == FITS)
+        .map(|c| c.case.as_str())
+        .collect();
+    for what in [
+        "float32, 1 micro-batch of 32 rows, no checkpointing",
+        "mixed precision, 1 micro-batch",
+        "checkpoints every",
+        "micro-batches of",
+    ] {
+        assert!(
+            chosen.iter().any(|c| c.contains(what)),
+            "no case needs `{what}`:\n{chosen:#?}"
+        );
+    }
+}
+
+#[test]
+fn the_shipped_stub_is_not_attempted() {
+    let report = grade(&challenge4_answers!(stub), seed());
+    assert!(!report.passed());
+    assert!(
+        report
+            .checks
+            .iter()
+            .all(|c| c.outcome == Outcome::NotAttempted),
+        "{report}"
+    );
+    assert!(report.to_string().contains("not attempted yet"), "{report}");
+}
+
+/// Halving the batch until it fits, instead of accumulating: another training run.
+mod smaller_batch {
+    use super::*;
+    pub use crate::solution::peak_bytes;
+    pub fn choose_settings(setup: Setup, card: u64) -> Settings {
+        let mut rows = setup.batch;
+        let mut s = Settings::plain(rows);
+        while peak_bytes(setup, s) > card / 100 * 95 && rows > 1 {
+            rows /= 2;
+            s = Settings::plain(rows);
+        }
+        s
+    }
+}
+
+/// Every strategy at once: it fits, but most of it is not needed.
+mod everything_on {
+    use super::*;
+    pub use crate::solution::peak_bytes;
+    pub fn choose_settings(setup: Setup, card: u64) -> Settings {
+        (1..=setup.batch)
+            .map(|steps| Settings {
+                precision: Precision::Mixed,
+                micro_batch: setup.batch.div_ceil(steps),
+                accumulation_steps: steps,
+                checkpointing: Checkpointing::Sqrt,
+            })
+            .find(|&s| peak_bytes(setup, s) <= card / 100 * 95)
+            .unwrap_or(Settings::plain(setup.batch))
+    }
+}
+
+/// Believing that 16-bit floats halve the whole step, model included.
+mod mixed_halves_everything {
+    use super::*;
+    pub use crate::solution::choose_settings;
+    pub fn peak_bytes(setup: Setup, settings: Settings) -> u64 {
+        let float32 = crate::solution::peak_bytes(
+            setup,
+            Settings {
+                precision: Precision::Float32,
+                ..settings
+            },
+        );
+        match settings.precision {
+            Precision::Mixed => float32 / 2,
+            _ => crate::solution::peak_bytes(setup, settings),
+        }
+    }
+}
+
+/// Choosing with that belief: mixed precision looks enough where the model is large.
+mod mixed_halves_everything_when_choosing {
+    use super::*;
+    pub use crate::solution::peak_bytes;
+    pub fn choose_settings(setup: Setup, card: u64) -> Settings {
+        let halved = |s: Settings| match s.precision {
+            Precision::Mixed => {
+                peak_bytes(
+                    setup,
+                    Settings {
+                        precision: Precision::Float32,
+                        ..s
+                    },
+                ) / 2
+            }
+            _ => peak_bytes(setup, s),
+        };
+        for steps in 1..=setup.batch {
+            for (precision, checkpointing) in [
+                (Precision::Float32, Checkpointing::Off),
+                (Precision::Mixed, Checkpointing::Off),
+                (Precision::Float32, Checkpointing::Sqrt),
+                (Precision::Mixed, Checkpointing::Sqrt),
+            ] {
+                let s = Settings {
+                    precision,
+                    micro_batch: setup.batch.div_ceil(steps),
+                    accumulation_steps: steps,
+                    checkpointing,
+                };
+                if halved(s) <= card / 100 * 95 {
+                    return s;
+                }
+            }
+        }
+        Settings::plain(setup.batch)
+    }
+}
+
+/// Rounding the micro-batch down: the last rows of an uneven batch are never seen.
+mod floor_micro_batch {
+    use super::*;
+    pub use crate::solution::peak_bytes;
+    pub fn choose_settings(setup: Setup, card: u64) -> Settings {
+        let s = crate::solution::choose_settings(setup, card);
+        Settings {
+            micro_batch: setup.batch / s.accumulation_steps,
+            ..s
+        }
+    }
+}
+
+/// Twice the micro-batches needed, "to be safe".
+mod too_many_micro_batches {
+    use super::*;
+    pub use crate::solution::peak_bytes;
+    pub fn choose_settings(setup: Setup, card: u64) -> Settings {
+        let s = crate::solution::choose_settings(setup, card);
+        if s.accumulation_steps == 1 {
+            return s;
+        }
+        let steps = (2 * s.accumulation_steps).min(setup.batch);
+        Settings {
+            micro_batch: setup.batch.div_ceil(steps),
+            accumulation_steps: steps,
+            ..s
+        }
+    }
+}
+
+/// Checkpointing counted as keeping only one activation per segment (forgetting the
+/// segment being recomputed).
+mod checkpoints_only {
+    use super::*;
+    pub use crate::solution::choose_settings;
+    pub fn peak_bytes(setup: Setup, settings: Settings) -> u64 {
+        let full = crate::solution::peak_bytes(setup, settings);
+        let g = match settings.checkpointing {
+            Checkpointing::Off => return full,
+            Checkpointing::Every(k) => k.clamp(1, setup.layers),
+            Checkpointing::Sqrt => (setup.layers as f64).sqrt().ceil() as u64,
+        };
+        let act = match settings.precision {
+            Precision::Mixed => 2,
+            Precision::Float32 => 4,
+            Precision::Float64 => 8,
+        };
+        full - g * settings.micro_batch * setup.width * act
+    }
+}
+
+#[test]
+fn a_smaller_batch_fails_the_batch_rule() {
+    fails_on(
+        &grade(&challenge4_answers!(smaller_batch), seed()),
+        SAME_BATCH,
+        "different training run",
+    );
+}
+
+#[test]
+fn everything_on_fails_the_needless_rule() {
+    fails_on(
+        &grade(&challenge4_answers!(everything_on), seed()),
+        NOTHING_NEEDLESS,
+        "not needed only costs",
+    );
+}
+
+#[test]
+fn mixed_precision_halving_everything_fails_the_equation() {
+    fails_on(
+        &grade(&challenge4_answers!(mixed_halves_everything), seed()),
+        "peak_bytes",
+        "stay float32",
+    );
+}
+
+#[test]
+fn choosing_as_if_mixed_precision_halved_everything_does_not_fit() {
+    let report = grade(
+        &challenge4_answers!(mixed_halves_everything_when_choosing),
+        seed(),
+    );
+    fails_on(&report, FITS, "optimizer's state stay float32");
+    assert!(report.to_string().contains("out of memory"), "{report}");
+}
+
+#[test]
+fn a_rounded_down_micro_batch_fails_the_batch_rule() {
+    fails_on(
+        &grade(&challenge4_answers!(floor_micro_batch), seed()),
+        SAME_BATCH,
+        "⌈batch / accumulation_steps⌉",
+    );
+}
+
+#[test]
+fn too_many_micro_batches_fail_the_needless_rule() {
+    let report = grade(&challenge4_answers!(too_many_micro_batches), seed());
+    fails_on(&report, NOTHING_NEEDLESS, "fewest micro-batches");
+    assert!(report.to_string().contains("micro-batch ("), "{report}");
+}
+
+#[test]
+fn forgetting_the_recomputed_segment_fails_the_equation() {
+    fails_on(
+        &grade(&challenge4_answers!(checkpoints_only), seed()),
+        "peak_bytes",
+        "segments + segment length",
+    );
+}
+
+#[test]
+fn a_report_names_expected_got_and_hint() {
+    let report = grade(&challenge4_answers!(everything_on), seed());
+    let text = report.to_string();
+    for part in [
+        "expected:",
+        "got:",
+        "hint:",
+        NOTHING_NEEDLESS,
+        "is not needed",
+    ] {
+        assert!(text.contains(part), "{part}:\n{text}");
+    }
+    let _ = Opt::Sgd;
+}
+
+/// The same proofs over 40 seeds of random cases (slow in a debug build: about a minute).
+/// Run with `cargo test -p grading --test proofs_challenge4 -- --ignored`.
+#[test]
+#[ignore]
+fn every_proof_holds_for_many_seeds() {
+    for seed in 0..40 {
+        let report = grade(&challenge4_answers!(solution), seed);
+        assert!(report.passed(), "seed {seed}:\n{report}");
+        for (answers, group) in [
+            (challenge4_answers!(everything_on), NOTHING_NEEDLESS),
+            (
+                challenge4_answers!(too_many_micro_batches),
+                NOTHING_NEEDLESS,
+            ),
+            (
+                challenge4_answers!(mixed_halves_everything_when_choosing),
+                FITS,
+            ),
+            (challenge4_answers!(floor_micro_batch), SAME_BATCH),
+            (challenge4_answers!(smaller_batch), SAME_BATCH),
+        ] {
+            let r = grade(&answers, seed);
+            assert!(!r.passed(), "seed {seed}: a wrong answer passed");
+            assert!(r.misses().all(|c| c.function == group), "seed {seed}:\n{r}");
+        }
+    }
+}
