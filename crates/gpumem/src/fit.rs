@@ -18,6 +18,11 @@ use crate::estimate::estimate;
 use crate::measure::{StepMemory, measure_step};
 use crate::mlp::{Checkpointing, MlpConfig, Precision, Strategy};
 
+/// The order of [`Cost`] in one line, for reports.
+pub const CHEAPEST_RULE: &str = "the fewest micro-batches per update (each is a pass that waits \
+    for the previous one), then the fewest recomputed layers (extra arithmetic), then float32 \
+    before mixed precision (which changes the numbers), then the least memory";
+
 /// Up to this many micro-batches, [`measure_update`] plans every one of them.
 const PLAN_ALL_UP_TO: u64 = 8;
 
