@@ -40,7 +40,7 @@ pub mod reduce;
 pub mod testing;
 pub mod view;
 
-use std::sync::{Mutex, PoisonError};
+use std::sync::{Arc, Mutex, PoisonError};
 
 pub use gpu::{CapturedError, CapturedErrorKind, Gpu, GpuError, GpuOptions};
 pub use matmul::{Gemm, MatmulKernel};
@@ -128,12 +128,14 @@ pub struct Kernels {
     /// Bound where a kernel has no operand for a binding (e.g. no bias).
     pub(crate) dummy: wgpu::Buffer,
     scratch: Mutex<Vec<Option<wgpu::Buffer>>>,
-    pub(crate) layouts: Layouts,
-    pub(crate) matmul: matmul::Pipelines,
-    pub(crate) elementwise: elementwise::Pipelines,
-    pub(crate) optim: optim::Pipelines,
-    pub(crate) loss: loss::Pipelines,
-    pub(crate) reduce: reduce::Pipelines,
+    // Shared (Arc) between Kernels made by `reuse_with_limits`: lavapipe compiles each
+    // pipeline object at its first dispatch, seconds each.
+    pub(crate) layouts: Arc<Layouts>,
+    pub(crate) matmul: Arc<matmul::Pipelines>,
+    pub(crate) elementwise: Arc<elementwise::Pipelines>,
+    pub(crate) optim: Arc<optim::Pipelines>,
+    pub(crate) loss: Arc<loss::Pipelines>,
+    pub(crate) reduce: Arc<reduce::Pipelines>,
 }
 
 /// Bind group layouts shared by kernel families: `n` read-write storage buffers then
@@ -153,16 +155,16 @@ impl Kernels {
     /// Like [`Kernels::new`] but plans with `limits` (clamped to the device's).
     pub fn with_limits(device: &wgpu::Device, limits: KernelLimits) -> Result<Self, KernelError> {
         let limits = limits.within(device);
-        let dl = device.limits();
-        let layouts = Layouts {
+        let layouts = Arc::new(Layouts {
             storage2: layout(device, 2),
             storage4: layout(device, 4),
-        };
-        let matmul = matmul::Pipelines::new(device, &layouts, &limits)?;
-        let elementwise = elementwise::Pipelines::new(device, &layouts)?;
-        let optim = optim::Pipelines::new(device, &layouts)?;
-        let loss = loss::Pipelines::new(device, &layouts)?;
-        let reduce = reduce::Pipelines::new(device, &layouts)?;
+        });
+        let matmul = Arc::new(matmul::Pipelines::new(device, &layouts, &limits)?);
+        let elementwise = Arc::new(elementwise::Pipelines::new(device, &layouts)?);
+        let optim = Arc::new(optim::Pipelines::new(device, &layouts)?);
+        let loss = Arc::new(loss::Pipelines::new(device, &layouts)?);
+        let reduce = Arc::new(reduce::Pipelines::new(device, &layouts)?);
+        let dl = device.limits();
         let dummy = device.create_buffer(&wgpu::BufferDescriptor {
             label: Some("gpumem-kernels dummy"),
             size: 16,
@@ -182,6 +184,37 @@ impl Kernels {
             optim,
             loss,
             reduce,
+        })
+    }
+
+    /// Kernels for the same device that plan with `limits`, sharing these pipelines (so
+    /// nothing is compiled twice); only the matmul pipelines are rebuilt when
+    /// `limits.subgroups` changes which variant applies.
+    pub fn reuse_with_limits(&self, limits: KernelLimits) -> Result<Self, KernelError> {
+        let limits = limits.within(&self.device);
+        let matmul =
+            if matmul::Pipelines::wants_subgroups(&self.device, &limits) == self.matmul.subgroups {
+                Arc::clone(&self.matmul)
+            } else {
+                Arc::new(matmul::Pipelines::new(
+                    &self.device,
+                    &self.layouts,
+                    &limits,
+                )?)
+            };
+        Ok(Kernels {
+            device: self.device.clone(),
+            limits,
+            uniform_align: self.uniform_align,
+            max_buffer: self.max_buffer,
+            dummy: self.dummy.clone(),
+            scratch: Mutex::new(Vec::new()),
+            layouts: Arc::clone(&self.layouts),
+            matmul,
+            elementwise: Arc::clone(&self.elementwise),
+            optim: Arc::clone(&self.optim),
+            loss: Arc::clone(&self.loss),
+            reduce: Arc::clone(&self.reduce),
         })
     }
 

@@ -5,38 +5,45 @@
 //!
 //! `matmul/tiled_subgroup.wgsl` is a register-tiled kernel: a workgroup of `WG` invocations
 //! owns 32 rows × 8·`WG` columns of C, each invocation accumulates 32×8 values in 64 vec4
-//! registers, loads A and B as vec4s and has no bounds checks in its k loop (loads clamp,
-//! stores mask). The workgroup shares its 32 rows of A: lane q of a subgroup loads rows
+//! registers, loads A and B as vec4s (C too, so every offset, stride and n must be a
+//! multiple of 4) and has no bounds checks in its k loop (loads clamp, stores mask). The workgroup shares its 32 rows of A: lane q of a subgroup loads rows
 //! q, q+8, q+16, q+24 and every lane gets the rest by `subgroupBroadcast` with constant
 //! lane ids. Without `Features::SUBGROUP` every invocation loads all 32
 //! (`tiled_plain.wgsl`). No workgroup memory, no barriers. Both files are generated
 //! (`tools/gen_tiled.py`): straight-line code, one variable per accumulator.
 //!
-//! Measured on lavapipe (llvmpipe 15, AVX2: one "SIMD group" = 8 invocations, 2 cores):
+//! Measured on lavapipe (llvmpipe 15, AVX2: one "SIMD group" = 8 invocations, 2 cores;
+//! numbers swing ±50% with the other load on this shared machine):
 //! * llvmpipe turns every storage-buffer load whose address is not a compile-time
 //!   uniform into a loop over the 8 lanes with a bounds check and a branch per
-//!   component, so a vec4 load costs about as much as 30 FMAs. The game is FMAs per
-//!   loaded value: naive 0.1–0.2 GFLOP/s, 4×4 per invocation ~1, 32×8 ~4–5 per core.
+//!   component: a vec4 load costs about as much as 30 FMAs. The game is FMAs per loaded
+//!   value: naive 0.1 GFLOP/s, 4×4 per invocation ~1, this tile without subgroups ~3,
+//!   with them ~5–8 per busy core.
 //! * Workgroup memory is no cheaper (the same per-lane loop) and barriers are emulated
 //!   with coroutines: shared-memory tiling loses (0.16 GFLOP/s in PLATFORM-NOTES).
-//! * The subgroup broadcast removes 28 of the 36 vec4 loads per k step of 4 for A: about
-//!   +80% (≈8–9 GFLOP/s per core at 512, ≈2 cores busy: ~10–15 GFLOP/s, CPU sgemm ~130).
-//! * Accumulators do not fit the 16 ymm registers and live on the stack either way; larger
-//!   tiles (32×16, 64×8) measured no faster and compile 4× slower. Compile time matters:
-//!   llvmpipe compiles at first dispatch, ~5 CPU-seconds per form for this tile.
-//! * What stays expensive is the loads of B (8 vec4 per k step of 4, different per lane).
+//! * The subgroup broadcast cuts the vec4 loads per k step of 4 from 40 to 12 (4 of A,
+//!   8 of B): about 2× over the plain tile.
+//! * Accumulators do not fit the 16 ymm registers and live on the stack either way;
+//!   32×16 and 64×8 tiles measured no faster and compile 4× slower. Compile time matters
+//!   (llvmpipe compiles at first dispatch): arrays of accumulators or loops over them
+//!   cost 3–10×, and so did an unrolled epilogue, hence the generated straight-line k loop
+//!   and an epilogue that stores row 0 and shifts the rows up, in a loop: ~1 CPU-second
+//!   per form instead of ~5, at the same speed.
+//! * What stays expensive is B: 8 loads per k step, different in every lane, and in NN/TN
+//!   each k row of B is a new page (NT, which walks B along its rows, is often fastest).
 //!
 //! On hardware GPUs the same kernel is a reasonable, untuned choice: 64 vec4 accumulators
-//! per invocation is near the register budget, `WG` follows the subgroup size. Split-K for
-//! TN with few output tiles is not done: pieces of a long batch run one after another.
+//! per invocation is at the register budget (a 16×8 tile would be the first thing to try),
+//! `WG` follows the subgroup size. Split-K for TN with few output tiles is not done:
+//! pieces of a long batch run one after another, accumulating into C.
 //!
 //! # Pieces
 //!
 //! Each operand is cut along its own row dimension (M for C and untransposed A, K for
 //! transposed A and untransposed B, N for transposed B), and the dispatches are the
 //! product of the cuts; reduction pieces after the first accumulate into C. Pieces the
-//! tiled kernel cannot take (offsets, strides or n not multiples of 4, gathered rows,
-//! both operands transposed) go to `matmul/naive.wgsl`; a k tail (k % 4) is added by it.
+//! tiled kernel cannot take (offsets, strides or n not multiples of 4, k < 4, both
+//! operands transposed) go to `matmul/naive.wgsl`; a k tail (k % 4) is added by it.
 
 use crate::pieces::{Bind, Operand, segments};
 use crate::record::{Dispatch, record};
@@ -88,6 +95,13 @@ const TILE_M: u64 = 64;
 const COLS_PER_INVOCATION: u64 = 8;
 
 impl Pipelines {
+    /// Whether the subgroup variant applies (it may still fail to build, then plain).
+    pub fn wants_subgroups(device: &wgpu::Device, limits: &KernelLimits) -> bool {
+        limits.subgroups
+            && device.features().contains(wgpu::Features::SUBGROUP)
+            && device.adapter_info().subgroup_min_size >= 8
+    }
+
     pub fn new(
         device: &wgpu::Device,
         layouts: &Layouts,
@@ -100,10 +114,7 @@ impl Pipelines {
         let wg = info.subgroup_max_size.clamp(8, 64).next_power_of_two();
         let constants = [("WG", f64::from(wg))];
         let entries = ["mm_nn", "mm_tn", "mm_nt"];
-        let can_subgroup = limits.subgroups
-            && device.features().contains(wgpu::Features::SUBGROUP)
-            && info.subgroup_min_size >= 8;
-        if can_subgroup {
+        if Self::wants_subgroups(device, limits) {
             if let Ok(tiled) = pipelines(
                 device,
                 "matmul tiled subgroup",

@@ -37,9 +37,9 @@ fn bias4(col: u32) -> vec4<f32> {
     return vec4<f32>(bias[min(at, last)], bias[min(at + 1u, last)], bias[min(at + 2u, last)], bias[min(at + 3u, last)]);
 }
 
-// Stores one vec4 of C (adding the old value when accumulating) if it lies inside m x n.
+// Stores one vec4 of C (adding the old value when accumulating) if it lies inside n.
 fn put4(row: u32, col: u32, v: vec4<f32>) {
-    if (row < p.m && col < p.n) {
+    if (col < p.n) {
         let at = p.c_off + row * p.c_stride + col / 4u;
         if ((p.flags & 1u) != 0u) {
             c[at] = c[at] + v;
@@ -287,38 +287,40 @@ fn tile_nn(row0: u32, col0: u32) {
     }
     let bias0 = bias4(col0 + 0u * WG);
     let bias1 = bias4(col0 + 4u * WG);
-    put4(row0 + 0u, col0 + 0u * WG, c0_0 + bias0); put4(row0 + 0u, col0 + 4u * WG, c0_1 + bias1);
-    put4(row0 + 1u, col0 + 0u * WG, c1_0 + bias0); put4(row0 + 1u, col0 + 4u * WG, c1_1 + bias1);
-    put4(row0 + 2u, col0 + 0u * WG, c2_0 + bias0); put4(row0 + 2u, col0 + 4u * WG, c2_1 + bias1);
-    put4(row0 + 3u, col0 + 0u * WG, c3_0 + bias0); put4(row0 + 3u, col0 + 4u * WG, c3_1 + bias1);
-    put4(row0 + 4u, col0 + 0u * WG, c4_0 + bias0); put4(row0 + 4u, col0 + 4u * WG, c4_1 + bias1);
-    put4(row0 + 5u, col0 + 0u * WG, c5_0 + bias0); put4(row0 + 5u, col0 + 4u * WG, c5_1 + bias1);
-    put4(row0 + 6u, col0 + 0u * WG, c6_0 + bias0); put4(row0 + 6u, col0 + 4u * WG, c6_1 + bias1);
-    put4(row0 + 7u, col0 + 0u * WG, c7_0 + bias0); put4(row0 + 7u, col0 + 4u * WG, c7_1 + bias1);
-    put4(row0 + 8u, col0 + 0u * WG, c8_0 + bias0); put4(row0 + 8u, col0 + 4u * WG, c8_1 + bias1);
-    put4(row0 + 9u, col0 + 0u * WG, c9_0 + bias0); put4(row0 + 9u, col0 + 4u * WG, c9_1 + bias1);
-    put4(row0 + 10u, col0 + 0u * WG, c10_0 + bias0); put4(row0 + 10u, col0 + 4u * WG, c10_1 + bias1);
-    put4(row0 + 11u, col0 + 0u * WG, c11_0 + bias0); put4(row0 + 11u, col0 + 4u * WG, c11_1 + bias1);
-    put4(row0 + 12u, col0 + 0u * WG, c12_0 + bias0); put4(row0 + 12u, col0 + 4u * WG, c12_1 + bias1);
-    put4(row0 + 13u, col0 + 0u * WG, c13_0 + bias0); put4(row0 + 13u, col0 + 4u * WG, c13_1 + bias1);
-    put4(row0 + 14u, col0 + 0u * WG, c14_0 + bias0); put4(row0 + 14u, col0 + 4u * WG, c14_1 + bias1);
-    put4(row0 + 15u, col0 + 0u * WG, c15_0 + bias0); put4(row0 + 15u, col0 + 4u * WG, c15_1 + bias1);
-    put4(row0 + 16u, col0 + 0u * WG, c16_0 + bias0); put4(row0 + 16u, col0 + 4u * WG, c16_1 + bias1);
-    put4(row0 + 17u, col0 + 0u * WG, c17_0 + bias0); put4(row0 + 17u, col0 + 4u * WG, c17_1 + bias1);
-    put4(row0 + 18u, col0 + 0u * WG, c18_0 + bias0); put4(row0 + 18u, col0 + 4u * WG, c18_1 + bias1);
-    put4(row0 + 19u, col0 + 0u * WG, c19_0 + bias0); put4(row0 + 19u, col0 + 4u * WG, c19_1 + bias1);
-    put4(row0 + 20u, col0 + 0u * WG, c20_0 + bias0); put4(row0 + 20u, col0 + 4u * WG, c20_1 + bias1);
-    put4(row0 + 21u, col0 + 0u * WG, c21_0 + bias0); put4(row0 + 21u, col0 + 4u * WG, c21_1 + bias1);
-    put4(row0 + 22u, col0 + 0u * WG, c22_0 + bias0); put4(row0 + 22u, col0 + 4u * WG, c22_1 + bias1);
-    put4(row0 + 23u, col0 + 0u * WG, c23_0 + bias0); put4(row0 + 23u, col0 + 4u * WG, c23_1 + bias1);
-    put4(row0 + 24u, col0 + 0u * WG, c24_0 + bias0); put4(row0 + 24u, col0 + 4u * WG, c24_1 + bias1);
-    put4(row0 + 25u, col0 + 0u * WG, c25_0 + bias0); put4(row0 + 25u, col0 + 4u * WG, c25_1 + bias1);
-    put4(row0 + 26u, col0 + 0u * WG, c26_0 + bias0); put4(row0 + 26u, col0 + 4u * WG, c26_1 + bias1);
-    put4(row0 + 27u, col0 + 0u * WG, c27_0 + bias0); put4(row0 + 27u, col0 + 4u * WG, c27_1 + bias1);
-    put4(row0 + 28u, col0 + 0u * WG, c28_0 + bias0); put4(row0 + 28u, col0 + 4u * WG, c28_1 + bias1);
-    put4(row0 + 29u, col0 + 0u * WG, c29_0 + bias0); put4(row0 + 29u, col0 + 4u * WG, c29_1 + bias1);
-    put4(row0 + 30u, col0 + 0u * WG, c30_0 + bias0); put4(row0 + 30u, col0 + 4u * WG, c30_1 + bias1);
-    put4(row0 + 31u, col0 + 0u * WG, c31_0 + bias0); put4(row0 + 31u, col0 + 4u * WG, c31_1 + bias1);
+    for (var i = 0u; i < min(32u, p.m - row0); i++) {
+        put4(row0 + i, col0 + 0u * WG, c0_0 + bias0); put4(row0 + i, col0 + 4u * WG, c0_1 + bias1);
+        c0_0 = c1_0; c0_1 = c1_1;
+        c1_0 = c2_0; c1_1 = c2_1;
+        c2_0 = c3_0; c2_1 = c3_1;
+        c3_0 = c4_0; c3_1 = c4_1;
+        c4_0 = c5_0; c4_1 = c5_1;
+        c5_0 = c6_0; c5_1 = c6_1;
+        c6_0 = c7_0; c6_1 = c7_1;
+        c7_0 = c8_0; c7_1 = c8_1;
+        c8_0 = c9_0; c8_1 = c9_1;
+        c9_0 = c10_0; c9_1 = c10_1;
+        c10_0 = c11_0; c10_1 = c11_1;
+        c11_0 = c12_0; c11_1 = c12_1;
+        c12_0 = c13_0; c12_1 = c13_1;
+        c13_0 = c14_0; c13_1 = c14_1;
+        c14_0 = c15_0; c14_1 = c15_1;
+        c15_0 = c16_0; c15_1 = c16_1;
+        c16_0 = c17_0; c16_1 = c17_1;
+        c17_0 = c18_0; c17_1 = c18_1;
+        c18_0 = c19_0; c18_1 = c19_1;
+        c19_0 = c20_0; c19_1 = c20_1;
+        c20_0 = c21_0; c20_1 = c21_1;
+        c21_0 = c22_0; c21_1 = c22_1;
+        c22_0 = c23_0; c22_1 = c23_1;
+        c23_0 = c24_0; c23_1 = c24_1;
+        c24_0 = c25_0; c24_1 = c25_1;
+        c25_0 = c26_0; c25_1 = c26_1;
+        c26_0 = c27_0; c26_1 = c27_1;
+        c27_0 = c28_0; c27_1 = c28_1;
+        c28_0 = c29_0; c28_1 = c29_1;
+        c29_0 = c30_0; c29_1 = c30_1;
+        c30_0 = c31_0; c30_1 = c31_1;
+    }
 }
 
 @compute @workgroup_size(WG)
@@ -548,38 +550,40 @@ fn tile_tn(row0: u32, col0: u32) {
     }
     let bias0 = bias4(col0 + 0u * WG);
     let bias1 = bias4(col0 + 4u * WG);
-    put4(row0 + 0u, col0 + 0u * WG, c0_0 + bias0); put4(row0 + 0u, col0 + 4u * WG, c0_1 + bias1);
-    put4(row0 + 1u, col0 + 0u * WG, c1_0 + bias0); put4(row0 + 1u, col0 + 4u * WG, c1_1 + bias1);
-    put4(row0 + 2u, col0 + 0u * WG, c2_0 + bias0); put4(row0 + 2u, col0 + 4u * WG, c2_1 + bias1);
-    put4(row0 + 3u, col0 + 0u * WG, c3_0 + bias0); put4(row0 + 3u, col0 + 4u * WG, c3_1 + bias1);
-    put4(row0 + 4u, col0 + 0u * WG, c4_0 + bias0); put4(row0 + 4u, col0 + 4u * WG, c4_1 + bias1);
-    put4(row0 + 5u, col0 + 0u * WG, c5_0 + bias0); put4(row0 + 5u, col0 + 4u * WG, c5_1 + bias1);
-    put4(row0 + 6u, col0 + 0u * WG, c6_0 + bias0); put4(row0 + 6u, col0 + 4u * WG, c6_1 + bias1);
-    put4(row0 + 7u, col0 + 0u * WG, c7_0 + bias0); put4(row0 + 7u, col0 + 4u * WG, c7_1 + bias1);
-    put4(row0 + 8u, col0 + 0u * WG, c8_0 + bias0); put4(row0 + 8u, col0 + 4u * WG, c8_1 + bias1);
-    put4(row0 + 9u, col0 + 0u * WG, c9_0 + bias0); put4(row0 + 9u, col0 + 4u * WG, c9_1 + bias1);
-    put4(row0 + 10u, col0 + 0u * WG, c10_0 + bias0); put4(row0 + 10u, col0 + 4u * WG, c10_1 + bias1);
-    put4(row0 + 11u, col0 + 0u * WG, c11_0 + bias0); put4(row0 + 11u, col0 + 4u * WG, c11_1 + bias1);
-    put4(row0 + 12u, col0 + 0u * WG, c12_0 + bias0); put4(row0 + 12u, col0 + 4u * WG, c12_1 + bias1);
-    put4(row0 + 13u, col0 + 0u * WG, c13_0 + bias0); put4(row0 + 13u, col0 + 4u * WG, c13_1 + bias1);
-    put4(row0 + 14u, col0 + 0u * WG, c14_0 + bias0); put4(row0 + 14u, col0 + 4u * WG, c14_1 + bias1);
-    put4(row0 + 15u, col0 + 0u * WG, c15_0 + bias0); put4(row0 + 15u, col0 + 4u * WG, c15_1 + bias1);
-    put4(row0 + 16u, col0 + 0u * WG, c16_0 + bias0); put4(row0 + 16u, col0 + 4u * WG, c16_1 + bias1);
-    put4(row0 + 17u, col0 + 0u * WG, c17_0 + bias0); put4(row0 + 17u, col0 + 4u * WG, c17_1 + bias1);
-    put4(row0 + 18u, col0 + 0u * WG, c18_0 + bias0); put4(row0 + 18u, col0 + 4u * WG, c18_1 + bias1);
-    put4(row0 + 19u, col0 + 0u * WG, c19_0 + bias0); put4(row0 + 19u, col0 + 4u * WG, c19_1 + bias1);
-    put4(row0 + 20u, col0 + 0u * WG, c20_0 + bias0); put4(row0 + 20u, col0 + 4u * WG, c20_1 + bias1);
-    put4(row0 + 21u, col0 + 0u * WG, c21_0 + bias0); put4(row0 + 21u, col0 + 4u * WG, c21_1 + bias1);
-    put4(row0 + 22u, col0 + 0u * WG, c22_0 + bias0); put4(row0 + 22u, col0 + 4u * WG, c22_1 + bias1);
-    put4(row0 + 23u, col0 + 0u * WG, c23_0 + bias0); put4(row0 + 23u, col0 + 4u * WG, c23_1 + bias1);
-    put4(row0 + 24u, col0 + 0u * WG, c24_0 + bias0); put4(row0 + 24u, col0 + 4u * WG, c24_1 + bias1);
-    put4(row0 + 25u, col0 + 0u * WG, c25_0 + bias0); put4(row0 + 25u, col0 + 4u * WG, c25_1 + bias1);
-    put4(row0 + 26u, col0 + 0u * WG, c26_0 + bias0); put4(row0 + 26u, col0 + 4u * WG, c26_1 + bias1);
-    put4(row0 + 27u, col0 + 0u * WG, c27_0 + bias0); put4(row0 + 27u, col0 + 4u * WG, c27_1 + bias1);
-    put4(row0 + 28u, col0 + 0u * WG, c28_0 + bias0); put4(row0 + 28u, col0 + 4u * WG, c28_1 + bias1);
-    put4(row0 + 29u, col0 + 0u * WG, c29_0 + bias0); put4(row0 + 29u, col0 + 4u * WG, c29_1 + bias1);
-    put4(row0 + 30u, col0 + 0u * WG, c30_0 + bias0); put4(row0 + 30u, col0 + 4u * WG, c30_1 + bias1);
-    put4(row0 + 31u, col0 + 0u * WG, c31_0 + bias0); put4(row0 + 31u, col0 + 4u * WG, c31_1 + bias1);
+    for (var i = 0u; i < min(32u, p.m - row0); i++) {
+        put4(row0 + i, col0 + 0u * WG, c0_0 + bias0); put4(row0 + i, col0 + 4u * WG, c0_1 + bias1);
+        c0_0 = c1_0; c0_1 = c1_1;
+        c1_0 = c2_0; c1_1 = c2_1;
+        c2_0 = c3_0; c2_1 = c3_1;
+        c3_0 = c4_0; c3_1 = c4_1;
+        c4_0 = c5_0; c4_1 = c5_1;
+        c5_0 = c6_0; c5_1 = c6_1;
+        c6_0 = c7_0; c6_1 = c7_1;
+        c7_0 = c8_0; c7_1 = c8_1;
+        c8_0 = c9_0; c8_1 = c9_1;
+        c9_0 = c10_0; c9_1 = c10_1;
+        c10_0 = c11_0; c10_1 = c11_1;
+        c11_0 = c12_0; c11_1 = c12_1;
+        c12_0 = c13_0; c12_1 = c13_1;
+        c13_0 = c14_0; c13_1 = c14_1;
+        c14_0 = c15_0; c14_1 = c15_1;
+        c15_0 = c16_0; c15_1 = c16_1;
+        c16_0 = c17_0; c16_1 = c17_1;
+        c17_0 = c18_0; c17_1 = c18_1;
+        c18_0 = c19_0; c18_1 = c19_1;
+        c19_0 = c20_0; c19_1 = c20_1;
+        c20_0 = c21_0; c20_1 = c21_1;
+        c21_0 = c22_0; c21_1 = c22_1;
+        c22_0 = c23_0; c22_1 = c23_1;
+        c23_0 = c24_0; c23_1 = c24_1;
+        c24_0 = c25_0; c24_1 = c25_1;
+        c25_0 = c26_0; c25_1 = c26_1;
+        c26_0 = c27_0; c26_1 = c27_1;
+        c27_0 = c28_0; c27_1 = c28_1;
+        c28_0 = c29_0; c28_1 = c29_1;
+        c29_0 = c30_0; c29_1 = c30_1;
+        c30_0 = c31_0; c30_1 = c31_1;
+    }
 }
 
 @compute @workgroup_size(WG)
@@ -843,38 +847,40 @@ fn tile_nt(row0: u32, col0: u32) {
     }
     let bias0 = bias4(col0 + 0u * WG);
     let bias1 = bias4(col0 + 4u * WG);
-    put4(row0 + 0u, col0 + 0u * WG, c0_0 + bias0); put4(row0 + 0u, col0 + 4u * WG, c0_1 + bias1);
-    put4(row0 + 1u, col0 + 0u * WG, c1_0 + bias0); put4(row0 + 1u, col0 + 4u * WG, c1_1 + bias1);
-    put4(row0 + 2u, col0 + 0u * WG, c2_0 + bias0); put4(row0 + 2u, col0 + 4u * WG, c2_1 + bias1);
-    put4(row0 + 3u, col0 + 0u * WG, c3_0 + bias0); put4(row0 + 3u, col0 + 4u * WG, c3_1 + bias1);
-    put4(row0 + 4u, col0 + 0u * WG, c4_0 + bias0); put4(row0 + 4u, col0 + 4u * WG, c4_1 + bias1);
-    put4(row0 + 5u, col0 + 0u * WG, c5_0 + bias0); put4(row0 + 5u, col0 + 4u * WG, c5_1 + bias1);
-    put4(row0 + 6u, col0 + 0u * WG, c6_0 + bias0); put4(row0 + 6u, col0 + 4u * WG, c6_1 + bias1);
-    put4(row0 + 7u, col0 + 0u * WG, c7_0 + bias0); put4(row0 + 7u, col0 + 4u * WG, c7_1 + bias1);
-    put4(row0 + 8u, col0 + 0u * WG, c8_0 + bias0); put4(row0 + 8u, col0 + 4u * WG, c8_1 + bias1);
-    put4(row0 + 9u, col0 + 0u * WG, c9_0 + bias0); put4(row0 + 9u, col0 + 4u * WG, c9_1 + bias1);
-    put4(row0 + 10u, col0 + 0u * WG, c10_0 + bias0); put4(row0 + 10u, col0 + 4u * WG, c10_1 + bias1);
-    put4(row0 + 11u, col0 + 0u * WG, c11_0 + bias0); put4(row0 + 11u, col0 + 4u * WG, c11_1 + bias1);
-    put4(row0 + 12u, col0 + 0u * WG, c12_0 + bias0); put4(row0 + 12u, col0 + 4u * WG, c12_1 + bias1);
-    put4(row0 + 13u, col0 + 0u * WG, c13_0 + bias0); put4(row0 + 13u, col0 + 4u * WG, c13_1 + bias1);
-    put4(row0 + 14u, col0 + 0u * WG, c14_0 + bias0); put4(row0 + 14u, col0 + 4u * WG, c14_1 + bias1);
-    put4(row0 + 15u, col0 + 0u * WG, c15_0 + bias0); put4(row0 + 15u, col0 + 4u * WG, c15_1 + bias1);
-    put4(row0 + 16u, col0 + 0u * WG, c16_0 + bias0); put4(row0 + 16u, col0 + 4u * WG, c16_1 + bias1);
-    put4(row0 + 17u, col0 + 0u * WG, c17_0 + bias0); put4(row0 + 17u, col0 + 4u * WG, c17_1 + bias1);
-    put4(row0 + 18u, col0 + 0u * WG, c18_0 + bias0); put4(row0 + 18u, col0 + 4u * WG, c18_1 + bias1);
-    put4(row0 + 19u, col0 + 0u * WG, c19_0 + bias0); put4(row0 + 19u, col0 + 4u * WG, c19_1 + bias1);
-    put4(row0 + 20u, col0 + 0u * WG, c20_0 + bias0); put4(row0 + 20u, col0 + 4u * WG, c20_1 + bias1);
-    put4(row0 + 21u, col0 + 0u * WG, c21_0 + bias0); put4(row0 + 21u, col0 + 4u * WG, c21_1 + bias1);
-    put4(row0 + 22u, col0 + 0u * WG, c22_0 + bias0); put4(row0 + 22u, col0 + 4u * WG, c22_1 + bias1);
-    put4(row0 + 23u, col0 + 0u * WG, c23_0 + bias0); put4(row0 + 23u, col0 + 4u * WG, c23_1 + bias1);
-    put4(row0 + 24u, col0 + 0u * WG, c24_0 + bias0); put4(row0 + 24u, col0 + 4u * WG, c24_1 + bias1);
-    put4(row0 + 25u, col0 + 0u * WG, c25_0 + bias0); put4(row0 + 25u, col0 + 4u * WG, c25_1 + bias1);
-    put4(row0 + 26u, col0 + 0u * WG, c26_0 + bias0); put4(row0 + 26u, col0 + 4u * WG, c26_1 + bias1);
-    put4(row0 + 27u, col0 + 0u * WG, c27_0 + bias0); put4(row0 + 27u, col0 + 4u * WG, c27_1 + bias1);
-    put4(row0 + 28u, col0 + 0u * WG, c28_0 + bias0); put4(row0 + 28u, col0 + 4u * WG, c28_1 + bias1);
-    put4(row0 + 29u, col0 + 0u * WG, c29_0 + bias0); put4(row0 + 29u, col0 + 4u * WG, c29_1 + bias1);
-    put4(row0 + 30u, col0 + 0u * WG, c30_0 + bias0); put4(row0 + 30u, col0 + 4u * WG, c30_1 + bias1);
-    put4(row0 + 31u, col0 + 0u * WG, c31_0 + bias0); put4(row0 + 31u, col0 + 4u * WG, c31_1 + bias1);
+    for (var i = 0u; i < min(32u, p.m - row0); i++) {
+        put4(row0 + i, col0 + 0u * WG, c0_0 + bias0); put4(row0 + i, col0 + 4u * WG, c0_1 + bias1);
+        c0_0 = c1_0; c0_1 = c1_1;
+        c1_0 = c2_0; c1_1 = c2_1;
+        c2_0 = c3_0; c2_1 = c3_1;
+        c3_0 = c4_0; c3_1 = c4_1;
+        c4_0 = c5_0; c4_1 = c5_1;
+        c5_0 = c6_0; c5_1 = c6_1;
+        c6_0 = c7_0; c6_1 = c7_1;
+        c7_0 = c8_0; c7_1 = c8_1;
+        c8_0 = c9_0; c8_1 = c9_1;
+        c9_0 = c10_0; c9_1 = c10_1;
+        c10_0 = c11_0; c10_1 = c11_1;
+        c11_0 = c12_0; c11_1 = c12_1;
+        c12_0 = c13_0; c12_1 = c13_1;
+        c13_0 = c14_0; c13_1 = c14_1;
+        c14_0 = c15_0; c14_1 = c15_1;
+        c15_0 = c16_0; c15_1 = c16_1;
+        c16_0 = c17_0; c16_1 = c17_1;
+        c17_0 = c18_0; c17_1 = c18_1;
+        c18_0 = c19_0; c18_1 = c19_1;
+        c19_0 = c20_0; c19_1 = c20_1;
+        c20_0 = c21_0; c20_1 = c21_1;
+        c21_0 = c22_0; c21_1 = c22_1;
+        c22_0 = c23_0; c22_1 = c23_1;
+        c23_0 = c24_0; c23_1 = c24_1;
+        c24_0 = c25_0; c24_1 = c25_1;
+        c25_0 = c26_0; c25_1 = c26_1;
+        c26_0 = c27_0; c26_1 = c27_1;
+        c27_0 = c28_0; c27_1 = c28_1;
+        c28_0 = c29_0; c28_1 = c29_1;
+        c29_0 = c30_0; c29_1 = c30_1;
+        c30_0 = c31_0; c30_1 = c31_1;
+    }
 }
 
 @compute @workgroup_size(WG)

@@ -27,15 +27,14 @@ pub fn ctx() -> Option<&'static Ctx> {
             max_workgroups: 3,
             subgroups: true,
         };
-        let tiny = Kernels::with_limits(&gpu.device, tiny_limits).expect("tiny kernels");
-        let plain = Kernels::with_limits(
-            &gpu.device,
-            KernelLimits {
+        // Sharing the pipelines: each one is compiled once (seconds on lavapipe).
+        let tiny = full.reuse_with_limits(tiny_limits).expect("tiny kernels");
+        let plain = tiny
+            .reuse_with_limits(KernelLimits {
                 subgroups: false,
                 ..tiny_limits
-            },
-        )
-        .expect("plain kernels");
+            })
+            .expect("plain kernels");
         assert!(!plain.uses_subgroups());
         Some(Ctx {
             gpu,
