@@ -6,8 +6,10 @@
 use anyhow::{Context, Result, anyhow};
 use gpumem::alloc::OutOfMemory;
 use gpumem::data::LESSON_TRAINING_EVENTS;
-use gpumem::estimate::{Estimate, estimate};
-use gpumem::measure::{StepMemory, measure_step};
+use gpumem::estimate::{Estimate, deepest_that_fits, estimate};
+use gpumem::measure::{
+    Search, StepMemory, deepest_network, largest_batch, measure_step, search_largest,
+};
 use gpumem::mlp::{Batch, Mlp, MlpConfig, Optimizer};
 use gpumem::{Backend, Device, DeviceOptions, MemorySpec};
 
@@ -86,19 +88,25 @@ fn describe(config: &MlpConfig, batch: u64) -> String {
     )
 }
 
-/// The largest `n` in `1..=max` for which `fits(n)` holds, assuming that once something does
-/// not fit nothing larger does; `None` if not even 1 fits. Bisection: ~log2(max) probes.
-pub fn largest(max: u64, mut fits: impl FnMut(u64) -> Result<bool>) -> Result<Option<u64>> {
-    if max == 0 || !fits(1)? {
+/// The last `n` in `1..=max` for which `holds(n)` is true, for a condition that is true up
+/// to some `n` and false from there on; `None` if it is false for 1. Bisection: ~log2(max)
+/// probes.
+///
+/// Only for conditions that are not "a measured step fits": for those, the engine's
+/// [`gpumem::measure::search_largest`] (and [`largest_batch`], [`deepest_network`]) is the
+/// one search. This one serves the equation's widest layers (the engine searches the
+/// equation only by depth, [`deepest_that_fits`]) and the batch where reserved memory jumps.
+pub fn last_where(max: u64, mut holds: impl FnMut(u64) -> Result<bool>) -> Result<Option<u64>> {
+    if max == 0 || !holds(1)? {
         return Ok(None);
     }
-    if fits(max)? {
+    if holds(max)? {
         return Ok(Some(max));
     }
     let (mut good, mut bad) = (1, max);
     while bad - good > 1 {
         let mid = good + (bad - good) / 2;
-        if fits(mid)? {
+        if holds(mid)? {
             good = mid;
         } else {
             bad = mid;
@@ -162,37 +170,27 @@ pub struct DeepestFit {
     pub equation_peak: u64,
 }
 
-/// Finds the first depth whose step runs out of memory on the card. Memory grows with every
-/// layer, so the depths are bisected (a handful of steps instead of one per depth); the
-/// answer is then confirmed: `layers` fits and `layers + 1` does not.
+/// Searches the depths with the engine's [`deepest_network`] (doubling, then bisection) and
+/// takes the deepest fit and the first failure from its attempts, which always include both
+/// neighbours of the boundary.
 pub fn deepest_fit(optimizer: Optimizer) -> Result<DeepestFit> {
-    let step_at = |layers: u64| {
-        measure(
-            &on_card(),
-            &network(DEEP_WIDTH, layers, optimizer),
-            DEEP_BATCH,
-        )
-    };
-    let layers = largest(MAX_DEPTH, |l| Ok(step_at(l)?.fits()))?
+    let base = network(DEEP_WIDTH, 1, optimizer);
+    let search = deepest_network(&on_card(), &base, DEEP_BATCH, MAX_DEPTH)
+        .with_context(|| describe(&base, DEEP_BATCH))?;
+    let layers = search
+        .best
         .ok_or_else(|| anyhow!("not even one hidden layer of {DEEP_WIDTH} fits"))?;
     if layers == MAX_DEPTH {
         return Err(anyhow!(
             "{MAX_DEPTH} hidden layers of {DEEP_WIDTH} still fit on the card: raise MAX_DEPTH"
         ));
     }
-    let step = step_at(layers)?;
-    let next = step_at(layers + 1)?;
-    let oom = match (step.fits(), next.oom) {
-        (true, Some(oom)) => oom,
-        _ => {
-            return Err(anyhow!(
-                "memory does not grow with depth here: {layers} layers"
-            ));
-        }
-    };
-    let fits_equation = |l: u64| {
-        equation(&network(DEEP_WIDTH, l, optimizer), DEEP_BATCH).map(|e| e.peak_allocated <= card())
-    };
+    let step = attempt(&search, layers)?.clone();
+    let next = attempt(&search, layers + 1)?;
+    let oom = next
+        .oom
+        .clone()
+        .ok_or_else(|| anyhow!("memory does not grow with depth here: {layers} layers"))?;
     Ok(DeepestFit {
         optimizer,
         layers,
@@ -201,22 +199,61 @@ pub fn deepest_fit(optimizer: Optimizer) -> Result<DeepestFit> {
         step,
         oom,
         failed_in: next.failed_in.unwrap_or("step"),
-        equation_layers: largest(MAX_DEPTH, fits_equation)?.unwrap_or(0),
+        equation_layers: deepest_that_fits(&base, DEEP_BATCH, card(), MAX_DEPTH).unwrap_or(0),
     })
 }
 
-/// Challenge 1: the largest batch of the lesson's network that fits on the card, measured.
-pub fn largest_batch_on_card(width: u64) -> Result<Option<u64>> {
+/// What a search measured at `n` (an error if it did not try `n`).
+fn attempt(search: &Search, n: u64) -> Result<&StepMemory> {
+    search
+        .attempts
+        .iter()
+        .find(|(tried, _)| *tried == n)
+        .map(|(_, m)| m)
+        .ok_or_else(|| anyhow!("the search did not try {n}"))
+}
+
+/// Challenge 1: the largest batch of the lesson's network whose step fits on the card, and
+/// that step, found by the engine's [`largest_batch`].
+pub struct LargestBatch {
+    pub rows: u64,
+    pub step: StepMemory,
+}
+
+pub fn largest_batch_on_card(width: u64) -> Result<Option<LargestBatch>> {
     let config = MlpConfig::lesson(width);
-    largest(LESSON_TRAINING_EVENTS, |b| {
-        Ok(measure(&on_card(), &config, b)?.fits())
-    })
+    let search = largest_batch(&on_card(), &config, LESSON_TRAINING_EVENTS)
+        .with_context(|| describe(&config, LESSON_TRAINING_EVENTS))?;
+    search
+        .best
+        .map(|rows| {
+            Ok(LargestBatch {
+                rows,
+                step: attempt(&search, rows)?.clone(),
+            })
+        })
+        .transpose()
 }
 
-/// The widest hidden layers that fit on the card at `batch` rows with `layers` of them.
+/// The widest hidden layers that fit on the card at `batch` rows with `layers` of them
+/// (the engine's [`search_largest`] over widths).
 pub fn widest_on_card(layers: u64, batch: u64) -> Result<Option<u64>> {
-    largest(MAX_WIDTH, |w| {
-        Ok(measure(&on_card(), &network(w, layers, Optimizer::LESSON), batch)?.fits())
+    let search = search_largest(MAX_WIDTH, |w| {
+        measure_step(
+            &on_card(),
+            &network(w, layers, Optimizer::LESSON),
+            batch,
+            SEED,
+        )
+    })
+    .with_context(|| format!("the widest of {layers} hidden layer(s) at batch {batch}"))?;
+    Ok(search.best)
+}
+
+/// The widest hidden layers whose predicted peak allocated fits on the card.
+pub fn widest_by_equation(layers: u64, batch: u64) -> Result<Option<u64>> {
+    last_where(MAX_WIDTH, |w| {
+        Ok(equation(&network(w, layers, Optimizer::LESSON), batch)?.peak_allocated <= card())
     })
 }
 
@@ -277,9 +314,9 @@ mod tests {
     }
 
     #[test]
-    fn largest_bisects() {
-        assert_eq!(largest(100, |n| Ok(n <= 37)).unwrap(), Some(37));
-        assert_eq!(largest(100, |n| Ok(n <= 100)).unwrap(), Some(100));
-        assert_eq!(largest(100, |_| Ok(false)).unwrap(), None);
+    fn last_where_bisects() {
+        assert_eq!(last_where(100, |n| Ok(n <= 37)).unwrap(), Some(37));
+        assert_eq!(last_where(100, |n| Ok(n <= 100)).unwrap(), Some(100));
+        assert_eq!(last_where(100, |_| Ok(false)).unwrap(), None);
     }
 }

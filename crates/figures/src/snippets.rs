@@ -4,8 +4,8 @@
 
 use crate::alts::FIGURES;
 use crate::data::{
-    self, DEEP_BATCH, DEEP_WIDTH, LESSON_WIDTH, card, equation, largest, measure, network, on_card,
-    optimizer_name, unbounded,
+    self, DEEP_BATCH, DEEP_WIDTH, LESSON_WIDTH, LargestBatch, card, equation, measure, network,
+    on_card, optimizer_name, unbounded,
 };
 use crate::style::grouped;
 use anyhow::{Result, anyhow};
@@ -61,9 +61,7 @@ pub fn challenge1_full_batch() -> Result<String> {
     let oom = step
         .oom
         .ok_or_else(|| anyhow!("the full training set fits on the card: challenge 1 is moot"))?;
-    let largest = data::largest_batch_on_card(LESSON_WIDTH)?
-        .ok_or_else(|| anyhow!("not even one row fits on the card"))?;
-    let at_largest = measure(&on_card(), &config, largest)?;
+    let largest = largest_batch()?;
     let mut out = format!(
         "The lesson's network (2 features, one hidden layer of {}, 2 classes, SGD) with all \
          {} training rows as one batch, by the memory equation:\n\n\
@@ -95,9 +93,9 @@ pub fn challenge1_full_batch() -> Result<String> {
     writeln!(
         out,
         "The largest batch that fits is {} rows: its step peaks at {} allocated and {} reserved.",
-        grouped(largest),
-        format_bytes(at_largest.peak_allocated),
-        format_bytes(at_largest.peak_reserved)
+        grouped(largest.rows),
+        format_bytes(largest.step.peak_allocated),
+        format_bytes(largest.step.peak_reserved)
     )?;
     Ok(out)
 }
@@ -172,10 +170,7 @@ pub fn widest_on_card() -> Result<String> {
             &network(widest, layers, Optimizer::LESSON),
             BATCH,
         )?;
-        let by_equation = largest(data::MAX_WIDTH, |w| {
-            Ok(equation(&network(w, layers, Optimizer::LESSON), BATCH)?.peak_allocated <= card())
-        })?
-        .unwrap_or(0);
+        let by_equation = data::widest_by_equation(layers, BATCH)?.unwrap_or(0);
         writeln!(
             out,
             "| {layers} | {} | {} | {} |",
@@ -223,9 +218,7 @@ pub fn full_batch_tried() -> Result<String> {
 
 /// The largest batch of the lesson's network that fits on the card, e.g. `710 410`.
 pub fn largest_batch_on_card() -> Result<String> {
-    let rows = data::largest_batch_on_card(LESSON_WIDTH)?
-        .ok_or_else(|| anyhow!("not even one row fits on the card"))?;
-    Ok(grouped(rows))
+    Ok(grouped(largest_batch()?.rows))
 }
 
 pub fn deepest_sgd() -> Result<String> {
@@ -234,4 +227,10 @@ pub fn deepest_sgd() -> Result<String> {
 
 pub fn deepest_adam() -> Result<String> {
     Ok(data::deepest_fit(data::adam())?.layers.to_string())
+}
+
+/// The largest batch of the lesson's network that fits on the card, and its step.
+fn largest_batch() -> Result<LargestBatch> {
+    data::largest_batch_on_card(LESSON_WIDTH)?
+        .ok_or_else(|| anyhow!("not even one row fits on the card"))
 }

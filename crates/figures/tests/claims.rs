@@ -28,8 +28,9 @@ fn batch_chart_claims() {
     // The largest batch that fits is well short of the whole training set, and its
     // reserved bytes reach the capacity.
     let largest = data::largest_batch_on_card(LESSON_WIDTH).unwrap().unwrap();
-    assert!(largest < FULL * 9 / 10, "{largest}");
-    let at = measure(&data::on_card(), &config, largest).unwrap();
+    assert!(largest.rows < FULL * 9 / 10, "{}", largest.rows);
+    let at = measure(&data::on_card(), &config, largest.rows).unwrap();
+    assert_eq!(at.peak_reserved, largest.step.peak_reserved);
     assert!(at.peak_reserved > card() / 100 * 95);
 }
 

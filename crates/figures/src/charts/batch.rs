@@ -151,9 +151,9 @@ pub fn memory_vs_batch() -> Result<String> {
                 &INK,
             )?;
         }
-        if let Some(b) = largest {
-            let peak = measure(&data::on_card(), &config, b)?.peak_reserved;
-            let at = (b as f64, gib(peak));
+        if let Some(largest) = &largest {
+            let b = largest.rows;
+            let at = (b as f64, gib(largest.step.peak_reserved));
             chart.draw_series(std::iter::once(TriangleMarker::new(at, 8, BLUE.filled())))?;
             note(&mut chart, at, (-215, 8), "largest batch that fits:", &INK)?;
             note(
