@@ -199,7 +199,12 @@ pub fn grade(answers: &Answers, seed: u64) -> Report {
 }
 
 fn percent(part: u64, whole: u64) -> String {
-    format!("{:.1} %", 100.0 * part as f64 / whole.max(1) as f64)
+    let p = 100.0 * part as f64 / whole.max(1) as f64;
+    if p < 0.1 {
+        "under 0.1 %".to_string()
+    } else {
+        format!("{p:.1} %")
+    }
 }
 
 fn push(
