@@ -184,6 +184,15 @@ impl Sample {
         }
     }
 
+    /// One untimed step of the plain setup (errors are left to the timed runs to report).
+    pub fn warm_up(&self, options: &DeviceOptions, base: &MlpConfig) {
+        let indices: Vec<usize> = (0..self.batch_rows() as usize).collect();
+        let part = self.data.train.gather(&indices);
+        let _ = Device::new(options)
+            .and_then(|d| Mlp::new(&d, base, self.seed))
+            .and_then(|mut m| m.train_step(Batch::Data(&part)));
+    }
+
     fn train(&self, options: &DeviceOptions, config: &MlpConfig) -> Result<Timing, Error> {
         let device = Device::new(options)?;
         let mut mlp = Mlp::new(&device, config, self.seed)?;
