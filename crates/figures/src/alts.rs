@@ -1,6 +1,12 @@
 //! Alt text for every chart: one sentence that says what the chart shows, for readers who
 //! cannot see it. Pages include it from `src/generated/alt_NAME.md` (or copy it), e.g.
 //! `![{{#include ../generated/alt_memory_vs_batch.md}}](../figures/memory_vs_batch.svg)`.
+//! Where a chart's numbers come from a run, its alt text is built from the same run.
+
+use crate::epochs::{self, Keep};
+use crate::style::grouped;
+use anyhow::{Result, anyhow};
+use gpumem::size::format_bytes;
 
 pub const ALT_MEMORY_VS_BATCH: &str = "Stacked area chart of the peak memory of one training \
 step of the lesson's network (one hidden layer of 2000) against the batch size, on a log scale \
@@ -29,10 +35,38 @@ and freed, while reserved grows during the first step and then stays flat, below
 15.90 GiB capacity line, because the caching allocator keeps the freed segments for the next \
 step.";
 
+/// The alt text of `leak_timeline.svg`, with the run's own figures.
+pub fn alt_leak_timeline() -> Result<String> {
+    let run = epochs::leaking()?;
+    let spec = epochs::leak(Keep::Every);
+    let failure = run
+        .failure
+        .as_ref()
+        .ok_or_else(|| anyhow!("the leaking loop did not run out of memory"))?;
+    let first = run.epochs.first().map_or(0, |e| e.reserved);
+    Ok(format!(
+        "Step chart of allocated and reserved memory after each of {} allocator events while \
+         Challenge 3's leaking loop trains the lesson's network at batch {} on a {} card, \
+         keeping every step's outputs: allocated rises and falls inside every step but ends \
+         each step a little higher, so it climbs steadily from epoch to epoch, and reserved \
+         steps up from {} to the card's {} as the kept outputs fill the cached segments, until \
+         in epoch {} a request for one more segment fails.",
+        grouped(run.trace.events.len() as u64),
+        spec.batch,
+        format_bytes(spec.card),
+        format_bytes(first),
+        format_bytes(spec.card),
+        failure.epoch,
+    ))
+}
+
 /// Every chart's file stem and alt text, in the order the book shows them.
-pub const FIGURES: [(&str, &str); 4] = [
-    ("memory_vs_batch", ALT_MEMORY_VS_BATCH),
-    ("memory_vs_width", ALT_MEMORY_VS_WIDTH),
-    ("memory_vs_depth", ALT_MEMORY_VS_DEPTH),
-    ("alloc_timeline", ALT_ALLOC_TIMELINE),
-];
+pub fn figures() -> Result<Vec<(&'static str, String)>> {
+    Ok(vec![
+        ("memory_vs_batch", ALT_MEMORY_VS_BATCH.to_string()),
+        ("memory_vs_width", ALT_MEMORY_VS_WIDTH.to_string()),
+        ("memory_vs_depth", ALT_MEMORY_VS_DEPTH.to_string()),
+        ("alloc_timeline", ALT_ALLOC_TIMELINE.to_string()),
+        ("leak_timeline", alt_leak_timeline()?),
+    ])
+}

@@ -11,6 +11,7 @@
 pub mod alts;
 pub mod charts;
 pub mod data;
+pub mod epochs;
 pub mod files;
 pub mod snippets;
 pub mod style;
@@ -51,6 +52,11 @@ pub const ARTIFACTS: &[Artifact] = &[
         render: charts::alloc_timeline,
     },
     Artifact {
+        path: "figures/leak_timeline.svg",
+        about: "challenge 3: allocated and reserved over every event of the leaking loop, epoch by epoch, to its out-of-memory",
+        render: charts::leak_timeline,
+    },
+    Artifact {
         path: "generated/estimate_table.md",
         about: "table: the equation's peak vs the measured peak for every reference setup",
         render: snippets::estimate_table,
@@ -79,6 +85,11 @@ pub const ARTIFACTS: &[Artifact] = &[
         path: "generated/alt_memory_vs_batch.md",
         about: "inline: alt text of memory_vs_batch.svg",
         render: || Ok(ALT_MEMORY_VS_BATCH.to_string()),
+    },
+    Artifact {
+        path: "generated/alt_leak_timeline.md",
+        about: "inline: alt text of leak_timeline.svg",
+        render: alts::alt_leak_timeline,
     },
     Artifact {
         path: "generated/alt_memory_vs_width.md",
@@ -124,5 +135,75 @@ pub const ARTIFACTS: &[Artifact] = &[
         path: "generated/deepest_adam.md",
         about: "inline: the deepest network (width 5000, batch 32, Adam) that fits",
         render: snippets::deepest_adam,
+    },
+    Artifact {
+        path: "generated/full_batch_oom.md",
+        about: "block: challenge 1's out-of-memory message alone (the full batch on the card)",
+        render: snippets::full_batch_oom,
+    },
+    Artifact {
+        path: "generated/full_batch_allocated.md",
+        about: "inline: allocated when the full batch ran out (the message's \"already allocated\")",
+        render: snippets::full_batch_allocated,
+    },
+    Artifact {
+        path: "generated/full_batch_free.md",
+        about: "inline: the free bytes in the full batch's message (capacity − reserved)",
+        render: snippets::full_batch_free,
+    },
+    Artifact {
+        path: "generated/full_batch_reserved.md",
+        about: "inline: reserved when the full batch ran out (the message's \"reserved in total\")",
+        render: snippets::full_batch_reserved,
+    },
+    Artifact {
+        path: "generated/full_batch_input.md",
+        about: "inline: the full batch's input-batch bytes (features and labels of every row)",
+        render: snippets::full_batch_input,
+    },
+    Artifact {
+        path: "generated/largest_batch_peak_allocated.md",
+        about: "inline: peak allocated of the step at the largest batch that fits the card",
+        render: snippets::largest_batch_peak_allocated,
+    },
+    Artifact {
+        path: "generated/largest_batch_peak_reserved.md",
+        about: "inline: peak reserved of the step at the largest batch that fits the card",
+        render: snippets::largest_batch_peak_reserved,
+    },
+    Artifact {
+        path: "generated/reserved_jump_batch.md",
+        about: "inline: the first batch (rows) whose step needs a third activation-sized segment",
+        render: snippets::reserved_jump_batch,
+    },
+    Artifact {
+        path: "generated/reserved_jump_commands.md",
+        about: "block: the two challenge1 commands one row below and at the reserved jump",
+        render: snippets::reserved_jump_commands,
+    },
+    Artifact {
+        path: "generated/challenge2_oom.md",
+        about: "block: challenge 2's out-of-memory message at one layer too many (SGD)",
+        render: snippets::challenge2_oom,
+    },
+    Artifact {
+        path: "generated/lesson_five_layers.md",
+        about: "inline: what 5 hidden layers of 5000 need at batch 32 with SGD and Adam, and their share of the card",
+        render: snippets::lesson_five_layers,
+    },
+    Artifact {
+        path: "generated/per_layer_bytes.md",
+        about: "inline: what each extra hidden layer of 5000 adds to the peak at batch 32 with SGD",
+        render: snippets::per_layer_bytes,
+    },
+    Artifact {
+        path: "generated/challenge3_leak.md",
+        about: "challenge 3: the leaking vs the fixed loop on a 4 MiB card — epochs, outcome, peaks",
+        render: snippets::challenge3_leak,
+    },
+    Artifact {
+        path: "generated/challenge3_fragmentation.md",
+        about: "challenge 3: the fragmented cache's message and the remedies (outcome, segment allocations and frees)",
+        render: snippets::challenge3_fragmentation,
     },
 ];

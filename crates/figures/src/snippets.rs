@@ -2,13 +2,16 @@
 //! `{{#include ../generated/NAME.md}}`. Tables and paragraphs end with a newline; one-value
 //! snippets (`card_capacity.md`, …) have none, so they can sit inside a sentence.
 
-use crate::alts::FIGURES;
+use crate::alts;
 use crate::data::{
     self, DEEP_BATCH, DEEP_WIDTH, LESSON_WIDTH, LargestBatch, card, equation, measure, network,
     on_card, optimizer_name, unbounded,
 };
+use crate::epochs::{self, Keep};
 use crate::style::grouped;
 use anyhow::{Result, anyhow};
+use demo::alloc_args::describe;
+use gpumem::alloc::{AllocatorConfig, OutOfMemory};
 use gpumem::data::LESSON_TRAINING_EVENTS as FULL;
 use gpumem::estimate::reference_setups;
 use gpumem::mlp::{MlpConfig, Optimizer};
@@ -189,7 +192,7 @@ pub fn widest_on_card() -> Result<String> {
 pub fn figure_alts() -> Result<String> {
     let mut out =
         String::from("Alt text of the book's figures (from `crates/figures/src/alts.rs`):\n\n");
-    for (name, alt) in FIGURES {
+    for (name, alt) in alts::figures()? {
         writeln!(out, "- `{name}.svg`: {alt}")?;
     }
     Ok(out)
@@ -233,4 +236,247 @@ pub fn deepest_adam() -> Result<String> {
 fn largest_batch() -> Result<LargestBatch> {
     data::largest_batch_on_card(LESSON_WIDTH)?
         .ok_or_else(|| anyhow!("not even one row fits on the card"))
+}
+
+/// The full training set as one batch of the lesson's network, on the card: its error.
+fn full_batch_error() -> Result<OutOfMemory> {
+    measure(&on_card(), &MlpConfig::lesson(LESSON_WIDTH), FULL)?
+        .oom
+        .ok_or_else(|| anyhow!("the full training set fits on the card: challenge 1 is moot"))
+}
+
+/// A message as a text block.
+fn text_block(message: impl std::fmt::Display) -> String {
+    format!("```text\n{message}\n```\n")
+}
+
+/// Challenge 1's out-of-memory message alone, as a text block.
+pub fn full_batch_oom() -> Result<String> {
+    Ok(text_block(full_batch_error()?))
+}
+
+/// `memory_allocated()` when the full batch ran out, e.g. `8.75 GiB`.
+pub fn full_batch_allocated() -> Result<String> {
+    Ok(format_bytes(full_batch_error()?.allocated))
+}
+
+/// The free bytes the full batch's message reports (capacity − reserved on the card).
+pub fn full_batch_free() -> Result<String> {
+    let free = full_batch_error()?
+        .free
+        .ok_or_else(|| anyhow!("the emulated card reports no free bytes"))?;
+    Ok(format_bytes(free))
+}
+
+/// `memory_reserved()` when the full batch ran out.
+pub fn full_batch_reserved() -> Result<String> {
+    Ok(format_bytes(full_batch_error()?.reserved))
+}
+
+/// The full batch's features and labels on the card, e.g. `13.42 MiB`.
+pub fn full_batch_input() -> Result<String> {
+    Ok(format_bytes(
+        equation(&MlpConfig::lesson(LESSON_WIDTH), FULL)?.input_batch,
+    ))
+}
+
+/// The step at the largest batch that fits: its peak allocated.
+pub fn largest_batch_peak_allocated() -> Result<String> {
+    Ok(format_bytes(largest_batch()?.step.peak_allocated))
+}
+
+/// The step at the largest batch that fits: its peak reserved.
+pub fn largest_batch_peak_reserved() -> Result<String> {
+    Ok(format_bytes(largest_batch()?.step.peak_reserved))
+}
+
+/// The first batch whose step needs a third segment the size of an activation.
+pub fn reserved_jump_batch() -> Result<String> {
+    Ok(grouped(data::reserved_jump_batch()?))
+}
+
+/// The two commands that show the jump: one row below it, and at it.
+pub fn reserved_jump_commands() -> Result<String> {
+    let jump = data::reserved_jump_batch()?;
+    Ok(format!(
+        "```sh\n\
+         cargo run -p challenge1 -- --backend plan --batch {}\n\
+         cargo run -p challenge1 -- --backend plan --batch {jump}\n\
+         ```\n",
+        jump - 1
+    ))
+}
+
+/// Challenge 2's out-of-memory message at one layer too many (SGD), as a text block.
+pub fn challenge2_oom() -> Result<String> {
+    Ok(text_block(data::deepest_fit(Optimizer::LESSON)?.oom))
+}
+
+/// The lesson's "about 5 hidden layers of 5000": what they need at batch 32 with SGD and
+/// with Adam, and their share of the card.
+pub fn lesson_five_layers() -> Result<String> {
+    const LESSON_LAYERS: u64 = 5;
+    let share = |o: Optimizer| -> Result<(u64, String)> {
+        let peak = equation(&network(DEEP_WIDTH, LESSON_LAYERS, o), DEEP_BATCH)?.peak_allocated;
+        let percent = 100.0 * peak as f64 / card() as f64;
+        Ok((peak, format!("{percent:.0}\u{a0}%")))
+    };
+    let (sgd, sgd_share) = share(Optimizer::LESSON)?;
+    let (adam, adam_share) = share(data::adam())?;
+    Ok(format!(
+        "{} with SGD and {} with Adam: {sgd_share} and {adam_share} of the {} card",
+        format_bytes(sgd),
+        format_bytes(adam),
+        format_bytes(card())
+    ))
+}
+
+/// What each extra hidden layer of 5000 adds to the step's peak at batch 32 with SGD.
+pub fn per_layer_bytes() -> Result<String> {
+    let peak = |layers: u64| -> Result<u64> {
+        Ok(equation(&network(DEEP_WIDTH, layers, Optimizer::LESSON), DEEP_BATCH)?.peak_allocated)
+    };
+    Ok(format_bytes(peak(2)? - peak(1)?))
+}
+
+/// Challenge 3's leak: the leaking and the fixed loop on the same small card.
+pub fn challenge3_leak() -> Result<String> {
+    let spec = epochs::leak(Keep::Every);
+    let leaky = epochs::leaking()?;
+    let fixed = epochs::run(&epochs::leak(Keep::Nothing))?;
+    let failure = leaky
+        .failure
+        .as_ref()
+        .ok_or_else(|| anyhow!("the leaking loop did not run out of memory"))?;
+    if let Some(f) = &fixed.failure {
+        return Err(anyhow!("the fixed loop ran out of memory: {}", f.oom));
+    }
+    let per_epoch = spec.samples.div_ceil(spec.batch);
+    let mut out = format!(
+        "The lesson's network (one hidden layer of {}, SGD) at batch {} over {} rows — {} steps \
+         an epoch — for {} epochs on a {} card, every step planned on the `plan` backing:\n\n\
+         | loop | epochs finished | outcome | peak allocated | peak reserved |\n\
+         | :--- | ---: | :--- | ---: | ---: |\n",
+        grouped(spec.config.hidden),
+        spec.batch,
+        grouped(spec.samples),
+        per_epoch,
+        spec.epochs,
+        format_bytes(spec.card)
+    );
+    for (name, r) in [
+        ("leaking: `kept.push(outputs)`", leaky),
+        ("fixed: the outputs drop", &fixed),
+    ] {
+        let outcome = match &r.failure {
+            Some(f) => format!("out of memory in epoch {}, step {}", f.epoch, f.step),
+            None => "finished".to_string(),
+        };
+        writeln!(
+            out,
+            "| {name} | {} of {} | {outcome} | {} | {} |",
+            r.epochs.len(),
+            spec.epochs,
+            format_bytes(r.peak_allocated),
+            format_bytes(r.peak_reserved)
+        )?;
+    }
+    let ends = |r: &epochs::LoopRun| {
+        r.epochs
+            .iter()
+            .map(|e| format_bytes(e.allocated))
+            .collect::<Vec<_>>()
+    };
+    let (first, last) = match (leaky.epochs.first(), leaky.epochs.last()) {
+        (Some(f), Some(l)) if leaky.epochs.len() > 1 => (f.allocated, l.allocated),
+        _ => return Err(anyhow!("the leaking loop finished fewer than two epochs")),
+    };
+    // Every step after the first epoch adds the same bytes, or the sentence says "about".
+    let steps_between = (leaky.steps() - leaky.epochs[0].steps).max(1);
+    let grown = last - first;
+    let about = if grown % steps_between == 0 {
+        ""
+    } else {
+        "about "
+    };
+    let fixed_ends = ends(&fixed);
+    let fixed_words = if fixed_ends.windows(2).all(|w| w[0] == w[1]) {
+        format!("{} after every epoch", fixed_ends[0])
+    } else {
+        fixed_ends.join(", ")
+    };
+    writeln!(
+        out,
+        "\nAllocated at the end of each epoch: the leaking loop {} — {about}{} bytes more every \
+         step — until step {} of epoch {} asks for a new {} segment that the card cannot give; \
+         the fixed loop {fixed_words}.",
+        ends(leaky).join(", "),
+        grouped(grown / steps_between),
+        failure.step,
+        failure.epoch,
+        format_bytes(failure.oom.tried),
+    )?;
+    Ok(out)
+}
+
+/// Challenge 3's fragmented cache: the failing run, then each remedy on a fresh card.
+pub fn challenge3_fragmentation() -> Result<String> {
+    let spec = epochs::fragmentation(AllocatorConfig::default(), false);
+    let base = epochs::run(&spec)?;
+    let failure = base
+        .failure
+        .as_ref()
+        .ok_or_else(|| anyhow!("the fragmentation scenario did not run out of memory"))?;
+    let oom = &failure.oom;
+    if !oom.is_fragmentation() {
+        return Err(anyhow!(
+            "the fragmentation scenario failed for lack of memory: {oom}"
+        ));
+    }
+    let epoch: Vec<String> = base.batches[..spec.samples.div_ceil(spec.batch) as usize]
+        .iter()
+        .map(|&b| grouped(b))
+        .collect();
+    let mut out = format!(
+        "Two hidden layers of {} (SGD), an epoch of {} rows in batches of {}, the loop keeping \
+         the last step's outputs, on a {} card. Epoch {}, step {} ({} rows) runs out of \
+         memory:\n\n{}\n\
+         Reserved − allocated = {} − {} = {} is cached but unused, more than the {} requested: \
+         the cache is fragmented. The same loop with each remedy, each on a fresh card (figures \
+         from the allocator's statistics):\n\n\
+         | remedy | settings | outcome | peak reserved | segment allocations | segment frees |\n\
+         | :--- | :--- | :--- | ---: | ---: | ---: |\n",
+        grouped(spec.config.hidden),
+        grouped(spec.samples),
+        epoch.join(", "),
+        format_bytes(spec.card),
+        failure.epoch,
+        failure.step,
+        grouped(failure.rows),
+        text_block(oom),
+        format_bytes(oom.reserved),
+        format_bytes(oom.allocated),
+        format_bytes(oom.cached_unused()),
+        format_bytes(oom.requested),
+    );
+    let mut rows = vec![("none (the run above)", spec.allocator.clone(), base)];
+    for (name, allocator, empty) in epochs::remedies() {
+        let r = epochs::run(&epochs::fragmentation(allocator.clone(), empty))?;
+        rows.push((name, allocator, r));
+    }
+    for (name, allocator, r) in &rows {
+        let outcome = match &r.failure {
+            Some(f) => format!("out of memory in epoch {}", f.epoch),
+            None => "finished".to_string(),
+        };
+        writeln!(
+            out,
+            "| {name} | {} | {outcome} | {} | {} | {} |",
+            describe(allocator),
+            format_bytes(r.peak_reserved),
+            r.device_allocations,
+            r.device_frees
+        )?;
+    }
+    Ok(out)
 }

@@ -93,3 +93,82 @@ fn timeline_chart_claims() {
     let inside: Vec<u64> = t.events[step2..].iter().map(|e| e.0).collect();
     assert!(inside.iter().max() > inside.first());
 }
+
+/// Monitoring memory: at the largest batch that fits, reserved reaches the card while about
+/// a third of it holds no tensor; one row past the jump, reserved grows by a whole
+/// activation and allocated barely moves.
+#[test]
+fn monitoring_page_claims() {
+    let largest = data::largest_batch_on_card(LESSON_WIDTH).unwrap().unwrap();
+    let (allocated, reserved) = (largest.step.peak_allocated, largest.step.peak_reserved);
+    assert!(reserved > card() - (64 << 20), "{reserved}");
+    let unused = (reserved - allocated) as f64 / reserved as f64;
+    assert!((0.28..0.38).contains(&unused), "{unused}");
+
+    let jump = data::reserved_jump_batch().unwrap();
+    assert_eq!(data::activation_segments(jump - 1).unwrap(), 2);
+    assert_eq!(data::activation_segments(jump).unwrap(), 3);
+    let config = MlpConfig::lesson(LESSON_WIDTH);
+    let before = measure(&data::on_card(), &config, jump - 1).unwrap();
+    let at = measure(&data::on_card(), &config, jump).unwrap();
+    assert!(before.fits() && at.fits());
+    let activation = jump * LESSON_WIDTH * 4;
+    assert!(at.peak_reserved - before.peak_reserved >= activation);
+    assert!(at.peak_allocated - before.peak_allocated < 1 << 20);
+}
+
+/// Challenge 3: the leak's chart and table, and the remedies' table as the page reads them.
+#[test]
+fn challenge3_claims() {
+    use figures::epochs::{self, Keep};
+    let spec = epochs::leak(Keep::Every);
+    let leaky = epochs::leaking().unwrap();
+    let fixed = epochs::run(&epochs::leak(Keep::Nothing)).unwrap();
+    // Allocated climbs every epoch, reserved never falls and reaches the card, and the
+    // failure comes several whole epochs in, asking for a new segment.
+    assert!(leaky.epochs.len() >= 3, "{}", leaky.epochs.len());
+    assert!(
+        leaky
+            .epochs
+            .windows(2)
+            .all(|w| w[1].allocated > w[0].allocated)
+    );
+    assert!(
+        leaky
+            .epochs
+            .windows(2)
+            .all(|w| w[1].reserved >= w[0].reserved)
+    );
+    assert!(leaky.epochs[0].reserved < spec.card);
+    assert_eq!(leaky.peak_reserved, spec.card);
+    let failure = leaky.failure.as_ref().unwrap();
+    assert!(failure.oom.tried > spec.card - failure.oom.reserved);
+    assert!(!failure.oom.is_fragmentation());
+    // The fixed loop ends every epoch where it started.
+    assert!(fixed.failure.is_none());
+    assert!(
+        fixed
+            .epochs
+            .windows(2)
+            .all(|w| w[0].allocated == w[1].allocated)
+    );
+
+    // The fragmented cache: every remedy finishes; the split limit costs no extra segment,
+    // the threshold and empty_cache() a few, no caching one per tensor (the most by far).
+    let base = epochs::run(&epochs::fragmentation(Default::default(), false)).unwrap();
+    assert!(base.failure.as_ref().unwrap().oom.is_fragmentation());
+    let runs: Vec<_> = epochs::remedies()
+        .into_iter()
+        .map(|(name, allocator, empty)| {
+            let r = epochs::run(&epochs::fragmentation(allocator, empty)).unwrap();
+            assert!(r.failure.is_none(), "{name} did not fix it");
+            (name, r.device_allocations)
+        })
+        .collect();
+    let calls = |prefix: &str| runs.iter().find(|r| r.0.contains(prefix)).unwrap().1;
+    assert_eq!(calls("max-split-size"), base.device_allocations);
+    for few in [calls("gc-threshold"), calls("empty_cache")] {
+        assert!(few > base.device_allocations && few < 4 * base.device_allocations);
+    }
+    assert!(calls("no-caching") > 4 * calls("empty_cache"));
+}

@@ -7,7 +7,7 @@ pub mod width;
 
 pub use batch::memory_vs_batch;
 pub use depth::memory_vs_depth;
-pub use timeline::alloc_timeline;
+pub use timeline::{alloc_timeline, leak_timeline};
 pub use width::memory_vs_width;
 
 use crate::data::card;

@@ -9,8 +9,9 @@
 //! so a test can check the drawing against the trace without reading pixels.
 
 use super::{Chart, capacity_line_in, note};
-use crate::alts::ALT_ALLOC_TIMELINE;
+use crate::alts::{ALT_ALLOC_TIMELINE, alt_leak_timeline};
 use crate::data::{self, LESSON_WIDTH, network, optimizer_name};
+use crate::epochs::{self, Keep};
 use crate::style::palette::{BLUE, ORANGE};
 use crate::style::{
     AXIS_DESC_PX, BACKGROUND, GIB, GRID, INK, LEGEND_PX, MIB, TICK_PX, TITLE_PX, font, grouped, svg,
@@ -255,6 +256,23 @@ pub fn alloc_timeline() -> Result<String> {
         title: &title,
         alt: ALT_ALLOC_TIMELINE,
         phases: &t.phases,
+    })
+}
+
+/// `leak_timeline.svg`: Challenge 3's leaking loop, epoch by epoch, on its small card.
+pub fn leak_timeline() -> Result<String> {
+    let spec = epochs::leak(Keep::Every);
+    let run = epochs::leaking()?;
+    let title = format!(
+        "A loop that keeps every step's outputs, batch {}",
+        grouped(spec.batch)
+    );
+    timeline_svg(&TimelineChart {
+        trace: &run.trace,
+        capacity: Some(spec.card),
+        title: &title,
+        alt: &alt_leak_timeline()?,
+        phases: &run.phases,
     })
 }
 
