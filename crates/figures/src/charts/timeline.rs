@@ -108,6 +108,40 @@ pub fn points(trace: &Trace, max_buckets: usize) -> Vec<Point> {
     out
 }
 
+/// A phase's name is drawn only with this many pixels before the next phase starts.
+const PHASE_LABEL_PX: f64 = 80.0;
+
+/// The legend's box, in pixels (three entries at [`LEGEND_PX`]).
+const LEGEND_SIZE_PX: (i32, i32) = (400, 100);
+
+/// Whether no line of the step chart passes through `values` (low, high, in the chart's
+/// unit) over the events `events` (from, to). Each point's values hold until the next point,
+/// and the vertical step into a point spans its values and the previous point's, so a point
+/// counts as occupying everything between the four.
+fn clear_of(
+    pts: &[Point],
+    events: (f64, f64),
+    values: (f64, f64),
+    scaled: impl Fn(u64) -> f64,
+) -> bool {
+    let first = pts
+        .iter()
+        .rposition(|p| p.event as f64 <= events.0)
+        .unwrap_or(0);
+    let last = pts
+        .iter()
+        .rposition(|p| p.event as f64 <= events.1)
+        .unwrap_or(0);
+    (first..=last).filter(|&i| i < pts.len()).all(|i| {
+        let p = &pts[i];
+        let prev = if i > first { pts[i - 1] } else { *p };
+        let all = [p.allocated, p.reserved, prev.allocated, prev.reserved];
+        let low = scaled(all.into_iter().min().unwrap_or(0));
+        let high = scaled(all.into_iter().max().unwrap_or(0));
+        high < values.0 || low > values.1
+    })
+}
+
 /// The y axis' unit: GiB for runs that reach a gibibyte, else MiB.
 fn unit(top_bytes: u64) -> (f64, &'static str) {
     if top_bytes as f64 >= GIB {
@@ -129,6 +163,8 @@ pub fn timeline_svg(chart: &TimelineChart<'_>) -> Result<String> {
     let y_max = (data_top.max(chart.capacity.map_or(0.0, scaled)) * 1.15)
         .ceil()
         .max(1.0);
+    // Whole units on the y axis, or tenths when the chart spans fewer than ten.
+    let decimals = if y_max < 10.0 { 1 } else { 0 };
     // Phase markers reach a little above the data, leaving room for the legend above them.
     let marker_top = (data_top * 1.3).min(y_max * 0.97);
 
@@ -143,7 +179,7 @@ pub fn timeline_svg(chart: &TimelineChart<'_>) -> Result<String> {
             .x_desc("allocator event (allocation or free), in order")
             .y_desc(format!("device memory ({unit_name})"))
             .x_label_formatter(&|x| format!("{x:.0}"))
-            .y_label_formatter(&|y| format!("{y:.0}"))
+            .y_label_formatter(&|y| format!("{y:.decimals$}"))
             .axis_desc_style(font(AXIS_DESC_PX))
             .label_style(font(TICK_PX))
             .bold_line_style(GRID)
@@ -154,13 +190,23 @@ pub fn timeline_svg(chart: &TimelineChart<'_>) -> Result<String> {
             capacity_line_in(&mut plot, cap, per_unit, (0.0, x_max), 0.0)?;
         }
         // Phase boundaries: thin vertical lines, the phase's name beside each.
-        for (start, name) in chart.phases {
+        // A name is left out when the next phase starts too close for it (a model built in a
+        // handful of events before the first epoch); its line stays.
+        let (width, height) = plot.plotting_area().dim_in_pixel();
+        let events_per_px = x_max / f64::from(width.max(1));
+        for (i, (start, name)) in chart.phases.iter().enumerate() {
             let x = *start as f64;
             plot.draw_series(std::iter::once(PathElement::new(
                 [(x, 0.0), (x, marker_top)],
                 INK.mix(0.35).stroke_width(1),
             )))?;
-            note(&mut plot, (x, marker_top), (4, -4), name, &INK)?;
+            let room = chart
+                .phases
+                .get(i + 1)
+                .map_or(f64::INFINITY, |next| (next.0 as f64 - x) / events_per_px);
+            if room >= PHASE_LABEL_PX {
+                note(&mut plot, (x, marker_top), (4, -4), name, &INK)?;
+            }
         }
         // Steps: each value holds until the next event.
         let steps_of = |pick: fn(&Point) -> u64| {
@@ -187,11 +233,32 @@ pub fn timeline_svg(chart: &TimelineChart<'_>) -> Result<String> {
         ))?
         .label("allocated (blocks in live tensors)")
         .legend(|(x, y)| PathElement::new([(x, y), (x + 22, y)], ALLOCATED_COLOR.stroke_width(2)));
-        // The legend sits right, under the capacity line (or the top) and above the data.
-        let (width, height) = plot.plotting_area().dim_in_pixel();
-        let legend_x = width as i32 - 400;
+        // The legend sits under the capacity line (or the top), right if the data leaves
+        // room there, else left; if neither, at the bottom, right or left, under the data.
         let line_at = chart.capacity.map_or(y_max, scaled);
-        let legend_y = ((1.0 - line_at / y_max) * f64::from(height)) as i32 + 24;
+        let under_line = ((1.0 - line_at / y_max) * f64::from(height)) as i32 + 24;
+        let at_bottom = height as i32 - LEGEND_SIZE_PX.1 - 14;
+        let (w, h) = (f64::from(width), f64::from(height));
+        let corners = [
+            (width as i32 - LEGEND_SIZE_PX.0, under_line),
+            (14, under_line),
+            (width as i32 - LEGEND_SIZE_PX.0, at_bottom),
+            (14, at_bottom),
+        ];
+        let (legend_x, legend_y) = corners
+            .into_iter()
+            .find(|&(px, py)| {
+                let events = (
+                    f64::from(px) / w * x_max,
+                    f64::from(px + LEGEND_SIZE_PX.0) / w * x_max,
+                );
+                let values = (
+                    (1.0 - f64::from(py + LEGEND_SIZE_PX.1) / h) * y_max,
+                    (1.0 - f64::from(py) / h) * y_max,
+                );
+                clear_of(&pts, events, values, scaled)
+            })
+            .unwrap_or(corners[0]);
         plot.configure_series_labels()
             .position(SeriesLabelPosition::Coordinate(legend_x, legend_y))
             .label_font(font(LEGEND_PX))
