@@ -230,15 +230,33 @@ impl fmt::Display for Estimate {
 }
 
 /// Whether every tensor a step allocates per batch row (x, y, logits, activations) is either
-/// in the small pool (at most 1 MiB) or at least 10 MiB, with the batch below 1.31 million
-/// rows. There the equation is exact: each such tensor gets a block of exactly
+/// in the small pool (at most 1 MiB) or at least 10 MiB (20 MiB when hidden weights share
+/// 20 MiB segments), with the batch below 1.31 million rows. There the equation is exact: each such tensor gets a block of exactly
 /// [`block_bytes`]. In the 1–10 MiB band, tensors share 20 MiB segments and which of them
 /// picks up a segment's leftover (at most 1 MiB each) depends on the order of allocations
 /// and frees; see [`band_margin`].
 pub fn is_exact(config: &MlpConfig, batch: u64) -> bool {
-    let outside_band = |bytes: u64| bytes <= SMALL_SIZE || bytes >= MIN_LARGE_ALLOC;
     let p = config.strategy.precision;
-    let (sa, sd) = (p.activations().size(), p.data().size());
+    let (sp, sa, sd) = (
+        p.parameters().size(),
+        p.activations().size(),
+        p.data().size(),
+    );
+    // When hidden weights share 20 MiB segments, those segments' free tails can take a
+    // batch tensor of up to 20 MiB too, so the band to avoid widens.
+    let shared = config.layers > 1 && {
+        let w = config
+            .hidden
+            .saturating_mul(config.hidden)
+            .saturating_mul(sp);
+        w > SMALL_SIZE && w < MIN_LARGE_ALLOC
+    };
+    let band_end = if shared {
+        LARGE_BUFFER
+    } else {
+        MIN_LARGE_ALLOC
+    };
+    let outside_band = |bytes: u64| bytes <= SMALL_SIZE || bytes >= band_end;
     let per_row = [
         config.inputs * sd,
         F32,

@@ -1,15 +1,9 @@
 //! The memory-saving strategies on wgpu against the cpu reference (float32 only: the float16
 //! and float64 kernels are not on wgpu yet).
 //!
-//! KNOWN ENGINE BUG (found with Challenge 4; the test is ignored until it is fixed):
-//! gradient accumulation computes wrong losses and gradients on wgpu. `exec::transfer::write`
-//! puts a tensor's data on the queue with `queue.write_buffer` while the step's kernels wait,
-//! unsubmitted, in the store's pending encoder; wgpu performs queued writes at the start of
-//! the next submission, before that encoder's commands. The second micro-batch's `x` and `y`
-//! reuse the blocks the first one freed, so they overwrite the first micro-batch's data before
-//! its kernels run: every micro-batch but the last computes on the wrong rows. Flushing the
-//! pending encoder at the start of `write` (`store.flush()?`) makes this test pass (checked by
-//! hand); recording the upload into the encoder as a copy from a staging buffer would too.
+//! Gradient accumulation is the case that once failed here: an upload went onto the queue
+//! while the previous micro-batch's kernels still waited in the pending encoder, and wgpu ran
+//! the upload first. Uploads now submit what is recorded before writing.
 
 use gpumem::data::{Dataset, Split};
 use gpumem::mlp::{Batch, Checkpointing, Mlp, MlpConfig, Optimizer, Precision, Strategy};
@@ -84,7 +78,6 @@ fn checkpointing_on_wgpu_matches_cpu() {
 }
 
 #[test]
-#[ignore = "KNOWN ENGINE BUG: queued uploads overtake the pending encoder (see the module docs)"]
 fn accumulation_on_wgpu_matches_cpu() {
     let Some(gpu) = gpu() else { return };
     let data = Dataset::generate(40, 5).train;

@@ -742,8 +742,8 @@ impl Equivalence {
             } else {
                 format!(
                     "Accumulation or checkpointing changed the validation loss by up to {d:.1e}: \
-                     on this backing they do not compute the plain run's update (a known engine \
-                     bug on wgpu: crates/gpumem/tests/strategies_wgpu.rs)."
+                     on this backing they did not compute the plain run's update — a bug worth \
+                     reporting, with this command."
                 )
             });
         }

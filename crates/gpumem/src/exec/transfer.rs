@@ -103,6 +103,10 @@ pub(crate) fn write(
     offset: u64,
     data: &[u8],
 ) -> Result<(), Error> {
+    // Queue writes run before the commands of the next submission: submit what is
+    // recorded first, so a block freed and reused within a step (the next micro-batch's
+    // input, say) is not overwritten before the kernels that still read it have run.
+    store.flush()?;
     let padded;
     let data = if data.len() % 4 == 0 {
         data
