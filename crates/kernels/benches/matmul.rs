@@ -2,11 +2,11 @@
 //! against `matrixmultiply::sgemm` on the CPU, square n = 256, 512, 1024, median of 5.
 //!
 //! A sample is one submission of `reps` matmuls (so small sizes run ≥ ~0.1 s) and a wait
-//! for the queue; the first submission (shader compilation) is excluded. The CPU reference
-//! is the better of sgemm on one thread and on every core (rows split between threads;
-//! lavapipe uses every core too, but a busy neighbour makes two threads wait for the slower
-//! one). Timings swing with machine load, so every row also shows how many cores other
-//! processes kept busy while it ran.
+//! for the queue; the first submission (shader compilation) is excluded. Each wgpu sample is
+//! followed by a CPU sample at the same size, so both see the same machine load: the CPU
+//! figure is the better median of `matrixmultiply::sgemm` on one thread and on every core
+//! (rows split between threads; a busy neighbour makes two threads wait for the slower).
+//! Timings swing with load, so every row shows how many cores other processes kept busy.
 
 use std::time::Instant;
 
@@ -96,19 +96,11 @@ fn main() {
         "| kernel               | form |    n | wgpu GFLOP/s | sgemm GFLOP/s (threads) | wgpu/cpu | other load (cores) |"
     );
     println!("|---|---|---|---|---|---|---|");
-    let mut sgemm_cache = Vec::new();
     for n in SIZES {
-        let one = sgemm_gflops(n, 1);
-        let all = sgemm_gflops(n, cores);
-        let cpu = if one.0 >= all.0 {
-            (one.0, 1)
-        } else {
-            (all.0, cores)
-        };
-        sgemm_cache.push((n, one, all));
+        let mut cpu = Cpu::new(n, cores);
         for v in &variants {
             let k = if v.plain { &plain } else { &best };
-            let (gf, other) = wgpu_gflops(&gpu, k, v, n);
+            let (gf, cpu_gf, threads, other) = measure(&gpu, k, v, n, &mut cpu);
             let form = match (v.ta, v.tb) {
                 (false, false) => "NN",
                 (true, false) => "TN",
@@ -116,11 +108,9 @@ fn main() {
                 (true, true) => "TT",
             };
             println!(
-                "| {:<20} | {form}   | {n:>4} | {gf:>12.2} | {:>15.1} ({}) | {:>7.1}% | {other:>18.2} |",
+                "| {:<20} | {form}   | {n:>4} | {gf:>12.2} | {cpu_gf:>15.1} ({threads}) | {:>7.1}% | {other:>18.2} |",
                 v.name,
-                cpu.0,
-                cpu.1,
-                100.0 * gf / cpu.0,
+                100.0 * gf / cpu_gf,
             );
         }
     }
@@ -129,12 +119,6 @@ fn main() {
         "load average after: {}",
         loadavg().unwrap_or_else(|| "?".into())
     );
-    for (n, one, all) in sgemm_cache {
-        println!(
-            "sgemm n={n}: 1 thread {:.1} GFLOP/s (other load {:.2}), {cores} threads {:.1} GFLOP/s (other load {:.2})",
-            one.0, one.1, all.0, all.1
-        );
-    }
     let errors = gpu.take_errors();
     if !errors.is_empty() {
         eprintln!("wgpu errors: {errors:#?}");
@@ -142,7 +126,9 @@ fn main() {
     }
 }
 
-fn wgpu_gflops(gpu: &Gpu, k: &Kernels, v: &Variant, n: usize) -> (f64, f64) {
+/// Median GFLOP/s of the wgpu variant and of the CPU (interleaved), the CPU's thread
+/// count, and the other processes' load meanwhile.
+fn measure(gpu: &Gpu, k: &Kernels, v: &Variant, n: usize, cpu: &mut Cpu) -> (f64, f64, usize, f64) {
     let mut rng = Rng::new(n as u64);
     let bytes = (n * n * 4) as u64;
     let buffers: Vec<wgpu::Buffer> = (0..3)
@@ -185,59 +171,93 @@ fn wgpu_gflops(gpu: &Gpu, k: &Kernels, v: &Variant, n: usize) -> (f64, f64) {
     run(1); // compile + warm-up
     let reps = (0.1 / run(1)).ceil().clamp(1.0, 64.0) as usize;
     let load = Load::start();
-    let mut times: Vec<f64> = (0..SAMPLES).map(|_| run(reps) / reps as f64).collect();
+    let mut times = Vec::new();
+    let (mut one, mut all) = (Vec::new(), Vec::new());
+    for _ in 0..SAMPLES {
+        times.push(run(reps) / reps as f64);
+        one.push(cpu.sample(1));
+        all.push(cpu.sample(cpu.cores));
+    }
     let other = load.other_cores();
-    times.sort_by(f64::total_cmp);
-    (2.0 * (n * n * n) as f64 / times[SAMPLES / 2] / 1e9, other)
+    let flop = 2.0 * (n * n * n) as f64;
+    let (one, all) = (flop / median(&mut one) / 1e9, flop / median(&mut all) / 1e9);
+    let (cpu_gf, threads) = if one >= all {
+        (one, 1)
+    } else {
+        (all, cpu.cores)
+    };
+    (flop / median(&mut times) / 1e9, cpu_gf, threads, other)
 }
 
-fn sgemm_gflops(n: usize, threads: usize) -> (f64, f64) {
-    let mut rng = Rng::new(7);
-    let a = rng.vec(n * n);
-    let b = rng.vec(n * n);
-    let mut c = vec![0f32; n * n];
-    let rows = n.div_ceil(threads);
-    let mut run = || {
+fn median(v: &mut [f64]) -> f64 {
+    v.sort_by(f64::total_cmp);
+    v[v.len() / 2]
+}
+
+/// `matrixmultiply::sgemm` on n×n matrices, rows split between threads.
+struct Cpu {
+    n: usize,
+    cores: usize,
+    a: Vec<f32>,
+    b: Vec<f32>,
+    c: Vec<f32>,
+    /// Calls per sample, so a sample takes ≥ ~0.05 s.
+    reps: usize,
+}
+
+impl Cpu {
+    fn new(n: usize, cores: usize) -> Cpu {
+        let mut rng = Rng::new(7);
+        let mut cpu = Cpu {
+            n,
+            cores,
+            a: rng.vec(n * n),
+            b: rng.vec(n * n),
+            c: vec![0.0; n * n],
+            reps: 1,
+        };
+        let t = cpu.sample(1);
+        cpu.reps = (0.05 / t).ceil().clamp(1.0, 1000.0) as usize;
+        cpu
+    }
+
+    /// Seconds per sgemm.
+    fn sample(&mut self, threads: usize) -> f64 {
+        let n = self.n;
+        let rows = n.div_ceil(threads);
         let t = Instant::now();
-        std::thread::scope(|s| {
-            for (i, chunk) in c.chunks_mut(rows * n).enumerate() {
-                let (a, b) = (&a[i * rows * n..], &b);
-                let m = chunk.len() / n;
-                s.spawn(move || {
-                    // SAFETY: the pointers cover m×n (a: m×n rows of a, b: n×n, chunk: m×n)
-                    // with the given row strides, and the slices outlive the call.
-                    unsafe {
-                        matrixmultiply::sgemm(
-                            m,
-                            n,
-                            n,
-                            1.0,
-                            a.as_ptr(),
-                            n as isize,
-                            1,
-                            b.as_ptr(),
-                            n as isize,
-                            1,
-                            0.0,
-                            chunk.as_mut_ptr(),
-                            n as isize,
-                            1,
-                        )
-                    }
-                });
-            }
-        });
-        t.elapsed().as_secs_f64()
-    };
-    run();
-    let load = Load::start();
-    let mut times: Vec<f64> = (0..SAMPLES.max(9)).map(|_| run()).collect();
-    let other = load.other_cores();
-    times.sort_by(f64::total_cmp);
-    (
-        2.0 * (n * n * n) as f64 / times[times.len() / 2] / 1e9,
-        other,
-    )
+        for _ in 0..self.reps {
+            std::thread::scope(|s| {
+                for (i, chunk) in self.c.chunks_mut(rows * n).enumerate() {
+                    let (a, b) = (&self.a[i * rows * n..], &self.b);
+                    let m = chunk.len() / n;
+                    s.spawn(move || {
+                        // SAFETY: a holds ≥ m rows of n, b n×n, chunk m×n, with these
+                        // strides, and the slices outlive the call.
+                        unsafe {
+                            matrixmultiply::sgemm(
+                                m,
+                                n,
+                                n,
+                                1.0,
+                                a.as_ptr(),
+                                n as isize,
+                                1,
+                                b.as_ptr(),
+                                n as isize,
+                                1,
+                                0.0,
+                                chunk.as_mut_ptr(),
+                                n as isize,
+                                1,
+                            )
+                        }
+                    });
+                }
+            });
+        }
+        t.elapsed().as_secs_f64() / self.reps as f64
+    }
 }
 
 fn loadavg() -> Option<String> {
