@@ -10,7 +10,6 @@ use crate::data::{
 use crate::epochs::{self, Keep};
 use crate::style::grouped;
 use anyhow::{Result, anyhow};
-use demo::alloc_args::describe;
 use gpumem::alloc::{AllocatorConfig, OutOfMemory};
 use gpumem::data::LESSON_TRAINING_EVENTS as FULL;
 use gpumem::estimate::reference_setups;
@@ -444,8 +443,8 @@ pub fn challenge3_fragmentation() -> Result<String> {
          Reserved − allocated = {} − {} = {} is cached but unused, more than the {} requested: \
          the cache is fragmented. The same loop with each remedy, each on a fresh card (figures \
          from the allocator's statistics):\n\n\
-         | remedy | settings | outcome | peak reserved | segment allocations | segment frees |\n\
-         | :--- | :--- | :--- | ---: | ---: | ---: |\n",
+         | remedy | outcome | peak reserved | segment allocations | segment frees |\n\
+         | :--- | :--- | ---: | ---: | ---: |\n",
         grouped(spec.config.hidden),
         grouped(spec.samples),
         epoch.join(", "),
@@ -459,20 +458,27 @@ pub fn challenge3_fragmentation() -> Result<String> {
         format_bytes(oom.cached_unused()),
         format_bytes(oom.requested),
     );
-    let mut rows = vec![("none (the run above)", spec.allocator.clone(), base)];
+    let mut rows = vec![("none (the run above)".to_string(), base)];
     for (name, allocator, empty) in epochs::remedies() {
-        let r = epochs::run(&epochs::fragmentation(allocator.clone(), empty))?;
-        rows.push((name, allocator, r));
+        // The setting's value beside its flag, as a learner would type it.
+        let label = match (allocator.max_split_size, allocator.gc_threshold) {
+            (Some(bytes), _) => format!("{name} {}", format_bytes(bytes)),
+            (_, Some(threshold)) => format!("{name} {threshold}"),
+            _ => name.to_string(),
+        };
+        rows.push((
+            label,
+            epochs::run(&epochs::fragmentation(allocator, empty))?,
+        ));
     }
-    for (name, allocator, r) in &rows {
+    for (label, r) in &rows {
         let outcome = match &r.failure {
-            Some(f) => format!("out of memory in epoch {}", f.epoch),
+            Some(f) => format!("out of memory (epoch {})", f.epoch),
             None => "finished".to_string(),
         };
         writeln!(
             out,
-            "| {name} | {} | {outcome} | {} | {} | {} |",
-            describe(allocator),
+            "| {label} | {outcome} | {} | {} | {} |",
             format_bytes(r.peak_reserved),
             r.device_allocations,
             r.device_frees
