@@ -5,6 +5,7 @@
 pub mod alloc_args;
 pub mod args;
 pub mod output;
+pub mod testing;
 
 pub use alloc_args::AllocatorArgs;
 pub use args::{DeviceArgs, ModelArgs, with_defaults};

@@ -97,6 +97,18 @@ pub struct Estimate {
 }
 
 impl Estimate {
+    /// The six terms of the equation, named, in the order the book adds them up.
+    pub fn categories(&self) -> [(&'static str, u64); 6] {
+        [
+            ("parameters", self.parameters),
+            ("gradients", self.gradients),
+            ("optimizer state", self.optimizer_state),
+            ("input batch", self.input_batch),
+            ("activations", self.activations),
+            ("temporaries", self.temporaries),
+        ]
+    }
+
     /// Memory that lives as long as the model: parameters, gradients, optimizer state.
     pub fn persistent(&self) -> u64 {
         self.parameters + self.gradients + self.optimizer_state
@@ -209,15 +221,7 @@ pub fn estimate(config: &MlpConfig, batch: u64) -> Result<Estimate, Error> {
 
 impl fmt::Display for Estimate {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let rows = [
-            ("parameters", self.parameters),
-            ("gradients", self.gradients),
-            ("optimizer state", self.optimizer_state),
-            ("input batch", self.input_batch),
-            ("activations", self.activations),
-            ("temporaries", self.temporaries),
-        ];
-        for (name, bytes) in rows {
+        for (name, bytes) in self.categories() {
             writeln!(f, "{name:>16}  {:>12}", format_bytes(bytes))?;
         }
         write!(

@@ -5,7 +5,9 @@
 //! If you solved an exercise in place, the stub proofs below fail because the stub is no
 //! longer a stub: `git checkout -- exercises/` restores the shipped stubs.
 
-use grading::{Opt, Outcome, Report, Setup, challenge1_answers, challenge2_answers, seed};
+mod common;
+use common::*;
+use grading::{Opt, Setup, challenge1_answers, challenge2_answers, seed};
 
 #[path = "../../../exercises/challenge1/solution/answer.rs"]
 mod solution1;
@@ -15,39 +17,6 @@ mod solution2;
 mod stub1;
 #[path = "../../../exercises/challenge2/src/answer.rs"]
 mod stub2;
-
-/// Asserts the report failed, only on `function`, and that its hint mentions `hint`.
-fn fails_on(report: &Report, function: &str, hint: &str) {
-    assert!(!report.passed(), "a wrong answer passed:\n{report}");
-    let misses: Vec<_> = report.misses().collect();
-    assert!(
-        misses.iter().all(|c| c.function == function),
-        "missed elsewhere too:\n{report}"
-    );
-    assert!(misses.iter().all(|c| c.outcome == Outcome::Fail));
-    assert!(
-        misses[0].hint.contains(hint),
-        "hint `{}` lacks `{hint}`",
-        misses[0].hint
-    );
-    let text = report.to_string();
-    assert!(
-        text.contains("expected:") && text.contains("got:"),
-        "{text}"
-    );
-}
-
-fn not_attempted(report: &Report) {
-    assert!(!report.passed());
-    assert!(
-        report
-            .checks
-            .iter()
-            .all(|c| c.outcome == Outcome::NotAttempted),
-        "{report}"
-    );
-    assert!(report.to_string().contains("not attempted yet"), "{report}");
-}
 
 mod challenge1 {
     use super::*;

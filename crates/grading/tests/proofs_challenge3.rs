@@ -5,38 +5,15 @@
 //! If you solved the exercise in place, the stub proof fails because the stub is no longer a
 //! stub: `git checkout -- exercises/challenge3/src/answer.rs` restores it.
 
+mod common;
+use common::*;
 use grading::challenge3::grade;
-use grading::{Outcome, Report, challenge3_answers, seed};
+use grading::{Outcome, challenge3_answers, seed};
 
 #[path = "../../../exercises/challenge3/solution/answer.rs"]
 mod solution;
 #[path = "../../../exercises/challenge3/src/answer.rs"]
 mod stub;
-
-/// Asserts the report failed, only on `function`, and that the first miss's hint mentions
-/// `hint`.
-fn fails_on(report: &Report, function: &str, hint: &str) {
-    assert!(!report.passed(), "a wrong answer passed:\n{report}");
-    let misses: Vec<_> = report.misses().collect();
-    assert!(
-        misses.iter().all(|c| c.function == function),
-        "missed elsewhere too:\n{report}"
-    );
-    assert!(
-        misses.iter().all(|c| c.outcome == Outcome::Fail),
-        "{report}"
-    );
-    assert!(
-        misses[0].hint.contains(hint),
-        "hint `{}` lacks `{hint}`",
-        misses[0].hint
-    );
-    let text = report.to_string();
-    assert!(
-        text.contains("expected:") && text.contains("got:"),
-        "{text}"
-    );
-}
 
 #[test]
 fn the_reference_solution_passes() {

@@ -5,37 +5,17 @@
 //! If you solved the exercise in place, the stub proof fails because the stub is no longer a
 //! stub: `git checkout -- exercises/challenge4/src/answer.rs` restores it.
 
+mod common;
+use common::*;
 use grading::challenge4::{
     Checkpointing, FITS, NOTHING_NEEDLESS, Precision, SAME_BATCH, Settings, grade,
 };
-use grading::{Opt, Outcome, Report, Setup, challenge4_answers, seed};
+use grading::{Opt, Outcome, Setup, challenge4_answers, seed};
 
 #[path = "../../../exercises/challenge4/solution/answer.rs"]
 mod solution;
 #[path = "../../../exercises/challenge4/src/answer.rs"]
 mod stub;
-
-/// Asserts the report failed, only in the check group `group`, and that its hint mentions
-/// `hint`.
-fn fails_on(report: &Report, group: &str, hint: &str) {
-    assert!(!report.passed(), "a wrong answer passed:\n{report}");
-    let misses: Vec<_> = report.misses().collect();
-    assert!(
-        misses.iter().all(|c| c.function == group),
-        "missed elsewhere too:\n{report}"
-    );
-    assert!(misses.iter().all(|c| c.outcome == Outcome::Fail));
-    assert!(
-        misses[0].hint.contains(hint),
-        "hint `{}` lacks `{hint}`",
-        misses[0].hint
-    );
-    let text = report.to_string();
-    assert!(
-        text.contains("expected:") && text.contains("got:"),
-        "{text}"
-    );
-}
 
 #[test]
 fn the_reference_solution_passes() {

@@ -80,18 +80,12 @@ fn run() -> anyhow::Result<()> {
     }
     let e = estimate(&config, rows)?;
     out.line("What one training step needs, by the memory equation (gpumem::estimate):");
-    let category_rows: Vec<Vec<String>> = [
-        ("parameters", e.parameters),
-        ("gradients", e.gradients),
-        ("optimizer state", e.optimizer_state),
-        ("input batch", e.input_batch),
-        ("activations", e.activations),
-        ("temporaries", e.temporaries),
-        ("peak allocated", e.peak_allocated),
-    ]
-    .iter()
-    .map(|(name, b)| vec![name.to_string(), format_bytes(*b)])
-    .collect();
+    let category_rows: Vec<Vec<String>> = e
+        .categories()
+        .into_iter()
+        .chain([("peak allocated", e.peak_allocated)])
+        .map(|(name, b)| vec![name.to_string(), format_bytes(b)])
+        .collect();
     out.table(&["category", "bytes"], &category_rows);
 
     let attempt = measure_step(&heavy_options, &config, rows, cli.model.seed)

@@ -1,16 +1,12 @@
 //! The instructor's demo, run as a program: defaults, JSON, help and bad input.
 
-use std::process::{Command, Output};
+use demo::testing::{Demo, text};
+use std::process::Output;
+
+const DEMO: Demo = Demo(env!("CARGO_BIN_EXE_challenge1"));
 
 fn run(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_challenge1"))
-        .args(args)
-        .output()
-        .expect("the demo starts")
-}
-
-fn text(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stdout).to_string() + &String::from_utf8_lossy(&o.stderr)
+    DEMO.run(args)
 }
 
 #[test]
@@ -92,11 +88,5 @@ fn bad_input_is_a_clear_error() {
         ),
         (&["--backend", "cuda"], "unknown backend"),
     ];
-    for (args, expected) in cases {
-        let o = run(args);
-        let t = text(&o);
-        assert!(!o.status.success(), "{args:?} succeeded:\n{t}");
-        assert!(t.contains(expected), "{args:?}: {t}");
-        assert!(!t.contains("panicked"), "{args:?} panicked:\n{t}");
-    }
+    DEMO.assert_refuses(cases);
 }

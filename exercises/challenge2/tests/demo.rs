@@ -1,26 +1,21 @@
 //! The instructor's demo, run as a program: defaults, agreement with the memory equation
 //! and across backings, JSON, help and bad input.
 
-use std::process::{Command, Output};
+use demo::testing::{Demo, text};
+use std::process::Output;
+
+const DEMO: Demo = Demo(env!("CARGO_BIN_EXE_challenge2"));
 
 fn run(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_challenge2"))
-        .args(args)
-        .output()
-        .expect("the demo starts")
-}
-
-fn text(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stdout).to_string() + &String::from_utf8_lossy(&o.stderr)
+    DEMO.run(args)
 }
 
 fn json(args: &[&str]) -> serde_json::Value {
-    let mut all = args.to_vec();
-    all.push("--json");
-    let o = run(&all);
-    assert!(o.status.success(), "{}", text(&o));
-    serde_json::from_slice(&o.stdout).expect("stdout is one JSON document")
+    DEMO.json(args)
 }
+
+
+
 
 #[test]
 fn the_default_depth_is_what_the_equation_predicts() {
@@ -84,11 +79,5 @@ fn bad_input_is_a_clear_error() {
             "not even one hidden layer fits",
         ),
     ];
-    for (args, expected) in cases {
-        let o = run(args);
-        let t = text(&o);
-        assert!(!o.status.success(), "{args:?} succeeded:\n{t}");
-        assert!(t.contains(expected), "{args:?}: {t}");
-        assert!(!t.contains("panicked"), "{args:?} panicked:\n{t}");
-    }
+    DEMO.assert_refuses(cases);
 }

@@ -465,16 +465,8 @@ impl Terms {
     }
 
     fn named(&self) -> [(&'static str, u64); 7] {
-        let e = &self.estimate;
-        [
-            ("parameters", e.parameters),
-            ("gradients", e.gradients),
-            ("optimizer state", e.optimizer_state),
-            ("input batch", e.input_batch),
-            ("activations", e.activations),
-            ("temporaries", e.temporaries),
-            ("peak (planned)", self.planned_peak),
-        ]
+        let [a, b, c, d, e, f] = self.estimate.categories();
+        [a, b, c, d, e, f, ("peak (planned)", self.planned_peak)]
     }
 }
 

@@ -1,24 +1,18 @@
 //! The instructor's demo, run as a program: defaults, JSON, the strategies' numbers, help and
 //! bad input.
 
+use demo::testing::{Demo, assert_refused, text};
 use serde_json::Value;
-use std::process::{Command, Output};
+use std::process::Output;
+
+const DEMO: Demo = Demo(env!("CARGO_BIN_EXE_challenge4"));
 
 fn run(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_challenge4"))
-        .args(args)
-        .output()
-        .expect("the demo starts")
+    DEMO.run(args)
 }
 
-fn text(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stdout).to_string() + &String::from_utf8_lossy(&o.stderr)
-}
-
-fn json(args: &[&str]) -> Value {
-    let o = run(&[args, &["--json"]].concat());
-    assert!(o.status.success(), "{}", text(&o));
-    serde_json::from_slice(&o.stdout).expect("stdout is one JSON document")
+fn json(args: &[&str]) -> serde_json::Value {
+    DEMO.json(args)
 }
 
 fn row<'a>(v: &'a Value, name: &str) -> &'a Value {
@@ -287,9 +281,6 @@ fn bad_input_is_a_clear_error() {
         } else {
             run(&[args, &["--backend", "plan"][..]].concat())
         };
-        let t = text(&o);
-        assert!(!o.status.success(), "{args:?} succeeded:\n{t}");
-        assert!(t.contains(expected), "{args:?}: {t}");
-        assert!(!t.contains("panicked"), "{args:?} panicked:\n{t}");
+        assert_refused(&o, args, expected);
     }
 }

@@ -47,71 +47,48 @@ trait Compute:
     );
 }
 
-impl Compute for f32 {
-    const DTYPE: DType = DType::F32;
-    fn from_f32(v: f32) -> Self {
-        v
-    }
-    fn to_f32(self) -> f32 {
-        self
-    }
-    fn from_f16(v: f16) -> Self {
-        v.to_f32()
-    }
-    fn to_f16(self) -> f16 {
-        f16::from_f32(self)
-    }
-    unsafe fn gemm(
-        m: usize,
-        k: usize,
-        n: usize,
-        a: *const f32,
-        rsa: isize,
-        csa: isize,
-        b: *const f32,
-        rsb: isize,
-        csb: isize,
-        beta: f32,
-        c: *mut f32,
-        rsc: isize,
-    ) {
-        // SAFETY: forwarded from the caller.
-        unsafe { matrixmultiply::sgemm(m, k, n, 1.0, a, rsa, csa, b, rsb, csb, beta, c, rsc, 1) }
-    }
+/// `Compute` for a float type: its `DType` and its gemm.
+macro_rules! compute {
+    ($t:ty, $dtype:expr, $gemm:path) => {
+        impl Compute for $t {
+            const DTYPE: DType = $dtype;
+            fn from_f32(v: f32) -> Self {
+                v as $t
+            }
+            fn to_f32(self) -> f32 {
+                self as f32
+            }
+            fn from_f16(v: f16) -> Self {
+                // Exact: every float16 is a float32.
+                v.to_f32() as $t
+            }
+            fn to_f16(self) -> f16 {
+                // One rounding either way: widening to float64 is exact.
+                f16::from_f64(self as f64)
+            }
+            unsafe fn gemm(
+                m: usize,
+                k: usize,
+                n: usize,
+                a: *const $t,
+                rsa: isize,
+                csa: isize,
+                b: *const $t,
+                rsb: isize,
+                csb: isize,
+                beta: $t,
+                c: *mut $t,
+                rsc: isize,
+            ) {
+                // SAFETY: forwarded from the caller.
+                unsafe { $gemm(m, k, n, 1.0, a, rsa, csa, b, rsb, csb, beta, c, rsc, 1) }
+            }
+        }
+    };
 }
 
-impl Compute for f64 {
-    const DTYPE: DType = DType::F64;
-    fn from_f32(v: f32) -> Self {
-        f64::from(v)
-    }
-    fn to_f32(self) -> f32 {
-        self as f32
-    }
-    fn from_f16(v: f16) -> Self {
-        v.to_f64()
-    }
-    fn to_f16(self) -> f16 {
-        f16::from_f64(self)
-    }
-    unsafe fn gemm(
-        m: usize,
-        k: usize,
-        n: usize,
-        a: *const f64,
-        rsa: isize,
-        csa: isize,
-        b: *const f64,
-        rsb: isize,
-        csb: isize,
-        beta: f64,
-        c: *mut f64,
-        rsc: isize,
-    ) {
-        // SAFETY: forwarded from the caller.
-        unsafe { matrixmultiply::dgemm(m, k, n, 1.0, a, rsa, csa, b, rsb, csb, beta, c, rsc, 1) }
-    }
-}
+compute!(f32, DType::F32, matrixmultiply::sgemm);
+compute!(f64, DType::F64, matrixmultiply::dgemm);
 
 /// A pointer to `count` values of `T` in a tensor's host memory.
 fn ptr<T>(t: &Tensor, count: u64) -> Result<*mut T, Error> {

@@ -1,0 +1,44 @@
+//! Running a demo as a program in its tests: its output, its JSON, and its refusals.
+
+use std::process::{Command, Output};
+
+/// A demo binary, by path (`env!("CARGO_BIN_EXE_challenge1")` in the crate's tests).
+#[derive(Debug, Clone, Copy)]
+pub struct Demo(pub &'static str);
+
+impl Demo {
+    /// Runs the demo with `args` and collects what it printed.
+    pub fn run(&self, args: &[&str]) -> Output {
+        Command::new(self.0)
+            .args(args)
+            .output()
+            .expect("the demo starts")
+    }
+
+    /// Runs the demo with `args` and `--json`; it must succeed and print one JSON document.
+    pub fn json(&self, args: &[&str]) -> serde_json::Value {
+        let o = self.run(&[args, &["--json"]].concat());
+        assert!(o.status.success(), "{}", text(&o));
+        serde_json::from_slice(&o.stdout).expect("stdout is one JSON document")
+    }
+
+    /// Each `(args, expected)`: the demo exits non-zero, says `expected`, and does not panic.
+    pub fn assert_refuses(&self, cases: &[(&[&str], &str)]) {
+        for (args, expected) in cases {
+            assert_refused(&self.run(args), args, expected);
+        }
+    }
+}
+
+/// stdout then stderr, as text.
+pub fn text(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stdout).to_string() + &String::from_utf8_lossy(&o.stderr)
+}
+
+/// The run `o` of `args` failed with a message containing `expected`, without a panic.
+pub fn assert_refused(o: &Output, args: &[&str], expected: &str) {
+    let t = text(o);
+    assert!(!o.status.success(), "{args:?} succeeded:\n{t}");
+    assert!(t.contains(expected), "{args:?}: {t}");
+    assert!(!t.contains("panicked"), "{args:?} panicked:\n{t}");
+}
