@@ -9,10 +9,14 @@ pub struct Demo(pub &'static str);
 impl Demo {
     /// Runs the demo with `args` and collects what it printed.
     pub fn run(&self, args: &[&str]) -> Output {
-        Command::new(self.0)
-            .args(args)
-            .output()
-            .expect("the demo starts")
+        self.run_with_env(args, &[])
+    }
+
+    /// Runs the demo with `args` and extra environment variables.
+    pub fn run_with_env(&self, args: &[&str], env: &[(&str, &str)]) -> Output {
+        let mut cmd = Command::new(self.0);
+        cmd.args(args).envs(env.iter().copied());
+        cmd.output().expect("the demo starts")
     }
 
     /// Runs the demo with `args` and `--json`; it must succeed and print one JSON document.

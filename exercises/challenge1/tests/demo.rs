@@ -90,3 +90,18 @@ fn bad_input_is_a_clear_error() {
     ];
     DEMO.assert_refuses(cases);
 }
+
+/// `WGPU_BACKEND=dx12` on a machine without DirectX leaves wgpu no adapter at all.
+#[test]
+fn no_adapter_is_a_clear_error_and_auto_falls_back() {
+    let env = [("WGPU_BACKEND", "dx12")];
+    let o = DEMO.run_with_env(&["--backend", "wgpu"], &env);
+    demo::testing::assert_refused(&o, &["--backend", "wgpu"], "no wgpu adapter found");
+    let o = DEMO.run_with_env(&["--backend", "auto", "--warmup-steps", "1"], &env);
+    let t = text(&o);
+    assert!(o.status.success(), "{t}");
+    assert!(
+        t.contains("cpu backing (auto: no GPU adapter at all"),
+        "{t}"
+    );
+}

@@ -246,7 +246,7 @@ impl Device {
                             GpuError::NoHardwareAdapter(_) => "auto: no hardware GPU, only a \
                                 software adapter, which --backend wgpu uses"
                                 .to_string(),
-                            other => format!("auto: no GPU adapter ({other})"),
+                            _ => "auto: no GPU adapter at all, so the cpu backing".to_string(),
                         },
                     ),
                 }
