@@ -206,4 +206,19 @@ pub const ARTIFACTS: &[Artifact] = &[
         about: "challenge 3: the fragmented cache's message and the remedies (outcome, segment allocations and frees)",
         render: snippets::challenge3_fragmentation,
     },
+    Artifact {
+        path: "generated/challenge4_strategies.md",
+        about: "challenge 4: each strategy's planned peak on challenge 1's full batch, and the cheapest that fits (no times)",
+        render: snippets::challenge4_strategies,
+    },
+    Artifact {
+        path: "generated/challenge4_deep.md",
+        about: "challenge 4: the same with 9 hidden layers, where checkpointing has layers to drop (no times)",
+        render: snippets::challenge4_deep,
+    },
+    Artifact {
+        path: "generated/challenge4_deep_layers.md",
+        about: "inline: the hidden layers of challenge 4's deeper setup (the pages' `-- --layers N`)",
+        render: snippets::challenge4_deep_layers,
+    },
 ];

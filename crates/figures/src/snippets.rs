@@ -486,3 +486,157 @@ pub fn challenge3_fragmentation() -> Result<String> {
     }
     Ok(out)
 }
+
+/// Challenge 4's deeper setup: Challenge 1's full batch with this many hidden layers, where
+/// checkpointing has layers to drop (`cargo run -p challenge4 -- --layers 9`).
+pub const CHALLENGE4_DEEP_LAYERS: u64 = 9;
+
+/// [`CHALLENGE4_DEEP_LAYERS`], for the pages' `-- --layers N`.
+pub fn challenge4_deep_layers() -> Result<String> {
+    Ok(CHALLENGE4_DEEP_LAYERS.to_string())
+}
+
+/// Challenge 4 on its default setup, Challenge 1's full batch.
+pub fn challenge4_strategies() -> Result<String> {
+    strategies_table(
+        &MlpConfig::lesson(LESSON_WIDTH),
+        FULL,
+        "cargo run -p challenge4",
+        true,
+    )
+}
+
+/// Challenge 4 on Challenge 1's full batch with [`CHALLENGE4_DEEP_LAYERS`] hidden layers.
+pub fn challenge4_deep() -> Result<String> {
+    strategies_table(
+        &MlpConfig::lesson(LESSON_WIDTH).with_layers(CHALLENGE4_DEEP_LAYERS),
+        FULL,
+        &format!("cargo run -p challenge4 -- --layers {CHALLENGE4_DEEP_LAYERS}"),
+        false,
+    )
+}
+
+/// Every strategy alone, then the cheapest combination that fits (and the cheapest that keeps
+/// float32), one update of `rows` rows planned at full size with the engine's `fit` module —
+/// the memory half of `command`'s table. No times: they are measurements, not plans. With
+/// `explain`, a last sentence gives the engine's order of "cheapest".
+fn strategies_table(base: &MlpConfig, rows: u64, command: &str, explain: bool) -> Result<String> {
+    use gpumem::fit::{
+        CHEAPEST_RULE, Cost, cheapest, checkpointing_has_effect, fewest_micro_batches,
+        fitting_strategies, measure_update,
+    };
+    use gpumem::mlp::{Checkpointing, Precision, Strategy};
+    let with = |precision, accumulation, checkpointing| {
+        base.clone().with_strategy(Strategy {
+            precision,
+            accumulation,
+            checkpointing,
+        })
+    };
+    let (f32, off, sqrt) = (Precision::Float32, Checkpointing::Off, Checkpointing::Sqrt);
+    // The demo's accumulation row: the fewest micro-batches with which accumulation alone
+    // fits (else with mixed precision and checkpointing too), at least 2.
+    let mut k = 2;
+    for config in [with(f32, 1, off), with(Precision::Mixed, 1, sqrt)] {
+        if let Some((fewest, _)) = fewest_micro_batches(&on_card(), &config, rows)? {
+            k = fewest.max(2);
+            break;
+        }
+    }
+    let segment = sqrt.segment(base.layers);
+    let mut out = format!(
+        "`{command}`: {} hidden layer{} of {} (SGD), one update of {} rows on the {} card, \
+         planned at full size on `plan`:\n\n\
+         | strategy | micro-batches × rows | peak allocated | fits? | layers recomputed |\n\
+         | :--- | ---: | ---: | :--- | ---: |\n",
+        base.layers,
+        if base.layers == 1 { "" } else { "s" },
+        grouped(base.hidden),
+        grouped(rows),
+        format_bytes(card()),
+    );
+    let row = |out: &mut String, name: &str, config: &MlpConfig| -> Result<()> {
+        let needs = measure_update(&unbounded(), config, rows, data::SEED)?;
+        let fits = measure_update(&on_card(), config, rows, data::SEED)?.fits();
+        let cost = Cost::of(config, rows, needs.peak_allocated)?;
+        writeln!(
+            out,
+            "| {name} | {}\u{a0}×\u{a0}{} | {} | {} | {} |",
+            cost.micro_batches,
+            grouped(rows.div_ceil(cost.micro_batches)),
+            format_bytes(needs.peak_allocated),
+            if fits { "yes" } else { "no" },
+            cost.recomputed_layers
+        )?;
+        Ok(())
+    };
+    row(&mut out, "none (float32)", &with(f32, 1, off))?;
+    row(&mut out, "float64", &with(Precision::Float64, 1, off))?;
+    row(&mut out, "mixed precision", &with(Precision::Mixed, 1, off))?;
+    row(
+        &mut out,
+        &format!("gradient accumulation\u{a0}×{k}"),
+        &with(f32, k, off),
+    )?;
+    let ck_name = if checkpointing_has_effect(sqrt, base.layers) {
+        format!(
+            "checkpointing, segments of ⌈√{}⌉\u{a0}=\u{a0}{segment}",
+            base.layers
+        )
+    } else {
+        format!(
+            "checkpointing (nothing to drop with {} hidden layer{})",
+            base.layers,
+            if base.layers == 1 { "" } else { "s" }
+        )
+    };
+    row(&mut out, &ck_name, &with(f32, 1, sqrt))?;
+    let fits = fitting_strategies(&on_card(), base, rows, sqrt, &[f32, Precision::Mixed])?;
+    let best = cheapest(&fits).ok_or_else(|| anyhow!("no strategy fits `{command}`"))?;
+    let float32: Vec<_> = fits
+        .iter()
+        .filter(|f| f.strategy.precision == f32)
+        .cloned()
+        .collect();
+    let best32 = cheapest(&float32).filter(|f| f.strategy != best.strategy);
+    let words = |s: &Strategy| {
+        let precision = match s.precision {
+            Precision::Float32 => "float32",
+            Precision::Mixed => "mixed precision",
+            Precision::Float64 => "float64",
+        };
+        let accumulation = if s.accumulation > 1 {
+            format!(" + accumulation\u{a0}×{}", s.accumulation)
+        } else {
+            String::new()
+        };
+        let checkpointing = if checkpointing_has_effect(s.checkpointing, base.layers) {
+            format!(
+                " + checkpointing every {}",
+                s.checkpointing.segment(base.layers)
+            )
+        } else {
+            String::new()
+        };
+        format!("{precision}{accumulation}{checkpointing}")
+    };
+    row(
+        &mut out,
+        &format!("**the cheapest that fits**: {}", words(&best.strategy)),
+        &base.clone().with_strategy(best.strategy),
+    )?;
+    if let Some(f) = best32 {
+        row(
+            &mut out,
+            &format!("the cheapest in float32: {}", words(&f.strategy)),
+            &base.clone().with_strategy(f.strategy),
+        )?;
+    }
+    if explain {
+        writeln!(
+            out,
+            "\n\"Cheapest\", as the engine's `gpumem::fit` orders them: {CHEAPEST_RULE}."
+        )?;
+    }
+    Ok(out)
+}

@@ -172,3 +172,58 @@ fn challenge3_claims() {
     }
     assert!(calls("no-caching") > 4 * calls("empty_cache"));
 }
+
+/// Challenge 4's page: on the full batch, mixed precision alone halves the step and is the
+/// cheapest fit while checkpointing has nothing to drop; with more layers only accumulation
+/// fits alone, and the cheapest combination uses all three strategies.
+#[test]
+fn challenge4_claims() {
+    use figures::snippets::CHALLENGE4_DEEP_LAYERS;
+    use gpumem::fit::{cheapest, fitting_strategies, measure_update};
+    use gpumem::mlp::{Checkpointing, Precision, Strategy};
+    let both = [Precision::Float32, Precision::Mixed];
+    let card = data::on_card();
+    let one = MlpConfig::lesson(LESSON_WIDTH);
+    let fits = fitting_strategies(&card, &one, FULL, Checkpointing::Sqrt, &both).unwrap();
+    let best = cheapest(&fits).unwrap();
+    assert_eq!(
+        best.strategy,
+        Strategy {
+            precision: Precision::Mixed,
+            ..Strategy::default()
+        }
+    );
+    let plain = equation(&one, FULL).unwrap().peak_allocated as f64;
+    let ratio = best.memory.peak_allocated as f64 / plain;
+    assert!((0.49..0.51).contains(&ratio), "{ratio}");
+    assert!(!gpumem::fit::checkpointing_has_effect(
+        Checkpointing::Sqrt,
+        1
+    ));
+
+    let deep = one.with_layers(CHALLENGE4_DEEP_LAYERS);
+    let alone = |precision, accumulation, checkpointing| {
+        let c = deep.clone().with_strategy(Strategy {
+            precision,
+            accumulation,
+            checkpointing,
+        });
+        measure_update(&card, &c, FULL, 0).unwrap().fits()
+    };
+    assert!(!alone(Precision::Float32, 1, Checkpointing::Off));
+    assert!(!alone(Precision::Mixed, 1, Checkpointing::Off));
+    assert!(!alone(Precision::Float32, 1, Checkpointing::Sqrt));
+    let fits = fitting_strategies(&card, &deep, FULL, Checkpointing::Sqrt, &both).unwrap();
+    let best = cheapest(&fits).unwrap().strategy;
+    assert_eq!(best.precision, Precision::Mixed);
+    assert!(best.accumulation > 1);
+    assert_ne!(best.checkpointing, Checkpointing::Off);
+    // Checkpointing saves micro-batches: without it, more are needed.
+    let without = fits
+        .iter()
+        .filter(|f| f.strategy.checkpointing == Checkpointing::Off)
+        .map(|f| f.strategy.accumulation)
+        .min()
+        .unwrap();
+    assert!(without > best.accumulation);
+}
