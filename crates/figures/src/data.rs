@@ -8,6 +8,7 @@ use gpumem::alloc::{EventKind, MIN_LARGE_ALLOC, OutOfMemory};
 use gpumem::data::LESSON_TRAINING_EVENTS;
 use gpumem::estimate::{Estimate, block_bytes, deepest_that_fits, estimate};
 use gpumem::measure::{
+    largest_where,
     Search, StepMemory, deepest_network, largest_batch, measure_step, search_largest,
 };
 use gpumem::mlp::{Batch, Mlp, MlpConfig, Optimizer};
@@ -88,32 +89,6 @@ fn describe(config: &MlpConfig, batch: u64) -> String {
     )
 }
 
-/// The last `n` in `1..=max` for which `holds(n)` is true, for a condition that is true up
-/// to some `n` and false from there on; `None` if it is false for 1. Bisection: ~log2(max)
-/// probes.
-///
-/// Only for conditions that are not "a measured step fits": for those, the engine's
-/// [`gpumem::measure::search_largest`] (and [`largest_batch`], [`deepest_network`]) is the
-/// one search. This one serves the equation's widest layers (the engine searches the
-/// equation only by depth, [`deepest_that_fits`]) and the batch where reserved memory jumps.
-pub fn last_where(max: u64, mut holds: impl FnMut(u64) -> Result<bool>) -> Result<Option<u64>> {
-    if max == 0 || !holds(1)? {
-        return Ok(None);
-    }
-    if holds(max)? {
-        return Ok(Some(max));
-    }
-    let (mut good, mut bad) = (1, max);
-    while bad - good > 1 {
-        let mid = good + (bad - good) / 2;
-        if holds(mid)? {
-            good = mid;
-        } else {
-            bad = mid;
-        }
-    }
-    Ok(Some(good))
-}
 
 /// Batch sizes from 1 to the full training set, about `per_decade` per factor of ten,
 /// ending exactly on the full set.
@@ -252,7 +227,7 @@ pub fn widest_on_card(layers: u64, batch: u64) -> Result<Option<u64>> {
 
 /// The widest hidden layers whose predicted peak allocated fits on the card.
 pub fn widest_by_equation(layers: u64, batch: u64) -> Result<Option<u64>> {
-    last_where(MAX_WIDTH, |w| {
+    largest_where(MAX_WIDTH, |w| {
         Ok(equation(&network(w, layers, Optimizer::LESSON), batch)?.peak_allocated <= card())
     })
 }
@@ -283,7 +258,7 @@ pub fn reserved_jump_batch() -> Result<u64> {
     let last = largest_batch_on_card(LESSON_WIDTH)?
         .ok_or_else(|| anyhow!("not even one row fits on the card"))?
         .rows;
-    let two = last_where(last - first + 1, |n| {
+    let two = largest_where(last - first + 1, |n| {
         Ok(activation_segments(first + n - 1)? <= 2)
     })?
     .ok_or_else(|| anyhow!("a step at {first} rows already needs three segments"))?;
@@ -350,12 +325,5 @@ mod tests {
         assert_eq!(b.first(), Some(&1));
         assert_eq!(b.last(), Some(&LESSON_TRAINING_EVENTS));
         assert!(b.windows(2).all(|w| w[0] < w[1]));
-    }
-
-    #[test]
-    fn last_where_bisects() {
-        assert_eq!(last_where(100, |n| Ok(n <= 37)).unwrap(), Some(37));
-        assert_eq!(last_where(100, |n| Ok(n <= 100)).unwrap(), Some(100));
-        assert_eq!(last_where(100, |_| Ok(false)).unwrap(), None);
     }
 }

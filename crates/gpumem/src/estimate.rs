@@ -345,18 +345,12 @@ pub fn deepest_that_fits(
     capacity: u64,
     max_layers: u64,
 ) -> Option<u64> {
+    // The peak grows with every layer, so the search may double and bisect.
     let fits = |layers: u64| {
-        estimate(&config.clone().with_layers(layers), batch)
-            .is_ok_and(|e| e.peak_allocated <= capacity)
+        Ok::<_, std::convert::Infallible>(
+            estimate(&config.clone().with_layers(layers), batch)
+                .is_ok_and(|e| e.peak_allocated <= capacity),
+        )
     };
-    if max_layers == 0 || !fits(1) {
-        return None;
-    }
-    // The peak grows with every layer, so bisect.
-    let (mut good, mut bad) = (1, max_layers + 1);
-    while bad - good > 1 {
-        let mid = good + (bad - good) / 2;
-        if fits(mid) { good = mid } else { bad = mid }
-    }
-    Some(good)
+    crate::measure::largest_where(max_layers, fits).unwrap_or_else(|never| match never {})
 }

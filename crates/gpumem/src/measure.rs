@@ -102,30 +102,21 @@ pub struct Search {
     pub attempts: Vec<(u64, StepMemory)>,
 }
 
-/// Finds the largest `n` in `1..=max` for which `probe(n)` fits, by doubling and then
-/// bisection (`O(log n)` probes). Assumes a larger `n` never needs less memory.
-pub fn search_largest(
+/// The largest `n` in `1..=max` for which `holds(n)`, by doubling and then bisection
+/// (`O(log n)` calls, small values first). Assumes `holds` is true up to some `n` and false
+/// after it, as "fits" is in batch size and depth.
+pub fn largest_where<E>(
     max: u64,
-    mut probe: impl FnMut(u64) -> Result<StepMemory, Error>,
-) -> Result<Search, Error> {
-    let mut attempts = Vec::new();
-    let mut try_n = |n: u64, attempts: &mut Vec<(u64, StepMemory)>| -> Result<bool, Error> {
-        let m = probe(n)?;
-        let fits = m.fits();
-        attempts.push((n, m));
-        Ok(fits)
-    };
-    if max == 0 || !try_n(1, &mut attempts)? {
-        return Ok(Search {
-            best: None,
-            attempts,
-        });
+    mut holds: impl FnMut(u64) -> Result<bool, E>,
+) -> Result<Option<u64>, E> {
+    if max == 0 || !holds(1)? {
+        return Ok(None);
     }
-    // Double until something does not fit (or the limit is reached).
+    // Double until it fails (or the limit is reached), then bisect the last doubling.
     let (mut good, mut bad) = (1u64, None);
     while bad.is_none() && good < max {
         let next = good.saturating_mul(2).min(max);
-        if try_n(next, &mut attempts)? {
+        if holds(next)? {
             good = next;
         } else {
             bad = Some(next);
@@ -134,17 +125,30 @@ pub fn search_largest(
     if let Some(mut bad) = bad {
         while bad - good > 1 {
             let mid = good + (bad - good) / 2;
-            if try_n(mid, &mut attempts)? {
+            if holds(mid)? {
                 good = mid;
             } else {
                 bad = mid;
             }
         }
     }
-    Ok(Search {
-        best: Some(good),
-        attempts,
-    })
+    Ok(Some(good))
+}
+
+/// The largest `n` in `1..=max` whose step `probe(n)` fits, with every attempt's
+/// measurement. Assumes a larger `n` never needs less memory.
+pub fn search_largest(
+    max: u64,
+    mut probe: impl FnMut(u64) -> Result<StepMemory, Error>,
+) -> Result<Search, Error> {
+    let mut attempts = Vec::new();
+    let best = largest_where(max, |n| {
+        let m = probe(n)?;
+        let fits = m.fits();
+        attempts.push((n, m));
+        Ok(fits)
+    })?;
+    Ok(Search { best, attempts })
 }
 
 /// The largest batch (up to `max_rows`) whose training step fits, each probe on a fresh

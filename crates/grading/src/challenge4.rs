@@ -34,6 +34,7 @@ use std::fmt;
 
 pub use gpumem::mlp::{Checkpointing, Precision};
 
+// ANCHOR: settings
 /// How one update is run: the learner's choice.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Settings {
@@ -47,6 +48,7 @@ pub struct Settings {
     /// `Off`, `Every(k)` hidden layers per segment, or `Sqrt` (segments of ⌈√layers⌉).
     pub checkpointing: Checkpointing,
 }
+// ANCHOR_END: settings
 
 impl Settings {
     /// No strategy: float32, the whole batch at once, every activation kept.
