@@ -1,43 +1,16 @@
-//! Elementwise kernels: `relu`, `relu_backward`, `scale`, `add`.
+//! Elementwise kernels: `relu`, `relu_backward`, `scale`, `add`, `unscale_check`.
 //!
 //! Elementwise operands are viewed flat (`len × 1`), so pieces can be cut at any element
-//! and no row ever straddles two parts.
+//! and no row ever straddles two parts. Operands may be float32, float16 or float64 (each
+//! its own); a kernel computes in f64 when any of them is float64, in f32 otherwise.
 
 use crate::pieces::{Operand, segments};
 use crate::record::{Dispatch, grid, record};
+use crate::shader::{Compute, Store, prelude};
 use crate::view::{DType, Matrix};
-use crate::{KernelError, Kernels, Layouts, expect_dtype, pipelines};
+use crate::{KernelError, Kernels};
 
-pub(crate) struct Pipelines {
-    relu: wgpu::ComputePipeline,
-    relu_backward: wgpu::ComputePipeline,
-    scale: wgpu::ComputePipeline,
-    add: wgpu::ComputePipeline,
-}
-
-impl Pipelines {
-    pub fn new(device: &wgpu::Device, layouts: &Layouts) -> Result<Self, KernelError> {
-        let mut p = pipelines(
-            device,
-            "elementwise",
-            include_str!("elementwise.wgsl"),
-            &layouts.storage2.1,
-            &["relu", "relu_backward", "scale", "add"],
-            &[],
-        )?
-        .into_iter();
-        let mut next = || {
-            p.next()
-                .ok_or_else(|| KernelError::Pipeline("elementwise".into()))
-        };
-        Ok(Pipelines {
-            relu: next()?,
-            relu_backward: next()?,
-            scale: next()?,
-            add: next()?,
-        })
-    }
-}
+const SOURCE: &str = include_str!("elementwise.wgsl");
 
 /// Uniforms shared by the flat kernels (64 bytes, WGSL `Params` in each .wgsl file).
 #[repr(C)]
@@ -49,24 +22,106 @@ pub(crate) struct FlatParams {
     pub g: [f32; 4],
 }
 
-/// One flat operand: name for errors, the matrix, whether the kernel writes it.
-pub(crate) type FlatOperand<'a, 'm> = (&'static str, &'m Matrix<'a>, bool);
+/// How a flat kernel uses an operand.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Access {
+    Read,
+    /// Written, one unit (element, or word of packed float16) per invocation: the kernel
+    /// walks this operand's units. At most one per kernel.
+    Walk,
+    /// Written at the same index as the walked operand, or (for a scalar) by many
+    /// invocations with one value: never packed float16, whose words would be shared.
+    Write,
+}
 
-/// Plans a flat kernel over operands of equal length, one dispatch per common piece;
-/// unused bindings up to `slots` get the dummy buffer.
+/// One flat operand: name for errors, the matrix, how the kernel uses it.
+pub(crate) type FlatOperand<'a, 'm> = (&'static str, &'m Matrix<'a>, Access);
+
+/// A flat kernel: its WGSL (after the generated prelude), binding names (in slot order,
+/// their count is the layout's) and entry point.
+pub(crate) struct Flat<'s> {
+    pub family: &'static str,
+    pub source: &'static str,
+    pub bindings: &'s [&'static str],
+    pub entry: &'static str,
+}
+
+/// The storage of every slot of a flat kernel: the operands', then the compute type's
+/// for unused slots.
+fn slot_stores(
+    k: &Kernels,
+    kernel: &Flat<'_>,
+    operands: &[FlatOperand<'_, '_>],
+) -> Result<(Vec<Store>, Compute), KernelError> {
+    let mut stores = Vec::new();
+    for (name, m, access) in operands {
+        if m.dtype == DType::U32 {
+            return Err(KernelError::DType {
+                name: name.to_string(),
+                expected: DType::F32,
+                got: m.dtype,
+            });
+        }
+        let s = k.store(m.dtype)?;
+        if s == Store::F16Packed && *access == Access::Write {
+            return Err(KernelError::Unsupported(format!(
+                "{}: {name} is written by many invocations and cannot be packed float16 \
+                 (use float32, or a device with SHADER_F16)",
+                kernel.entry
+            )));
+        }
+        stores.push(s);
+    }
+    let compute = Compute::of(&stores);
+    while stores.len() < kernel.bindings.len() {
+        stores.push(match compute {
+            Compute::F32 => Store::F32,
+            Compute::F64 => Store::F64,
+        });
+    }
+    Ok((stores, compute))
+}
+
+/// The pipeline of `kernel` for `operands`' storage.
+pub(crate) fn flat_pipeline(
+    k: &Kernels,
+    kernel: &Flat<'_>,
+    layout: &wgpu::PipelineLayout,
+    operands: &[FlatOperand<'_, '_>],
+) -> Result<wgpu::ComputePipeline, KernelError> {
+    let (stores, compute) = slot_stores(k, kernel, operands)?;
+    let tags: Vec<&str> = stores.iter().map(|s| s.tag()).collect();
+    let key = format!("{}/{}/{}", kernel.family, kernel.entry, tags.join("/"));
+    k.cache.get(&k.device, layout, &key, kernel.entry, &[], || {
+        let bindings: Vec<(&str, Store)> = kernel
+            .bindings
+            .iter()
+            .copied()
+            .zip(stores.iter().copied())
+            .collect();
+        let mut s = prelude(compute, &bindings);
+        s.push_str(kernel.source);
+        s
+    })
+}
+
+/// Plans a flat kernel over `operands` of equal length, one dispatch per common piece;
+/// `scalars` (one element each, e.g. a flag) follow them in the binding order, bound whole
+/// in every piece; unused bindings get the dummy buffer.
 pub(crate) fn flat<'a>(
     k: &'a Kernels,
-    pipeline: &'a wgpu::ComputePipeline,
-    layout: &'a wgpu::BindGroupLayout,
-    slots: usize,
+    kernel: &Flat<'_>,
+    layouts: (&'a wgpu::BindGroupLayout, &wgpu::PipelineLayout),
     operands: &[FlatOperand<'a, '_>],
+    scalars: &[FlatOperand<'a, '_>],
     f: [f32; 4],
     g: [f32; 4],
 ) -> Result<Vec<Dispatch<'a>>, KernelError> {
+    let all: Vec<FlatOperand<'a, '_>> = operands.iter().chain(scalars).copied().collect();
+    let pipeline = flat_pipeline(k, kernel, layouts.1, &all)?;
     let n = operands.first().map_or(0, |o| o.1.len());
     let mut ops = Vec::new();
     for (name, m, _) in operands {
-        expect_dtype(name, m, DType::F32)?;
         if m.len() != n {
             return Err(KernelError::Shape(format!(
                 "{name} has {} elements, {} has {n}",
@@ -74,22 +129,33 @@ pub(crate) fn flat<'a>(
                 operands[0].0
             )));
         }
-        ops.push(Operand::new(name, &m.flat(), &k.limits, 1)?);
+        ops.push(Operand::new(name, &m.flat(), &k.limits, 2)?);
     }
-    let writes = operands
+    let mut fixed = Vec::new();
+    for (name, m, _) in scalars {
+        if m.len() != 1 {
+            return Err(KernelError::Shape(format!(
+                "{name} has {} elements, expected one",
+                m.len()
+            )));
+        }
+        fixed.push(Operand::new(name, &m.flat(), &k.limits, 1)?);
+    }
+    let writes = all
         .iter()
         .enumerate()
-        .filter(|(_, o)| o.2)
+        .filter(|(_, o)| o.2 != Access::Read)
         .fold(0, |w, (i, _)| w | 1 << i);
     let refs: Vec<&Operand<'a>> = ops.iter().collect();
     let mut out = Vec::new();
     for (s, e) in segments(n, &refs) {
         let mut storage: Vec<_> = ops.iter().map(|o| o.bind(s, e)).collect();
+        storage.extend(fixed.iter().map(|o| o.bind(0, 1)));
         let mut off = [0u32; 4];
         for (o, b) in off.iter_mut().zip(&storage) {
             *o = b.elem() as u32;
         }
-        while storage.len() < slots {
+        while storage.len() < kernel.bindings.len() {
             storage.push(k.dummy_bind());
         }
         let params = FlatParams {
@@ -99,11 +165,12 @@ pub(crate) fn flat<'a>(
             g,
         };
         out.push(Dispatch {
-            pipeline,
-            layout,
+            pipeline: pipeline.clone(),
+            layout: layouts.0,
             storage,
             writes,
             params: bytemuck::bytes_of(&params).to_vec(),
+            // One unit per invocation: at most n of them.
             groups: grid((e - s).div_ceil(64), k.limits.max_workgroups),
         });
     }
@@ -118,8 +185,8 @@ impl Kernels {
         src: &Matrix<'_>,
         dst: &Matrix<'_>,
     ) -> Result<(), KernelError> {
-        let ops = [("src", src, false), ("dst", dst, true)];
-        self.run_flat2(encoder, &self.elementwise.relu, &ops, 0.0)
+        let ops = [("src", src, Access::Read), ("dst", dst, Access::Walk)];
+        self.run_flat2(encoder, "relu", &ops, &[], 0.0)
     }
 
     /// `grad *= (activation > 0)`, in place. `activation` may be the ReLU's input or its
@@ -130,8 +197,11 @@ impl Kernels {
         grad: &Matrix<'_>,
         activation: &Matrix<'_>,
     ) -> Result<(), KernelError> {
-        let ops = [("grad", grad, true), ("activation", activation, false)];
-        self.run_flat2(encoder, &self.elementwise.relu_backward, &ops, 0.0)
+        let ops = [
+            ("grad", grad, Access::Walk),
+            ("activation", activation, Access::Read),
+        ];
+        self.run_flat2(encoder, "relu_backward", &ops, &[], 0.0)
     }
 
     /// `x *= factor`.
@@ -141,7 +211,7 @@ impl Kernels {
         x: &Matrix<'_>,
         factor: f32,
     ) -> Result<(), KernelError> {
-        self.run_flat2(encoder, &self.elementwise.scale, &[("x", x, true)], factor)
+        self.run_flat2(encoder, "scale", &[("x", x, Access::Walk)], &[], factor)
     }
 
     /// `dst += src`.
@@ -151,24 +221,47 @@ impl Kernels {
         dst: &Matrix<'_>,
         src: &Matrix<'_>,
     ) -> Result<(), KernelError> {
-        let ops = [("dst", dst, true), ("src", src, false)];
-        self.run_flat2(encoder, &self.elementwise.add, &ops, 0.0)
+        let ops = [("dst", dst, Access::Walk), ("src", src, Access::Read)];
+        self.run_flat2(encoder, "add", &ops, &[], 0.0)
+    }
+
+    /// `x *= factor`, and `flag[0] = 1` if any result is infinite or NaN (left alone
+    /// otherwise, so one flag can collect several tensors): how mixed precision unscales
+    /// its gradients and notices an overflow. `flag` holds one value, float32 or float64
+    /// (or native float16; never packed, since every invocation that finds a bad value
+    /// stores into it).
+    pub fn unscale_check(
+        &self,
+        encoder: &mut wgpu::CommandEncoder,
+        x: &Matrix<'_>,
+        factor: f32,
+        flag: &Matrix<'_>,
+    ) -> Result<(), KernelError> {
+        let ops = [("x", x, Access::Walk)];
+        let scalars = [("flag", flag, Access::Write)];
+        self.run_flat2(encoder, "unscale_check", &ops, &scalars, factor)
     }
 
     fn run_flat2(
         &self,
         encoder: &mut wgpu::CommandEncoder,
-        pipeline: &wgpu::ComputePipeline,
+        entry: &'static str,
         operands: &[FlatOperand<'_, '_>],
+        scalars: &[FlatOperand<'_, '_>],
         f0: f32,
     ) -> Result<(), KernelError> {
-        let layout = &self.layouts.storage2.0;
+        let kernel = Flat {
+            family: "elementwise",
+            source: SOURCE,
+            bindings: &["x0", "x1"],
+            entry,
+        };
         let d = flat(
             self,
-            pipeline,
-            layout,
-            2,
+            &kernel,
+            (&self.layouts.storage2.0, &self.layouts.storage2.1),
             operands,
+            scalars,
             [f0, 0.0, 0.0, 0.0],
             [0.0; 4],
         )?;

@@ -27,8 +27,17 @@
 //! # Ok(()) }
 //! ```
 //!
-//! Numbers are f32 for now; [`DType`] is checked everywhere so f16/f64 can be added.
+//! # Element types
+//!
+//! Every float operand may be float32, float16 or float64, each its own ([`DType`]):
+//! kernels convert on load and compute in f32, or in f64 when any operand is float64.
+//! float16 is native (`SHADER_F16`) where the device has it and
+//! [`KernelLimits::shader_f16`] allows it, packed two per `u32` elsewhere; float64 needs
+//! `SHADER_F64` and is refused as [`KernelError::Unsupported`] without it. Shaders are
+//! generated per combination of storage types at its first use (see `shader.rs`) and
+//! cached; [`Kernels::reuse_with_limits`] shares the cache.
 
+pub mod bench;
 pub mod elementwise;
 pub mod gpu;
 pub mod loss;
@@ -37,6 +46,7 @@ pub mod optim;
 pub(crate) mod pieces;
 pub(crate) mod record;
 pub mod reduce;
+pub(crate) mod shader;
 pub mod testing;
 pub mod view;
 
@@ -61,6 +71,9 @@ pub struct KernelLimits {
     /// Use subgroup operations in matmul when the device has `Features::SUBGROUP`
     /// and subgroups of at least 8 invocations.
     pub subgroups: bool,
+    /// Store float16 natively (`array<f16>`) when the device has `Features::SHADER_F16`;
+    /// false forces the packed `u32` storage that devices without it use.
+    pub shader_f16: bool,
 }
 
 impl KernelLimits {
@@ -78,6 +91,7 @@ impl KernelLimits {
             offset_align: u64::from(l.min_storage_buffer_offset_alignment.max(4)),
             max_workgroups: l.max_compute_workgroups_per_dimension.max(1),
             subgroups: true,
+            shader_f16: true,
         }
     }
 
@@ -89,6 +103,7 @@ impl KernelLimits {
             offset_align: self.offset_align.max(d.offset_align).next_power_of_two(),
             max_workgroups: self.max_workgroups.clamp(1, d.max_workgroups),
             subgroups: self.subgroups,
+            shader_f16: self.shader_f16,
         }
     }
 }
@@ -119,7 +134,8 @@ pub enum KernelError {
     Pipeline(String),
 }
 
-/// All pipelines, created once, plus the scratch buffers for straddling rows.
+/// The kernels of one device: pipelines (built on first use and cached), the limits they
+/// plan with, and scratch buffers for straddling rows and partial sums.
 pub struct Kernels {
     pub(crate) device: wgpu::Device,
     pub(crate) limits: KernelLimits,
@@ -131,11 +147,11 @@ pub struct Kernels {
     // Shared (Arc) between Kernels made by `reuse_with_limits`: lavapipe compiles each
     // pipeline object at its first dispatch, seconds each.
     pub(crate) layouts: Arc<Layouts>,
-    pub(crate) matmul: Arc<matmul::Pipelines>,
-    pub(crate) elementwise: Arc<elementwise::Pipelines>,
-    pub(crate) optim: Arc<optim::Pipelines>,
-    pub(crate) loss: Arc<loss::Pipelines>,
-    pub(crate) reduce: Arc<reduce::Pipelines>,
+    pub(crate) cache: Arc<shader::Cache>,
+    /// Matmul's tiled kernel uses the subgroup variant.
+    pub(crate) subgroups: bool,
+    /// Invocations per workgroup of the tiled kernel.
+    pub(crate) wg: u32,
 }
 
 /// Bind group layouts shared by kernel families: `n` read-write storage buffers then
@@ -147,75 +163,76 @@ pub(crate) struct Layouts {
 }
 
 impl Kernels {
-    /// Builds every pipeline for `device`, planning with the device's limits.
+    /// Kernels for `device`, planning with the device's limits. Builds the float32 tiled
+    /// matmul (to learn whether its subgroup variant works); every other pipeline is built
+    /// at its first use.
     pub fn new(device: &wgpu::Device) -> Result<Self, KernelError> {
         Self::with_limits(device, KernelLimits::of(device))
     }
 
     /// Like [`Kernels::new`] but plans with `limits` (clamped to the device's).
     pub fn with_limits(device: &wgpu::Device, limits: KernelLimits) -> Result<Self, KernelError> {
-        let limits = limits.within(device);
         let layouts = Arc::new(Layouts {
             storage2: layout(device, 2),
             storage4: layout(device, 4),
         });
-        let matmul = Arc::new(matmul::Pipelines::new(device, &layouts, &limits)?);
-        let elementwise = Arc::new(elementwise::Pipelines::new(device, &layouts)?);
-        let optim = Arc::new(optim::Pipelines::new(device, &layouts)?);
-        let loss = Arc::new(loss::Pipelines::new(device, &layouts)?);
-        let reduce = Arc::new(reduce::Pipelines::new(device, &layouts)?);
-        let dl = device.limits();
         let dummy = device.create_buffer(&wgpu::BufferDescriptor {
             label: Some("gpumem-kernels dummy"),
-            size: 16,
+            // Large enough for any binding's minimum size (a vec4<f64> is 32 bytes).
+            size: 64,
             usage: wgpu::BufferUsages::STORAGE,
             mapped_at_creation: false,
         });
-        Ok(Kernels {
-            device: device.clone(),
+        let dl = device.limits();
+        Self::build(
+            device,
             limits,
-            uniform_align: u64::from(dl.min_uniform_buffer_offset_alignment.max(16)),
-            max_buffer: dl.max_buffer_size,
-            dummy,
-            scratch: Mutex::new(Vec::new()),
             layouts,
-            matmul,
-            elementwise,
-            optim,
-            loss,
-            reduce,
-        })
+            Arc::default(),
+            dummy,
+            u64::from(dl.min_uniform_buffer_offset_alignment.max(16)),
+            dl.max_buffer_size,
+        )
     }
 
     /// Kernels for the same device that plan with `limits`, sharing these pipelines (so
-    /// nothing is compiled twice); only the matmul pipelines are rebuilt when
-    /// `limits.subgroups` changes which variant applies.
+    /// nothing is compiled twice).
     pub fn reuse_with_limits(&self, limits: KernelLimits) -> Result<Self, KernelError> {
-        let limits = limits.within(&self.device);
-        let matmul =
-            if matmul::Pipelines::wants_subgroups(&self.device, &limits) == self.matmul.subgroups {
-                Arc::clone(&self.matmul)
-            } else {
-                Arc::new(matmul::Pipelines::new(
-                    &self.device,
-                    &self.layouts,
-                    &limits,
-                )?)
-            };
-        Ok(Kernels {
-            device: self.device.clone(),
+        Self::build(
+            &self.device,
             limits,
-            uniform_align: self.uniform_align,
-            max_buffer: self.max_buffer,
-            dummy: self.dummy.clone(),
+            Arc::clone(&self.layouts),
+            Arc::clone(&self.cache),
+            self.dummy.clone(),
+            self.uniform_align,
+            self.max_buffer,
+        )
+    }
+
+    fn build(
+        device: &wgpu::Device,
+        limits: KernelLimits,
+        layouts: Arc<Layouts>,
+        cache: Arc<shader::Cache>,
+        dummy: wgpu::Buffer,
+        uniform_align: u64,
+        max_buffer: u64,
+    ) -> Result<Self, KernelError> {
+        let limits = limits.within(device);
+        let mut k = Kernels {
+            device: device.clone(),
+            limits,
+            uniform_align,
+            max_buffer,
+            dummy,
             scratch: Mutex::new(Vec::new()),
-            layouts: Arc::clone(&self.layouts),
-            matmul,
-            elementwise: Arc::clone(&self.elementwise),
-            optim: Arc::clone(&self.optim),
-            loss: Arc::clone(&self.loss),
-            reduce: Arc::clone(&self.reduce),
-        })
+            layouts,
+            cache,
+            subgroups: false,
+            wg: matmul::workgroup_width(device),
+        };
+        k.subgroups = matmul::init(&k, matmul::wants_subgroups(device, &limits))?;
+        Ok(k)
     }
 
     pub fn limits(&self) -> &KernelLimits {
@@ -224,7 +241,27 @@ impl Kernels {
 
     /// True when matmul uses the subgroup-broadcast variant of the tiled kernel.
     pub fn uses_subgroups(&self) -> bool {
-        self.matmul.subgroups
+        self.subgroups
+    }
+
+    /// True when float16 operands are stored natively (`SHADER_F16`), false when packed.
+    pub fn uses_native_f16(&self) -> bool {
+        self.limits.shader_f16 && self.device.features().contains(wgpu::Features::SHADER_F16)
+    }
+
+    /// True when float64 operands are supported (`SHADER_F64`).
+    pub fn supports_f64(&self) -> bool {
+        self.device.features().contains(wgpu::Features::SHADER_F64)
+    }
+
+    /// How many pipelines have been built so far (shared with `reuse_with_limits`).
+    pub fn pipelines_built(&self) -> usize {
+        self.cache.len()
+    }
+
+    /// The storage of `dtype` on this device, or why there is none.
+    pub(crate) fn store(&self, dtype: DType) -> Result<shader::Store, KernelError> {
+        shader::store_for(&self.device, self.limits.shader_f16, dtype)
     }
 
     /// A binding for a slot the kernel does not use.
@@ -232,7 +269,7 @@ impl Kernels {
         pieces::Bind::Direct {
             buffer: &self.dummy,
             offset: 0,
-            size: 16,
+            size: 64,
             elem: 0,
         }
     }
@@ -336,18 +373,5 @@ pub(crate) fn pipelines(
     match pollster::block_on(scope.pop()) {
         None => Ok(out),
         Some(e) => Err(KernelError::Pipeline(format!("{label}: {e}"))),
-    }
-}
-
-/// Checks a matrix's dtype.
-pub(crate) fn expect_dtype(name: &str, m: &Matrix<'_>, dtype: DType) -> Result<(), KernelError> {
-    if m.dtype == dtype {
-        Ok(())
-    } else {
-        Err(KernelError::DType {
-            name: name.to_string(),
-            expected: dtype,
-            got: m.dtype,
-        })
     }
 }

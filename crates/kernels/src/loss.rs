@@ -3,35 +3,20 @@
 use crate::elementwise::FlatParams;
 use crate::pieces::{Operand, segments};
 use crate::record::{Dispatch, grid, record};
+use crate::shader::{Compute, Store, prelude};
 use crate::view::{DType, Matrix};
-use crate::{KernelError, Kernels, Layouts, expect_dtype, pipelines};
+use crate::{KernelError, Kernels};
 
-pub(crate) struct Pipelines {
-    softmax_xent: wgpu::ComputePipeline,
-}
-
-impl Pipelines {
-    pub fn new(device: &wgpu::Device, layouts: &Layouts) -> Result<Self, KernelError> {
-        let mut p = pipelines(
-            device,
-            "softmax_xent",
-            include_str!("softmax_xent.wgsl"),
-            &layouts.storage4.1,
-            &["softmax_xent"],
-            &[],
-        )?;
-        Ok(Pipelines {
-            softmax_xent: p.remove(0),
-        })
-    }
-}
+const SOURCE: &str = include_str!("softmax_xent.wgsl");
 
 impl Kernels {
     /// For each of the B rows of `logits` [B×C] with class `labels[r]` (u32, B×1):
     /// `stats[r] = [loss, 1.0 if argmax == label else 0.0]` (B×2) and
     /// `dlogits[r] = (softmax(logits[r]) - onehot(label)) * scale` (B×C; the engine passes
     /// `scale = 1 / batch`). Numerically stable (the row max is subtracted). A label ≥ C
-    /// gives a NaN loss.
+    /// gives a NaN loss. Values may be float32 or float64 (computed in f64 when any is),
+    /// logits also float16; stats and dlogits are written row by row and so are never
+    /// packed float16.
     pub fn softmax_xent(
         &self,
         encoder: &mut wgpu::CommandEncoder,
@@ -41,10 +26,30 @@ impl Kernels {
         dlogits: &Matrix<'_>,
         scale: f32,
     ) -> Result<(), KernelError> {
-        expect_dtype("logits", logits, DType::F32)?;
-        expect_dtype("labels", labels, DType::U32)?;
-        expect_dtype("stats", stats, DType::F32)?;
-        expect_dtype("dlogits", dlogits, DType::F32)?;
+        let mut stores = Vec::new();
+        for (name, m) in [("logits", logits), ("stats", stats), ("dlogits", dlogits)] {
+            let s = match m.dtype {
+                DType::U32 => None,
+                d => Some(self.store(d)?),
+            };
+            match s {
+                Some(s) if name == "logits" || s != Store::F16Packed => stores.push(s),
+                _ => {
+                    return Err(KernelError::DType {
+                        name: name.to_string(),
+                        expected: DType::F32,
+                        got: m.dtype,
+                    });
+                }
+            }
+        }
+        if labels.dtype != DType::U32 {
+            return Err(KernelError::DType {
+                name: "labels".into(),
+                expected: DType::U32,
+                got: labels.dtype,
+            });
+        }
         let (b, c) = (logits.rows, logits.cols);
         if labels.len() != b
             || (stats.rows, stats.cols) != (b, 2)
@@ -75,6 +80,31 @@ impl Kernels {
             Operand::new("stats", stats, lim, 1)?,
             Operand::new("dlogits", dlogits, lim, 1)?,
         ];
+        let compute = Compute::of(&stores);
+        let key = format!(
+            "softmax_xent/{}/{}/{}",
+            stores[0].tag(),
+            stores[1].tag(),
+            stores[2].tag()
+        );
+        let pipeline = self.cache.get(
+            &self.device,
+            &self.layouts.storage4.1,
+            &key,
+            "softmax_xent",
+            &[],
+            || {
+                let bindings = [
+                    ("logits", stores[0]),
+                    ("labels", Store::U32),
+                    ("stats", stores[1]),
+                    ("dlogits", stores[2]),
+                ];
+                let mut s = prelude(compute, &bindings);
+                s.push_str(SOURCE);
+                s
+            },
+        )?;
         let refs: Vec<&Operand<'_>> = ops.iter().collect();
         let mut dispatches = Vec::new();
         for (s, e) in segments(b, &refs) {
@@ -90,7 +120,7 @@ impl Kernels {
                 g: [0.0; 4],
             };
             dispatches.push(Dispatch {
-                pipeline: &self.loss.softmax_xent,
+                pipeline: pipeline.clone(),
                 layout: &self.layouts.storage4.0,
                 storage,
                 writes: 0b1100,

@@ -1,36 +1,13 @@
-//! Optimizer steps: plain SGD and Adam (as PyTorch computes it).
+//! Optimizer steps: plain SGD and Adam (as PyTorch computes it), in f32, or in f64 when
+//! any operand is float64.
 
-use crate::elementwise::flat;
+use crate::elementwise::{Access, Flat, flat};
 use crate::record::record;
 use crate::view::Matrix;
-use crate::{KernelError, Kernels, Layouts, pipelines};
+use crate::{KernelError, Kernels};
 
-pub(crate) struct Pipelines {
-    sgd: wgpu::ComputePipeline,
-    adam: wgpu::ComputePipeline,
-}
-
-impl Pipelines {
-    pub fn new(device: &wgpu::Device, layouts: &Layouts) -> Result<Self, KernelError> {
-        let mut p = pipelines(
-            device,
-            "optim",
-            include_str!("optim.wgsl"),
-            &layouts.storage4.1,
-            &["sgd", "adam"],
-            &[],
-        )?
-        .into_iter();
-        let mut next = || {
-            p.next()
-                .ok_or_else(|| KernelError::Pipeline("optim".into()))
-        };
-        Ok(Pipelines {
-            sgd: next()?,
-            adam: next()?,
-        })
-    }
-}
+const SOURCE: &str = include_str!("optim.wgsl");
+const BINDINGS: [&str; 4] = ["param", "grad", "m", "v"];
 
 /// Adam hyper-parameters; `step` counts from 1 (the first update uses `step = 1`).
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -64,14 +41,20 @@ impl Kernels {
         grad: &Matrix<'_>,
         lr: f32,
     ) -> Result<(), KernelError> {
-        let ops = [("param", param, true), ("grad", grad, false)];
-        let layout = &self.layouts.storage4.0;
+        let ops = [("param", param, Access::Walk), ("grad", grad, Access::Read)];
+        let kernel = Flat {
+            family: "optim",
+            source: SOURCE,
+            bindings: &BINDINGS,
+            entry: "sgd",
+        };
+        let layouts = (&self.layouts.storage4.0, &self.layouts.storage4.1);
         let d = flat(
             self,
-            &self.optim.sgd,
-            layout,
-            4,
+            &kernel,
+            layouts,
             &ops,
+            &[],
             [lr, 0.0, 0.0, 0.0],
             [0.0; 4],
         )?;
@@ -97,15 +80,24 @@ impl Kernels {
         let bc1 = 1.0 - f64::from(h.beta1).powi(t);
         let bc2 = 1.0 - f64::from(h.beta2).powi(t);
         let ops = [
-            ("param", param, true),
-            ("grad", grad, false),
-            ("m", m, true),
-            ("v", v, true),
+            ("param", param, Access::Walk),
+            ("grad", grad, Access::Read),
+            ("m", m, Access::Write),
+            ("v", v, Access::Write),
         ];
         let f = [h.lr, h.beta1, h.beta2, h.eps];
-        let g = [bc1 as f32, bc2.sqrt() as f32, 0.0, 0.0];
-        let layout = &self.layouts.storage4.0;
-        let d = flat(self, &self.optim.adam, layout, 4, &ops, f, g)?;
+        // Each correction as an f32 and the rest below its precision, for f64 kernels.
+        let split = |x: f64| (x as f32, (x - f64::from(x as f32)) as f32);
+        let ((c1, c1_lo), (c2, c2_lo)) = (split(bc1), split(bc2.sqrt()));
+        let g = [c1, c2, c1_lo, c2_lo];
+        let kernel = Flat {
+            family: "optim",
+            source: SOURCE,
+            bindings: &BINDINGS,
+            entry: "adam",
+        };
+        let layouts = (&self.layouts.storage4.0, &self.layouts.storage4.1);
+        let d = flat(self, &kernel, layouts, &ops, &[], f, g)?;
         record(self, encoder, &d);
         Ok(())
     }

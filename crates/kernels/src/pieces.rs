@@ -8,6 +8,14 @@
 //! gathered into a scratch buffer with `copy_buffer_to_buffer`, and scattered back when the
 //! kernel writes it. Operands that share a dimension (e.g. C and A's rows in `C = A·B`) are
 //! cut at the union of their span boundaries, so every dispatch sees whole spans.
+//!
+//! Element sizes: float16 rows may start and end on half words. Bindings and copies move
+//! whole 4-byte words, so a binding is rounded up to the next word (inside the buffer:
+//! [`check_parts`] demands it) and a gathered row takes the words around it, its first
+//! element `lead` halves in; kernels never change the halves that are not theirs, so the
+//! copy-out writes back what the copy-in read. float64 rows whose bytes are not 8-aligned
+//! in their buffer (never from the engine's allocator, whose blocks are 512-aligned) are
+//! gathered row by row, since a binding cannot start mid-element.
 
 use std::collections::BTreeSet;
 
@@ -32,8 +40,13 @@ pub(crate) enum Bind<'a> {
         size: u64,
         elem: u64,
     },
-    /// Gathered from `chunks` into scratch (element 0 of the binding).
-    Gather { chunks: Vec<Chunk<'a>>, size: u64 },
+    /// Gathered from `chunks` into scratch; the operand's first element is `lead`
+    /// elements in (non-zero only for a float16 row starting on a half word).
+    Gather {
+        chunks: Vec<Chunk<'a>>,
+        size: u64,
+        lead: u64,
+    },
 }
 
 impl Bind<'_> {
@@ -41,7 +54,7 @@ impl Bind<'_> {
     pub fn elem(&self) -> u64 {
         match self {
             Bind::Direct { elem, .. } => *elem,
-            Bind::Gather { .. } => 0,
+            Bind::Gather { lead, .. } => *lead,
         }
     }
 }
@@ -53,7 +66,7 @@ enum SpanKind<'a> {
         part: usize,
         byte: u64,
     },
-    Gather(Vec<Chunk<'a>>),
+    Gather(Vec<Chunk<'a>>, u64),
 }
 
 #[derive(Clone, Debug)]
@@ -69,6 +82,7 @@ pub(crate) struct Operand<'a> {
     pub row_bytes: u64,
     spans: Vec<Span<'a>>,
     align: u64,
+    elem: u64,
 }
 
 impl<'a> Operand<'a> {
@@ -81,7 +95,8 @@ impl<'a> Operand<'a> {
         row_multiple: u64,
     ) -> Result<Self, KernelError> {
         check_parts(name, m)?;
-        let row_bytes = m.cols * m.dtype.size();
+        let elem = m.dtype.size();
+        let row_bytes = m.cols * elem;
         if m.rows > 0 && row_bytes > lim.max_binding {
             return Err(KernelError::RowTooLarge {
                 name: name.to_string(),
@@ -89,6 +104,9 @@ impl<'a> Operand<'a> {
                 max_binding: lim.max_binding,
             });
         }
+        // Binding offsets are multiples of the device's alignment and of the element size
+        // (so the element offset inside the binding is whole); both are powers of two.
+        let align = lim.offset_align.max(elem.max(4));
         let mut spans = Vec::new();
         let (mut r, mut part, mut part_start) = (0u64, 0usize, 0u64);
         while r < m.rows && row_bytes > 0 {
@@ -101,15 +119,15 @@ impl<'a> Operand<'a> {
             let within = start - part_start;
             let fit_part = (p.len - within) / row_bytes;
             let at = p.offset + within;
-            let aligned = at - at % lim.offset_align;
+            let aligned = at - at % align;
             let fit_binding = (aligned + lim.max_binding).saturating_sub(at) / row_bytes;
             let mut n = fit_part.min(fit_binding).min(m.rows - r);
-            if n == 0 {
-                let chunks = gather_chunks(m, part, part_start, start, row_bytes);
+            if n == 0 || at % elem != 0 {
+                let (chunks, lead) = gather_chunks(m, part, part_start, start, row_bytes);
                 spans.push(Span {
                     start: r,
                     end: r + 1,
-                    kind: SpanKind::Gather(chunks),
+                    kind: SpanKind::Gather(chunks, lead),
                 });
                 r += 1;
                 continue;
@@ -128,7 +146,8 @@ impl<'a> Operand<'a> {
             m: *m,
             row_bytes,
             spans,
-            align: lim.offset_align,
+            align,
+            elem,
         })
     }
 
@@ -146,9 +165,10 @@ impl<'a> Operand<'a> {
         let sp = &self.spans[i];
         debug_assert!(sp.start <= s && e <= sp.end, "segment crosses a span");
         match &sp.kind {
-            SpanKind::Gather(chunks) => Bind::Gather {
+            SpanKind::Gather(chunks, lead) => Bind::Gather {
                 chunks: chunks.clone(),
-                size: self.row_bytes.max(4),
+                size: chunks.iter().map(|c| c.len).sum::<u64>().max(4),
+                lead: *lead,
             },
             SpanKind::Direct { part, byte } => {
                 let p = &self.m.parts[*part];
@@ -158,8 +178,9 @@ impl<'a> Operand<'a> {
                 Bind::Direct {
                     buffer: p.buffer,
                     offset,
-                    size: (end - offset).max(4),
-                    elem: (at - offset) / 4,
+                    // Whole words: a float16 binding may end on the first half of one.
+                    size: (end - offset).max(self.elem).next_multiple_of(4),
+                    elem: (at - offset) / self.elem,
                 }
             }
         }
@@ -178,13 +199,15 @@ pub(crate) fn segments(rows: u64, operands: &[&Operand<'_>]) -> Vec<(u64, u64)> 
     cuts.windows(2).map(|w| (w[0], w[1])).collect()
 }
 
+/// The chunks holding the row of `row_bytes` at byte `start` of `m`, widened to whole
+/// words, and the number of elements before the row's first in them.
 fn gather_chunks<'a>(
     m: &Matrix<'a>,
     mut part: usize,
     mut part_start: u64,
     start: u64,
     row_bytes: u64,
-) -> Vec<Chunk<'a>> {
+) -> (Vec<Chunk<'a>>, u64) {
     let mut chunks = Vec::new();
     let (mut at, end) = (start, start + row_bytes);
     while at < end {
@@ -202,7 +225,18 @@ fn gather_chunks<'a>(
         part_start += p.len;
         part += 1;
     }
-    chunks
+    // Parts start on words, so only the row's own ends can be half words (float16).
+    let mut lead = 0;
+    if let Some(first) = chunks.first_mut() {
+        let back = first.offset % 4;
+        first.offset -= back;
+        first.len += back;
+        lead = back / m.dtype.size();
+    }
+    if let Some(last) = chunks.last_mut() {
+        last.len = last.len.next_multiple_of(4);
+    }
+    (chunks, lead)
 }
 
 fn check_parts(name: &str, m: &Matrix<'_>) -> Result<(), KernelError> {
@@ -211,18 +245,28 @@ fn check_parts(name: &str, m: &Matrix<'_>) -> Result<(), KernelError> {
         reason,
     };
     let mut total = 0u64;
+    let last = m.parts.len().saturating_sub(1);
     for (i, p) in m.parts.iter().enumerate() {
-        if p.offset % 4 != 0 || p.len % 4 != 0 {
+        // Only the end of a float16 matrix may fall on a half word.
+        let half_tail = i == last && m.dtype.size() == 2 && p.len % 2 == 0;
+        if p.offset % 4 != 0 || (p.len % 4 != 0 && !half_tail) {
             return Err(bad(format!(
-                "part {i}: offset {} and len {} must be multiples of 4",
-                p.offset, p.len
+                "part {i}: offset {} and len {} must be multiples of 4{}",
+                p.offset,
+                p.len,
+                if m.dtype.size() == 2 {
+                    " (a float16 matrix's last part may end on a half word)"
+                } else {
+                    ""
+                }
             )));
         }
-        if p.offset + p.len > p.buffer.size() {
+        // Kernels read and write whole words, so the word holding a half tail must exist.
+        if p.offset + p.len.next_multiple_of(4) > p.buffer.size() {
             return Err(bad(format!(
                 "part {i}: bytes {}..{} exceed its buffer of {} bytes",
                 p.offset,
-                p.offset + p.len,
+                p.offset + p.len.next_multiple_of(4),
                 p.buffer.size()
             )));
         }

@@ -13,7 +13,7 @@ use crate::pieces::Bind;
 
 /// One compute dispatch: `storage[i]` is bound at binding `i`, the uniform right after.
 pub(crate) struct Dispatch<'a> {
-    pub pipeline: &'a wgpu::ComputePipeline,
+    pub pipeline: wgpu::ComputePipeline,
     pub layout: &'a wgpu::BindGroupLayout,
     pub storage: Vec<Bind<'a>>,
     /// Bindings the kernel writes (gathered ones are scattered back afterwards).
@@ -82,7 +82,7 @@ pub(crate) fn record(k: &Kernels, encoder: &mut wgpu::CommandEncoder, dispatches
             timestamp_writes: None,
         });
         for (d, g) in dispatches[i..j].iter().zip(&groups) {
-            pass.set_pipeline(d.pipeline);
+            pass.set_pipeline(&d.pipeline);
             pass.set_bind_group(0, g, &[]);
             pass.dispatch_workgroups(d.groups[0], d.groups[1], d.groups[2]);
         }
@@ -104,7 +104,7 @@ fn record_gathered(
         .iter()
         .enumerate()
         .map(|(slot, b)| match b {
-            Bind::Gather { chunks, size } => {
+            Bind::Gather { chunks, size, .. } => {
                 let s = k.scratch(slot, *size);
                 let mut at = 0;
                 for c in chunks {
@@ -122,7 +122,7 @@ fn record_gathered(
             label: Some("gpumem-kernels gathered"),
             timestamp_writes: None,
         });
-        pass.set_pipeline(d.pipeline);
+        pass.set_pipeline(&d.pipeline);
         pass.set_bind_group(0, &group, &[]);
         pass.dispatch_workgroups(d.groups[0], d.groups[1], d.groups[2]);
     }

@@ -1,36 +1,13 @@
 //! Column sums (bias gradients, summing per-row loss statistics).
 
+use crate::elementwise::{Access, Flat, flat_pipeline};
 use crate::pieces::{Bind, Operand, segments};
 use crate::record::{Dispatch, grid, record};
+use crate::shader::{Compute, Store};
 use crate::view::{DType, Matrix};
-use crate::{KernelError, Kernels, Layouts, expect_dtype, pipelines};
+use crate::{KernelError, Kernels};
 
-pub(crate) struct Pipelines {
-    partial: wgpu::ComputePipeline,
-    last: wgpu::ComputePipeline,
-}
-
-impl Pipelines {
-    pub fn new(device: &wgpu::Device, layouts: &Layouts) -> Result<Self, KernelError> {
-        let mut p = pipelines(
-            device,
-            "colsum",
-            include_str!("colsum.wgsl"),
-            &layouts.storage2.1,
-            &["colsum_partial", "colsum_final"],
-            &[],
-        )?
-        .into_iter();
-        let mut next = || {
-            p.next()
-                .ok_or_else(|| KernelError::Pipeline("colsum".into()))
-        };
-        Ok(Pipelines {
-            partial: next()?,
-            last: next()?,
-        })
-    }
-}
+const SOURCE: &str = include_str!("colsum.wgsl");
 
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Default, bytemuck::Pod, bytemuck::Zeroable)]
@@ -52,7 +29,9 @@ const MAX_GROUPS: u64 = 1024;
 impl Kernels {
     /// `dst (+)= sum over rows of src`: src is R×C, dst has C elements. Two levels
     /// (fixed row groups, then the groups in order), so the result is deterministic;
-    /// pieces of a tall src run one after another, accumulating.
+    /// pieces of a tall src run one after another, accumulating. Sums are kept in f32 (f64
+    /// when either is float64); src may be any float type (mixed precision sums float16
+    /// gradients into a float32 bias gradient), dst too.
     pub fn colsum(
         &self,
         encoder: &mut wgpu::CommandEncoder,
@@ -60,8 +39,6 @@ impl Kernels {
         dst: &Matrix<'_>,
         accumulate: bool,
     ) -> Result<(), KernelError> {
-        expect_dtype("src", src, DType::F32)?;
-        expect_dtype("dst", dst, DType::F32)?;
         let (rows, cols) = (src.rows, src.cols);
         if dst.len() != cols {
             return Err(KernelError::Shape(format!(
@@ -83,13 +60,46 @@ impl Kernels {
         if rows == 0 {
             if !accumulate {
                 for p in dst.parts {
-                    encoder.clear_buffer(p.buffer, p.offset, Some(p.len));
+                    encoder.clear_buffer(p.buffer, p.offset, Some(p.len.next_multiple_of(4)));
                 }
             }
             return Ok(());
         }
+        // Partial sums in the compute type: the two passes' pipelines.
+        let compute = Compute::of(&[self.store(src.dtype)?, self.store(dst.dtype)?]);
+        let (t, tsize) = match compute {
+            Compute::F32 => (DType::F32, 4),
+            Compute::F64 => (DType::F64, 8),
+        };
+        let shape = Matrix { dtype: t, ..dst };
+        let kernel = |entry| Flat {
+            family: "colsum",
+            source: SOURCE,
+            bindings: &["x0", "x1"],
+            entry,
+        };
+        let layout = &self.layouts.storage2.1;
+        let first = flat_pipeline(
+            self,
+            &kernel("colsum_partial"),
+            layout,
+            &[
+                ("src", src, Access::Read),
+                ("partial", &shape, Access::Write),
+            ],
+        )?;
+        let last = flat_pipeline(
+            self,
+            &kernel("colsum_final"),
+            layout,
+            &[
+                ("partial", &shape, Access::Read),
+                ("dst", &dst, Access::Walk),
+            ],
+        )?;
+        debug_assert!(self.store(t).is_ok_and(|s| s != Store::F16Packed));
         let segs = segments(rows, &[&s]);
-        let row_bytes = cols * 4;
+        let row_bytes = cols * tsize;
         let cap = (lim.max_binding / row_bytes).clamp(1, MAX_GROUPS);
         let most = segs
             .iter()
@@ -119,7 +129,7 @@ impl Kernels {
             };
             let max = u64::from(lim.max_workgroups);
             dispatches.push(Dispatch {
-                pipeline: &self.reduce.partial,
+                pipeline: first.clone(),
                 layout: &self.layouts.storage2.0,
                 storage: vec![bsrc, part.clone()],
                 writes: 0b10,
@@ -133,7 +143,7 @@ impl Kernels {
                 ..params
             };
             dispatches.push(Dispatch {
-                pipeline: &self.reduce.last,
+                pipeline: last.clone(),
                 layout: &self.layouts.storage2.0,
                 storage: vec![part, bdst],
                 writes: 0b10,

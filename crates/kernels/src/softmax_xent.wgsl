@@ -1,7 +1,9 @@
-// Softmax cross-entropy, one row per invocation (the MLP has few classes).
+// Softmax cross-entropy, one row per invocation (the MLP has few classes), computed in T.
 // Per row: loss = logsumexp(z) - z[label], correct = argmax(z) == label,
 // dlogits = (softmax(z) - onehot(label)) * scale. Stable: exp(z - max).
 // A label >= cols gives loss NaN, so a bad label cannot go unnoticed.
+// Bindings logits, labels, stats, dlogits and their accessors come from the generated
+// prelude; stats and dlogits are never packed float16 (the host refuses it).
 
 struct Params {
     rows: u32, cols: u32, p0: u32, p1: u32,
@@ -10,10 +12,6 @@ struct Params {
     g: vec4<f32>,
 }
 
-@group(0) @binding(0) var<storage, read_write> logits: array<f32>;
-@group(0) @binding(1) var<storage, read_write> labels: array<u32>;
-@group(0) @binding(2) var<storage, read_write> stats: array<f32>;
-@group(0) @binding(3) var<storage, read_write> dlogits: array<f32>;
 @group(0) @binding(4) var<uniform> p: Params;
 
 @compute @workgroup_size(64)
@@ -21,30 +19,30 @@ fn softmax_xent(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) n
     for (var r = (wg.y * nwg.x + wg.x) * 64u + li; r < p.rows; r += nwg.x * nwg.y * 64u) {
         let z = p.off.x + r * p.cols;
         let d = p.off.w + r * p.cols;
-        let label = labels[p.off.y + r];
-        var best = logits[z];
+        let label = ld_labels(p.off.y + r);
+        var best = ld_logits(z);
         var arg = 0u;
         for (var j = 1u; j < p.cols; j++) {
-            let x = logits[z + j];
+            let x = ld_logits(z + j);
             if (x > best) {
                 best = x;
                 arg = j;
             }
         }
-        var sum = 0.0;
+        var sum = T(0.0);
         for (var j = 0u; j < p.cols; j++) {
-            sum += exp(logits[z + j] - best);
+            sum += exp_t(ld_logits(z + j) - best);
         }
-        var picked = bitcast<f32>(0x7fc00000u); // NaN unless the label is a valid class
+        var picked = T(bitcast<f32>(0x7fc00000u)); // NaN unless the label is a valid class
         if (label < p.cols) {
-            picked = logits[z + label] - best;
+            picked = ld_logits(z + label) - best;
         }
         let s = p.off.z + r * 2u;
-        stats[s] = log(sum) - picked;
-        stats[s + 1u] = select(0.0, 1.0, arg == label);
+        st_stats(s, log_t(sum) - picked);
+        st_stats(s + 1u, select(T(0.0), T(1.0), arg == label));
         for (var j = 0u; j < p.cols; j++) {
-            let q = exp(logits[z + j] - best) / sum;
-            dlogits[d + j] = (q - select(0.0, 1.0, j == label)) * p.f.x;
+            let q = exp_t(ld_logits(z + j) - best) / sum;
+            st_dlogits(d + j, (q - select(T(0.0), T(1.0), j == label)) * T(p.f.x));
         }
     }
 }

@@ -4,23 +4,36 @@
 //! segment larger than `max_buffer_size` is several wgpu buffers. So a tensor is an
 //! ordered list of [`Part`]s; kernels never allocate tensors, they bind pieces of parts.
 
-/// Element type of a [`Matrix`]. Only 4-byte types for now; `F16` (mixed precision) and
-/// `F64` (where `SHADER_F64` exists) are planned, which is why kernels check it.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+/// Element type of a [`Matrix`].
+///
+/// float16 is storage only (values are computed in f32 and rounded when stored); it is
+/// native `f16` where the device has `SHADER_F16` and packed two per `u32` elsewhere.
+/// float64 needs `SHADER_F64` (kernels compute in f64 when any operand is float64);
+/// without it kernels return [`crate::KernelError::Unsupported`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 #[non_exhaustive]
 pub enum DType {
     F32,
+    F16,
+    F64,
     /// Class labels for [`crate::Kernels::softmax_xent`].
     U32,
 }
 
 impl DType {
     pub fn size(self) -> u64 {
-        4
+        match self {
+            DType::F16 => 2,
+            DType::F32 | DType::U32 => 4,
+            DType::F64 => 8,
+        }
     }
 }
 
-/// One contiguous run of bytes inside one wgpu buffer (`offset` and `len` multiples of 4).
+/// One contiguous run of bytes inside one wgpu buffer: `offset` and `len` are multiples of
+/// 4, except that the last part of a float16 matrix may end on a half word (its buffer must
+/// then hold the rest of that word: kernels read and rewrite whole words, keeping the
+/// other half's bits).
 #[derive(Clone, Copy, Debug)]
 pub struct Part<'a> {
     pub buffer: &'a wgpu::Buffer,
@@ -47,6 +60,16 @@ impl<'a> Matrix<'a> {
             rows,
             cols,
             dtype: DType::F32,
+        }
+    }
+
+    /// A matrix of `dtype`.
+    pub fn with_dtype(parts: &'a [Part<'a>], rows: u64, cols: u64, dtype: DType) -> Self {
+        Matrix {
+            parts,
+            rows,
+            cols,
+            dtype,
         }
     }
 

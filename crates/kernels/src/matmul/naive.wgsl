@@ -1,6 +1,7 @@
 // Naive matmul: one output per invocation, any strides (so any transposes and any
-// alignment). The baseline in the bench, and the fallback for pieces the tiled kernel
-// cannot take (odd sizes, unaligned offsets, k tails, gathered rows).
+// alignment), computed in T. The baseline in the bench, and the fallback for pieces no
+// faster kernel takes (odd sizes, unaligned offsets, k tails, gathered rows). Bindings a,
+// b, c, bias and their accessors come from the generated prelude (shader.rs).
 
 struct Params {
     m: u32, n: u32, k: u32, flags: u32,      // flags: 1 = accumulate into C, 2 = add bias
@@ -10,11 +11,23 @@ struct Params {
     bias_off: u32, p0: u32, p1: u32, p2: u32,
 }
 
-@group(0) @binding(0) var<storage, read_write> a: array<f32>;
-@group(0) @binding(1) var<storage, read_write> b: array<f32>;
-@group(0) @binding(2) var<storage, read_write> c: array<f32>;
-@group(0) @binding(3) var<storage, read_write> bias: array<f32>;
 @group(0) @binding(4) var<uniform> p: Params;
+
+// C[i, j] (+)= op(A)[i, :] · op(B)[:, j] (+ bias[j])
+fn put(i: u32, j: u32) {
+    var s = T(0.0);
+    for (var k = 0u; k < p.k; k++) {
+        s = fma(ld_a(p.a_off + i * p.a_rs + k * p.a_cs), ld_b(p.b_off + k * p.b_rs + j * p.b_cs), s);
+    }
+    if ((p.flags & 2u) != 0u) {
+        s += ld_bias(p.bias_off + j);
+    }
+    let at = p.c_off + i * p.c_stride + j;
+    if ((p.flags & 1u) != 0u) {
+        s += ld_c(at);
+    }
+    st_c(at, s);
+}
 
 @compute @workgroup_size(8, 8)
 fn mm_naive(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
@@ -26,18 +39,26 @@ fn mm_naive(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) nwg: 
             let i = ty * 8u + lid.y;
             let j = tx * 8u + lid.x;
             if (i < p.m && j < p.n) {
-                var s = 0.0;
-                for (var k = 0u; k < p.k; k++) {
-                    s = fma(a[p.a_off + i * p.a_rs + k * p.a_cs], b[p.b_off + k * p.b_rs + j * p.b_cs], s);
-                }
-                if ((p.flags & 2u) != 0u) {
-                    s += bias[p.bias_off + j];
-                }
-                let at = p.c_off + i * p.c_stride + j;
-                if ((p.flags & 1u) != 0u) {
-                    s += c[at];
-                }
-                c[at] = s;
+                put(i, j);
+            }
+        }
+    }
+}
+
+// For packed float16 C: one u32 word of C per invocation (the one or two elements in it
+// that belong to this piece), so neighbours never write one word. Walks the span from
+// C's first to its last element and skips the columns past n.
+@compute @workgroup_size(64)
+fn mm_naive_words(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
+                  @builtin(local_invocation_index) li: u32) {
+    let span = (p.m - 1u) * p.c_stride + p.n;
+    let units = units_c(p.c_off, span);
+    for (var u = (wg.y * nwg.x + wg.x) * 64u + li; u < units; u += nwg.x * nwg.y * 64u) {
+        let e = unit_c(p.c_off, span, u);
+        for (var r = e.x; r < e.x + e.y; r++) {
+            let j = r % p.c_stride;
+            if (j < p.n) {
+                put(r / p.c_stride, j);
             }
         }
     }

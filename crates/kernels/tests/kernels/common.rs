@@ -26,6 +26,7 @@ pub fn ctx() -> Option<&'static Ctx> {
             offset_align: 256,
             max_workgroups: 3,
             subgroups: true,
+            shader_f16: true,
         };
         // Sharing the pipelines: each one is compiled once (seconds on lavapipe).
         let tiny = full.reuse_with_limits(tiny_limits).expect("tiny kernels");

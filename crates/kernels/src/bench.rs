@@ -1,0 +1,1 @@
+//! Benchmarks shared by the kernels crate and the engine (filled in below).

@@ -1,0 +1,237 @@
+// Matmuls with one dimension of at most 4, computed in T: the lesson's 2 → 2000 → 2 network
+// is made of them (k = 2: the first layer and dA of the output layer; n = 2: the logits and
+// dW of the output layer; m = 2: dW of the first layer). Bindings a, b, c, bias and their
+// accessors come from the generated prelude (shader.rs); any strides, so any transposes.
+//
+// * mm_smallk (k ≤ 4): a fused elementwise pass over C. Each invocation holds op(B)'s k
+//   rows at 4 columns and bias in registers and walks SK_ROWS rows; op(A) values are the
+//   same for the whole workgroup (uniform loads).
+// * mm_smalln (n ≤ 4): output-stationary, one row of C per invocation, streaming its row
+//   of op(A) along k (4 values a step); op(B)[k, 0..n] is uniform.
+// * mm_smallm (m ≤ 4): 4 columns of C per invocation, all m rows, streaming op(B) along k;
+//   op(A)[0..m, k] is uniform.
+// mm_smalln and mm_smallm split a long k into `splits` chunks of `kc`: split s writes its
+// partial sums to a scratch buffer bound as c ([split][m][n], no bias, no accumulate) and
+// mm_sum adds them in order into C (deterministic), so a GPU has work for every core
+// even when C is tiny.
+//
+// Packed float16 C: an invocation owns whole u32 words only if every row of C starts on a
+// word (c_off and c_stride even); the host sends other layouts to the naive kernel.
+
+struct Params {
+    m: u32, n: u32, k: u32, flags: u32,      // flags: 1 = accumulate into C, 2 = add bias
+    a_off: u32, a_rs: u32, a_cs: u32,        // op(A)[i, k] = a[a_off + i * a_rs + k * a_cs]
+    b_off: u32, b_rs: u32, b_cs: u32,        // op(B)[k, j] = b[b_off + k * b_rs + j * b_cs]
+    c_off: u32, c_stride: u32,
+    bias_off: u32,
+    splits: u32,        // chunks of k (1: no split)
+    kc: u32,            // k values per chunk
+    split_stride: u32,  // elements between two splits' partial sums (m * n; 0: no split)
+}
+
+@group(0) @binding(4) var<uniform> p: Params;
+
+const SK_ROWS: u32 = 16u;
+
+fn opa(i: u32, k: u32) -> T {
+    return ld_a(p.a_off + i * p.a_rs + k * p.a_cs);
+}
+
+fn opb(k: u32, j: u32) -> T {
+    return ld_b(p.b_off + k * p.b_rs + j * p.b_cs);
+}
+
+// C[i, j] = v (+ bias[j]) (+ C[i, j]); `base` is where C (or a split's partials) starts.
+fn put(base: u32, i: u32, j: u32, v: T) {
+    var s = v;
+    if ((p.flags & 2u) != 0u) {
+        s += ld_bias(p.bias_off + j);
+    }
+    let at = base + i * p.c_stride + j;
+    if ((p.flags & 1u) != 0u) {
+        s += ld_c(at);
+    }
+    st_c(at, s);
+}
+
+// C[i, j0 .. j0 + cnt] from v.
+fn put4(base: u32, i: u32, j0: u32, cnt: u32, v: vec4<T>) {
+    put(base, i, j0, v.x);
+    if (cnt > 1u) {
+        put(base, i, j0 + 1u, v.y);
+    }
+    if (cnt > 2u) {
+        put(base, i, j0 + 2u, v.z);
+    }
+    if (cnt > 3u) {
+        put(base, i, j0 + 3u, v.w);
+    }
+}
+
+// ---- k ≤ 4 ----
+
+// op(B)[kk, j0 .. j0 + 4], zero when kk ≥ k; columns past n are clamped (never stored).
+fn brow(kk: u32, j0: u32) -> vec4<T> {
+    if (kk >= p.k) {
+        return vec4<T>();
+    }
+    let last = p.n - 1u;
+    return vec4<T>(opb(kk, j0), opb(kk, min(j0 + 1u, last)), opb(kk, min(j0 + 2u, last)), opb(kk, min(j0 + 3u, last)));
+}
+
+// op(A)[i, kk], zero when kk ≥ k.
+fn acol(i: u32, kk: u32) -> T {
+    if (kk >= p.k) {
+        return T(0.0);
+    }
+    return opa(i, kk);
+}
+
+fn smallk(row0: u32, j0: u32) {
+    let b0 = brow(0u, j0);
+    let b1 = brow(1u, j0);
+    let b2 = brow(2u, j0);
+    let b3 = brow(3u, j0);
+    let cnt = min(4u, p.n - j0);
+    let row1 = min(row0 + SK_ROWS, p.m);
+    for (var i = row0; i < row1; i++) {
+        var v = vec4<T>(acol(i, 0u)) * b0;
+        v = fma(vec4<T>(acol(i, 1u)), b1, v);
+        v = fma(vec4<T>(acol(i, 2u)), b2, v);
+        v = fma(vec4<T>(acol(i, 3u)), b3, v);
+        put4(p.c_off, i, j0, cnt, v);
+    }
+}
+
+@compute @workgroup_size(64)
+fn mm_smallk(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
+             @builtin(local_invocation_index) li: u32) {
+    let quads = (p.n + 3u) / 4u;
+    let qblocks = (quads + 63u) / 64u;
+    let rblocks = (p.m + SK_ROWS - 1u) / SK_ROWS;
+    for (var rb = wg.y; rb < rblocks; rb += nwg.y) {
+        for (var qb = wg.x; qb < qblocks; qb += nwg.x) {
+            let q = qb * 64u + li;
+            if (q < quads) {
+                smallk(rb * SK_ROWS, q * 4u);
+            }
+        }
+    }
+}
+
+// ---- n ≤ 4 ----
+
+// op(B)[kk, 0 .. 4]; columns past n are clamped (never stored).
+fn bq(kk: u32) -> vec4<T> {
+    let last = p.n - 1u;
+    return vec4<T>(opb(kk, 0u), opb(kk, min(1u, last)), opb(kk, min(2u, last)), opb(kk, min(3u, last)));
+}
+
+fn smalln(i: u32, s: u32) {
+    let k0 = s * p.kc;
+    let k1 = min(k0 + p.kc, p.k);
+    var acc = vec4<T>();
+    var kk = k0;
+    for (; kk + 4u <= k1; kk += 4u) {
+        let a0 = opa(i, kk);
+        let a1 = opa(i, kk + 1u);
+        let a2 = opa(i, kk + 2u);
+        let a3 = opa(i, kk + 3u);
+        acc = fma(vec4<T>(a0), bq(kk), acc);
+        acc = fma(vec4<T>(a1), bq(kk + 1u), acc);
+        acc = fma(vec4<T>(a2), bq(kk + 2u), acc);
+        acc = fma(vec4<T>(a3), bq(kk + 3u), acc);
+    }
+    for (; kk < k1; kk++) {
+        acc = fma(vec4<T>(opa(i, kk)), bq(kk), acc);
+    }
+    put4(p.c_off + s * p.split_stride, i, 0u, p.n, acc);
+}
+
+@compute @workgroup_size(64)
+fn mm_smalln(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
+             @builtin(local_invocation_index) li: u32) {
+    let rblocks = (p.m + 63u) / 64u;
+    for (var s = wg.y; s < p.splits; s += nwg.y) {
+        for (var rb = wg.x; rb < rblocks; rb += nwg.x) {
+            let i = rb * 64u + li;
+            if (i < p.m) {
+                smalln(i, s);
+            }
+        }
+    }
+}
+
+// ---- m ≤ 4 ----
+
+fn smallm(j0: u32, s: u32) {
+    let k0 = s * p.kc;
+    let k1 = min(k0 + p.kc, p.k);
+    let lastc = p.n - 1u;
+    let j1 = min(j0 + 1u, lastc);
+    let j2 = min(j0 + 2u, lastc);
+    let j3 = min(j0 + 3u, lastc);
+    let lastr = p.m - 1u;
+    let i1 = min(1u, lastr);
+    let i2 = min(2u, lastr);
+    let i3 = min(3u, lastr);
+    var c0 = vec4<T>();
+    var c1 = vec4<T>();
+    var c2 = vec4<T>();
+    var c3 = vec4<T>();
+    for (var kk = k0; kk < k1; kk++) {
+        let bv = vec4<T>(opb(kk, j0), opb(kk, j1), opb(kk, j2), opb(kk, j3));
+        c0 = fma(vec4<T>(opa(0u, kk)), bv, c0);
+        c1 = fma(vec4<T>(opa(i1, kk)), bv, c1);
+        c2 = fma(vec4<T>(opa(i2, kk)), bv, c2);
+        c3 = fma(vec4<T>(opa(i3, kk)), bv, c3);
+    }
+    let base = p.c_off + s * p.split_stride;
+    let cnt = min(4u, p.n - j0);
+    put4(base, 0u, j0, cnt, c0);
+    if (p.m > 1u) {
+        put4(base, 1u, j0, cnt, c1);
+    }
+    if (p.m > 2u) {
+        put4(base, 2u, j0, cnt, c2);
+    }
+    if (p.m > 3u) {
+        put4(base, 3u, j0, cnt, c3);
+    }
+}
+
+@compute @workgroup_size(64)
+fn mm_smallm(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
+             @builtin(local_invocation_index) li: u32) {
+    let quads = (p.n + 3u) / 4u;
+    let qblocks = (quads + 63u) / 64u;
+    for (var s = wg.y; s < p.splits; s += nwg.y) {
+        for (var qb = wg.x; qb < qblocks; qb += nwg.x) {
+            let q = qb * 64u + li;
+            if (q < quads) {
+                smallm(q * 4u, s);
+            }
+        }
+    }
+}
+
+// ---- split-k: C[i, j] (+)= Σ_s a[s * split_stride + i * n + j] (+ bias[j]) ----
+
+// Two neighbouring columns per invocation (one word of packed float16 C: rows start on words).
+@compute @workgroup_size(64)
+fn mm_sum(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
+          @builtin(local_invocation_index) li: u32) {
+    let pairs = (p.n + 1u) / 2u;
+    let units = pairs * p.m;
+    for (var u = (wg.y * nwg.x + wg.x) * 64u + li; u < units; u += nwg.x * nwg.y * 64u) {
+        let i = u / pairs;
+        let j0 = (u - i * pairs) * 2u;
+        for (var j = j0; j < min(j0 + 2u, p.n); j++) {
+            var s = T(0.0);
+            for (var q = 0u; q < p.splits; q++) {
+                s += ld_a(q * p.split_stride + i * p.n + j);
+            }
+            put(p.c_off, i, j, s);
+        }
+    }
+}

@@ -1,0 +1,319 @@
+//! WGSL generated per element type, and the pipelines built from it on first use.
+//!
+//! A kernel's storage bindings may hold float32, float16 or float64 values (or u32
+//! labels). The hand-written `.wgsl` files compute in `T` (f32, or f64 when any operand is
+//! float64) and reach their operands only through accessors that this module generates
+//! for each binding, in a prelude put in front of the file:
+//!
+//! * `ld_X(i) -> T` and `st_X(i, v)` read and write element `i` of binding `X`;
+//! * `units_X(off, n)` and `unit_X(off, n, u)` say which elements one invocation may
+//!   write without racing another: one element per unit, or, for packed float16, the one
+//!   or two elements of one u32 word (`unit_X` returns the first element, relative to
+//!   `off`, and how many). Kernels that write a binding loop over its units.
+//!
+//! float16 is stored natively (`array<f16>`, `enable f16;`) where the device has
+//! `SHADER_F16` and [`crate::KernelLimits::shader_f16`] allows it, and as two halves of a
+//! `u32` (`pack2x16float` / `unpack2x16float`) elsewhere. A packed store of one element is
+//! a read-modify-write of its word that keeps the other half's bits; it is only correct
+//! because no two invocations of one dispatch ever write the same word (units), and
+//! dispatches in one pass see each other's writes in order.
+//!
+//! float64 needs `SHADER_F64`; without it a kernel call returns
+//! [`crate::KernelError::Unsupported`] naming the feature. WGSL's `exp` and `log` are not
+//! defined for f64 on Vulkan (GLSL.std.450 is 16/32-bit only), so the prelude has `exp_t`
+//! and `log_t` in `T`, written out for f64 (range reduction and a series, < 1e-15 relative).
+
+use std::collections::HashMap;
+use std::fmt::Write as _;
+use std::sync::Mutex;
+
+use crate::view::DType;
+use crate::{KernelError, pipelines};
+
+/// How one binding's elements are stored.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub(crate) enum Store {
+    F32,
+    F64,
+    /// `array<f16>` (needs `SHADER_F16`).
+    F16,
+    /// float16 pairs packed in `array<u32>`.
+    F16Packed,
+    U32,
+}
+
+impl Store {
+    /// The WGSL element type of the binding's array.
+    pub fn elem(self) -> &'static str {
+        match self {
+            Store::F32 => "f32",
+            Store::F64 => "f64",
+            Store::F16 => "f16",
+            Store::F16Packed | Store::U32 => "u32",
+        }
+    }
+
+    pub fn tag(self) -> &'static str {
+        match self {
+            Store::F32 => "f32",
+            Store::F64 => "f64",
+            Store::F16 => "f16",
+            Store::F16Packed => "f16p",
+            Store::U32 => "u32",
+        }
+    }
+}
+
+/// The type a kernel computes in.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub(crate) enum Compute {
+    F32,
+    F64,
+}
+
+impl Compute {
+    pub fn of(stores: &[Store]) -> Compute {
+        if stores.contains(&Store::F64) {
+            Compute::F64
+        } else {
+            Compute::F32
+        }
+    }
+
+    pub fn wgsl(self) -> &'static str {
+        match self {
+            Compute::F32 => "f32",
+            Compute::F64 => "f64",
+        }
+    }
+
+    /// Bytes per value of scratch buffers in this type.
+    pub fn size(self) -> u64 {
+        match self {
+            Compute::F32 => 4,
+            Compute::F64 => 8,
+        }
+    }
+}
+
+/// The storage of `dtype` on this device, or why it has none.
+pub(crate) fn store_for(
+    device: &wgpu::Device,
+    f16_native: bool,
+    dtype: DType,
+) -> Result<Store, KernelError> {
+    Ok(match dtype {
+        DType::F32 => Store::F32,
+        DType::U32 => Store::U32,
+        DType::F16 if f16_native && device.features().contains(wgpu::Features::SHADER_F16) => {
+            Store::F16
+        }
+        DType::F16 => Store::F16Packed,
+        DType::F64 => {
+            if !device.features().contains(wgpu::Features::SHADER_F64) {
+                return Err(KernelError::Unsupported(format!(
+                    "float64 kernels need the wgpu feature SHADER_F64, which the adapter \"{}\" \
+                     ({:?}) does not offer",
+                    device.adapter_info().name,
+                    device.adapter_info().backend
+                )));
+            }
+            Store::F64
+        }
+    })
+}
+
+/// `enable f16;` when any binding is native float16 (it must come first in the module).
+pub(crate) fn enables(stores: &[Store]) -> &'static str {
+    if stores.contains(&Store::F16) {
+        "enable f16;\n"
+    } else {
+        ""
+    }
+}
+
+/// The prelude for scalar kernels: `alias T`, one declared binding with its accessors per
+/// `(name, store)` (bindings 0, 1, …) and `exp_t` / `log_t`.
+pub(crate) fn prelude(compute: Compute, bindings: &[(&str, Store)]) -> String {
+    let stores: Vec<Store> = bindings.iter().map(|b| b.1).collect();
+    let t = compute.wgsl();
+    let mut s = String::new();
+    s.push_str(enables(&stores));
+    let _ = writeln!(
+        s,
+        "// Generated by gpumem-kernels (shader.rs): bindings and accessors.\nalias T = {t};\n"
+    );
+    for (i, &(name, store)) in bindings.iter().enumerate() {
+        let _ = writeln!(
+            s,
+            "@group(0) @binding({i}) var<storage, read_write> {name}: array<{}>;",
+            store.elem()
+        );
+        s.push_str(&accessors(name, store, compute));
+    }
+    s.push_str(&math(compute));
+    s
+}
+
+fn accessors(x: &str, store: Store, compute: Compute) -> String {
+    let t = compute.wgsl();
+    match store {
+        Store::U32 => format!(
+            "fn ld_{x}(i: u32) -> u32 {{ return {x}[i]; }}\n\
+             fn st_{x}(i: u32, val: u32) {{ {x}[i] = val; }}\n{}",
+            plain_units(x)
+        ),
+        Store::F16Packed => format!(
+            "fn ld_{x}(i: u32) -> {t} {{ return {t}(unpack2x16float({x}[i >> 1u])[i & 1u]); }}\n\
+             // Writes one half of a word, keeping the other half's bits (the caller owns the word).\n\
+             fn st_{x}(i: u32, val: {t}) {{\n\
+             \x20   let w = i >> 1u;\n\
+             \x20   let h = pack2x16float(vec2<f32>(f32(val), 0.0)) & 0xffffu;\n\
+             \x20   if ((i & 1u) == 0u) {{\n\
+             \x20       {x}[w] = ({x}[w] & 0xffff0000u) | h;\n\
+             \x20   }} else {{\n\
+             \x20       {x}[w] = ({x}[w] & 0xffffu) | (h << 16u);\n\
+             \x20   }}\n\
+             }}\n\
+             fn units_{x}(off: u32, n: u32) -> u32 {{\n\
+             \x20   if (n == 0u) {{ return 0u; }}\n\
+             \x20   return ((off + n - 1u) >> 1u) - (off >> 1u) + 1u;\n\
+             }}\n\
+             fn unit_{x}(off: u32, n: u32, u: u32) -> vec2<u32> {{\n\
+             \x20   let w = (off >> 1u) + u;\n\
+             \x20   let first = max(2u * w, off);\n\
+             \x20   let last = min(2u * w + 1u, off + n - 1u);\n\
+             \x20   return vec2<u32>(first - off, last - first + 1u);\n\
+             }}\n"
+        ),
+        _ => {
+            let e = store.elem();
+            format!(
+                "fn ld_{x}(i: u32) -> {t} {{ return {t}({x}[i]); }}\n\
+                 fn st_{x}(i: u32, val: {t}) {{ {x}[i] = {e}(val); }}\n{}",
+                plain_units(x)
+            )
+        }
+    }
+}
+
+fn plain_units(x: &str) -> String {
+    format!(
+        "fn units_{x}(off: u32, n: u32) -> u32 {{ return n; }}\n\
+         fn unit_{x}(off: u32, n: u32, u: u32) -> vec2<u32> {{ return vec2<u32>(u, 1u); }}\n"
+    )
+}
+
+/// `exp_t` and `log_t` in the compute type.
+fn math(compute: Compute) -> String {
+    match compute {
+        Compute::F32 => "fn exp_t(x: f32) -> f32 { return exp(x); }\n\
+                         fn log_t(x: f32) -> f32 { return log(x); }\n\
+                         fn nonfinite_t(v: f32) -> bool { return (bitcast<u32>(v) & 0x7f800000u) == 0x7f800000u; }\n"
+            .to_string(),
+        Compute::F64 => F64_MATH.to_string(),
+    }
+}
+
+/// exp and log in f64 (Vulkan's GLSL.std.450 Exp/Log take 16/32-bit floats only).
+const F64_MATH: &str = r"// Infinite or NaN (no 64-bit bitcast without SHADER_INT64).
+fn nonfinite_t(v: f64) -> bool {
+    return !(abs(v) <= 1.7976931348623157e308);
+}
+
+// exp(x) = 2^k exp(r), |r| <= ln2/2, Taylor series to r^14 (error < 1e-16 relative).
+fn exp_t(x: f64) -> f64 {
+    if (!(x > -745.0 && x < 709.7)) {
+        return f64(exp(f32(x))); // NaN, or beyond f64's range: 0 or inf
+    }
+    let k = round(x * 1.4426950408889634);
+    let r = fma(-k, 6.93147180369123816490e-01, x) - k * 1.90821492927058770002e-10;
+    var p: f64 = 1.0 / 87178291200.0;
+    p = fma(p, r, 1.0 / 6227020800.0);
+    p = fma(p, r, 1.0 / 479001600.0);
+    p = fma(p, r, 1.0 / 39916800.0);
+    p = fma(p, r, 1.0 / 3628800.0);
+    p = fma(p, r, 1.0 / 362880.0);
+    p = fma(p, r, 1.0 / 40320.0);
+    p = fma(p, r, 1.0 / 5040.0);
+    p = fma(p, r, 1.0 / 720.0);
+    p = fma(p, r, 1.0 / 120.0);
+    p = fma(p, r, 1.0 / 24.0);
+    p = fma(p, r, 1.0 / 6.0);
+    p = fma(p, r, 0.5);
+    p = fma(p, r, 1.0);
+    p = fma(p, r, 1.0);
+    return ldexp(p, i32(k));
+}
+
+// log(x) = e ln2 + 2 atanh(s), s = (m - 1) / (m + 1), m in [sqrt(1/2), sqrt(2)).
+fn log_t(x: f64) -> f64 {
+    if (!(x > 0.0 && x < 1.7976931348623157e308)) {
+        return f64(log(f32(x))); // 0, negative, inf or NaN
+    }
+    let fr = frexp(x);
+    var m = fr.fract;
+    var e = fr.exp;
+    if (m < 0.70710678118654752440) {
+        m = m * 2.0;
+        e = e - 1;
+    }
+    let s = (m - 1.0) / (m + 1.0);
+    let z = s * s;
+    var q: f64 = 1.0 / 23.0;
+    q = fma(q, z, 1.0 / 21.0);
+    q = fma(q, z, 1.0 / 19.0);
+    q = fma(q, z, 1.0 / 17.0);
+    q = fma(q, z, 1.0 / 15.0);
+    q = fma(q, z, 1.0 / 13.0);
+    q = fma(q, z, 1.0 / 11.0);
+    q = fma(q, z, 1.0 / 9.0);
+    q = fma(q, z, 1.0 / 7.0);
+    q = fma(q, z, 1.0 / 5.0);
+    q = fma(q, z, 1.0 / 3.0);
+    q = fma(q, z, 1.0);
+    let ef = f64(e);
+    return fma(ef, 6.93147180369123816490e-01, fma(ef, 1.90821492927058770002e-10, 2.0 * s * q));
+}
+";
+
+/// Pipelines built on first use, keyed by a description of their generated source.
+/// Shared by every [`crate::Kernels`] made with `reuse_with_limits`.
+#[derive(Default)]
+pub(crate) struct Cache {
+    map: Mutex<HashMap<String, wgpu::ComputePipeline>>,
+}
+
+impl Cache {
+    /// The pipeline for `key`, building it from `source()` (entry point `entry`) the first
+    /// time. The lock is held while building, so concurrent callers build it once.
+    pub fn get(
+        &self,
+        device: &wgpu::Device,
+        layout: &wgpu::PipelineLayout,
+        key: &str,
+        entry: &str,
+        constants: &[(&str, f64)],
+        source: impl FnOnce() -> String,
+    ) -> Result<wgpu::ComputePipeline, KernelError> {
+        let mut map = self
+            .map
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if let Some(p) = map.get(key) {
+            return Ok(p.clone());
+        }
+        let src = source();
+        let p = pipelines(device, key, &src, layout, &[entry], constants)?.remove(0);
+        map.insert(key.to_string(), p.clone());
+        Ok(p)
+    }
+
+    /// How many pipelines were built (tests check that variants are shared).
+    pub fn len(&self) -> usize {
+        self.map
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .len()
+    }
+}
