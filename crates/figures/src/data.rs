@@ -259,7 +259,7 @@ pub fn reserved_jump_batch() -> Result<u64> {
         .ok_or_else(|| anyhow!("not even one row fits on the card"))?
         .rows;
     let two = largest_where(last - first + 1, |n| {
-        Ok(activation_segments(first + n - 1)? <= 2)
+        Ok::<_, anyhow::Error>(activation_segments(first + n - 1)? <= 2)
     })?
     .ok_or_else(|| anyhow!("a step at {first} rows already needs three segments"))?;
     let jump = first + two;

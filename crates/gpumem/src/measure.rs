@@ -146,7 +146,7 @@ pub fn search_largest(
         let m = probe(n)?;
         let fits = m.fits();
         attempts.push((n, m));
-        Ok(fits)
+        Ok::<_, Error>(fits)
     })?;
     Ok(Search { best, attempts })
 }
