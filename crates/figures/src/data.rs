@@ -8,8 +8,7 @@ use gpumem::alloc::{EventKind, MIN_LARGE_ALLOC, OutOfMemory};
 use gpumem::data::LESSON_TRAINING_EVENTS;
 use gpumem::estimate::{Estimate, block_bytes, deepest_that_fits, estimate};
 use gpumem::measure::{
-    largest_where,
-    Search, StepMemory, deepest_network, largest_batch, measure_step, search_largest,
+    Search, StepMemory, deepest_network, largest_batch, largest_where, measure_step, search_largest,
 };
 use gpumem::mlp::{Batch, Mlp, MlpConfig, Optimizer};
 use gpumem::{Backend, Device, DeviceOptions, MemorySpec};
@@ -88,7 +87,6 @@ fn describe(config: &MlpConfig, batch: u64) -> String {
         optimizer_name(&config.optimizer)
     )
 }
-
 
 /// Batch sizes from 1 to the full training set, about `per_decade` per factor of ten,
 /// ending exactly on the full set.

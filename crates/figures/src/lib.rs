@@ -14,7 +14,9 @@ pub mod data;
 pub mod epochs;
 pub mod files;
 pub mod snippets;
-pub mod style;
+
+/// The look of every chart, shared with the demos' charts (`crates/charts`).
+pub use ::charts::style;
 
 use alts::{ALT_ALLOC_TIMELINE, ALT_MEMORY_VS_BATCH, ALT_MEMORY_VS_DEPTH, ALT_MEMORY_VS_WIDTH};
 use anyhow::Result;

@@ -268,7 +268,7 @@ pub fn write_timeline(
             gpumem::size::format_bytes(c)
         ))
     );
-    let svg = figures::charts::timeline::timeline_svg(&figures::charts::timeline::TimelineChart {
+    let svg = charts::timeline_svg(&charts::TimelineChart {
         trace: &result.trace,
         capacity: setup.card(),
         title,
