@@ -14,9 +14,6 @@ fn json(args: &[&str]) -> serde_json::Value {
     DEMO.json(args)
 }
 
-
-
-
 #[test]
 fn the_default_depth_is_what_the_equation_predicts() {
     let v = json(&["--backend", "plan"]);

@@ -14,9 +14,6 @@ fn json(args: &[&str]) -> serde_json::Value {
     DEMO.json(args)
 }
 
-
-
-
 fn svg_path(name: &str) -> String {
     std::env::temp_dir()
         .join(format!("challenge3-test-{name}-{}.svg", std::process::id()))
