@@ -91,7 +91,7 @@ pub(crate) fn flat_pipeline(
 ) -> Result<wgpu::ComputePipeline, KernelError> {
     let (stores, compute) = slot_stores(k, kernel, operands)?;
     let tags: Vec<&str> = stores.iter().map(|s| s.tag()).collect();
-    let key = format!("{}/{}/{}", kernel.family, kernel.entry, tags.join("/"));
+    let key = format!("{}/{}", kernel.family, tags.join("/"));
     k.cache.get(&k.device, layout, &key, kernel.entry, &[], || {
         let bindings: Vec<(&str, Store)> = kernel
             .bindings

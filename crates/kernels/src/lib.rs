@@ -338,40 +338,47 @@ fn layout(device: &wgpu::Device, storage: u32) -> (wgpu::BindGroupLayout, wgpu::
     (bgl, pl)
 }
 
-/// Compiles `source` and builds one pipeline per entry point, inside a validation error
-/// scope so a shader the device rejects becomes a [`KernelError`] instead of a stored
-/// wgpu error and silently broken kernels.
-pub(crate) fn pipelines(
+/// Compiles `source` inside a validation error scope, so a shader the device rejects
+/// becomes a [`KernelError`] instead of a stored wgpu error and silently broken kernels.
+pub(crate) fn shader_module(
     device: &wgpu::Device,
     label: &str,
     source: &str,
-    layout: &wgpu::PipelineLayout,
-    entries: &[&str],
-    constants: &[(&str, f64)],
-) -> Result<Vec<wgpu::ComputePipeline>, KernelError> {
+) -> Result<wgpu::ShaderModule, KernelError> {
     let scope = device.push_error_scope(wgpu::ErrorFilter::Validation);
     let module = device.create_shader_module(wgpu::ShaderModuleDescriptor {
         label: Some(label),
         source: wgpu::ShaderSource::Wgsl(source.into()),
     });
-    let out = entries
-        .iter()
-        .map(|entry| {
-            device.create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
-                label: Some(entry),
-                layout: Some(layout),
-                module: &module,
-                entry_point: Some(entry),
-                compilation_options: wgpu::PipelineCompilationOptions {
-                    constants,
-                    zero_initialize_workgroup_memory: true,
-                },
-                cache: None,
-            })
-        })
-        .collect();
     match pollster::block_on(scope.pop()) {
-        None => Ok(out),
+        None => Ok(module),
+        Some(e) => Err(KernelError::Pipeline(format!("{label}: {e}"))),
+    }
+}
+
+/// The pipeline of `entry` in `module`, likewise inside a validation error scope.
+pub(crate) fn compute_pipeline(
+    device: &wgpu::Device,
+    label: &str,
+    module: &wgpu::ShaderModule,
+    layout: &wgpu::PipelineLayout,
+    entry: &str,
+    constants: &[(&str, f64)],
+) -> Result<wgpu::ComputePipeline, KernelError> {
+    let scope = device.push_error_scope(wgpu::ErrorFilter::Validation);
+    let pipeline = device.create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
+        label: Some(label),
+        layout: Some(layout),
+        module,
+        entry_point: Some(entry),
+        compilation_options: wgpu::PipelineCompilationOptions {
+            constants,
+            zero_initialize_workgroup_memory: true,
+        },
+        cache: None,
+    });
+    match pollster::block_on(scope.pop()) {
+        None => Ok(pipeline),
         Some(e) => Err(KernelError::Pipeline(format!("{label}: {e}"))),
     }
 }

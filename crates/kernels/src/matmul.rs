@@ -121,6 +121,8 @@ const MIN_CHUNK: u64 = 64;
 const MAX_SPLITS: u64 = 64;
 /// Scratch slot of split-k partial sums (slots below are gathered operands, 8 colsum's).
 const SPLIT_SLOT: usize = 9;
+/// Scratch slot of a float16 C's sums over several reduction pieces.
+const KACC_SLOT: usize = 10;
 
 /// Whether the subgroup variant of the tiled kernel applies to `device` under `limits`
 /// (it may still fail to build, then plain).
@@ -189,6 +191,8 @@ struct Piece {
     a: u64,
     b: u64,
     c: u64,
+    /// Row stride of the C the piece writes (C's columns, or a k accumulator's).
+    c_stride: u64,
     bias: u64,
     flags: u32,
 }
@@ -355,22 +359,34 @@ impl Kernels {
         );
         let nsegs = segments(n, &b_on_n.into_iter().collect::<Vec<_>>());
 
-        // Split-k partial sums of every piece go through one scratch buffer, in order.
+        // A float16 C reduced in several pieces accumulates in the compute type, in a
+        // scratch buffer, and is rounded once at the end (when the block fits a binding).
         let tsize = compute.size();
-        let mut partial_bytes = 0;
+        let kacc_fits = |mp: u64, np: u64| {
+            matches!(stores.c, Store::F16 | Store::F16Packed)
+                && ksegs.len() > 1
+                && mp * np * tsize <= lim.max_binding
+        };
+        // Split-k partial sums of every piece go through one scratch buffer, in order.
+        let (mut partial_bytes, mut kacc_bytes) = (0, 0);
         for &(m0, m1) in &msegs {
             for &(n0, n1) in &nsegs {
+                let (mp, np) = (m1 - m0, n1 - n0);
+                if kacc_fits(mp, np) {
+                    kacc_bytes = kacc_bytes.max(mp * np * tsize);
+                }
                 for &(k0, k1) in &ksegs {
                     if let Some(Skinny::N(s) | Skinny::M(s)) =
-                        self.skinny(kernel, m1 - m0, n1 - n0, k1 - k0, tsize)
+                        self.skinny(kernel, mp, np, k1 - k0, tsize)
                         && s > 1
                     {
-                        partial_bytes = partial_bytes.max(s * (m1 - m0) * (n1 - n0) * tsize);
+                        partial_bytes = partial_bytes.max(s * mp * np * tsize);
                     }
                 }
             }
         }
         let partial = (partial_bytes > 0).then(|| self.scratch(SPLIT_SLOT, partial_bytes));
+        let kacc = (kacc_bytes > 0).then(|| self.scratch(KACC_SLOT, kacc_bytes));
 
         let form = match (g.trans_a, g.trans_b) {
             (false, false) => Some("mm_nn"),
@@ -381,6 +397,38 @@ impl Kernels {
         let mut dispatches = Vec::new();
         for &(m0, m1) in &msegs {
             for &(n0, n1) in &nsegs {
+                let (mp, np) = (m1 - m0, n1 - n0);
+                let bc = c.bind(m0, m1);
+                let bbias = bias.as_ref().map(|o| o.bind(0, 1));
+                let to_c = Piece {
+                    m: mp,
+                    n: np,
+                    k,
+                    a: 0,
+                    b: 0,
+                    c: bc.elem() + n0,
+                    c_stride: g.c.cols,
+                    bias: bbias.as_ref().map_or(0, |x| x.elem()) + n0,
+                    flags: if g.accumulate { ACCUMULATE } else { 0 }
+                        | if bbias.is_some() { BIAS } else { 0 },
+                };
+                // Where the reduction pieces go: C, or the k accumulator.
+                let acc_buffer = kacc.as_ref().filter(|_| kacc_fits(mp, np));
+                let (target, target_stores) = match acc_buffer {
+                    Some(buffer) => (
+                        Bind::Direct {
+                            buffer,
+                            offset: 0,
+                            size: (mp * np * tsize).next_multiple_of(4),
+                            elem: 0,
+                        },
+                        Stores {
+                            c: stores.scratch(),
+                            ..stores
+                        },
+                    ),
+                    None => (bc.clone(), stores),
+                };
                 for (ki, &(k0, k1)) in ksegs.iter().enumerate() {
                     let ba = if g.trans_a {
                         a.bind(k0, k1)
@@ -392,76 +440,132 @@ impl Kernels {
                     } else {
                         b.bind(k0, k1)
                     };
-                    let bc = c.bind(m0, m1);
-                    let bbias = bias.as_ref().map(|o| o.bind(0, 1));
+                    let later = if ki > 0 { ACCUMULATE } else { 0 };
+                    let (c_at, c_stride, flags, bbias) = match acc_buffer {
+                        Some(_) => (0, np, later, None),
+                        None => (
+                            to_c.c,
+                            to_c.c_stride,
+                            if ki > 0 {
+                                later | (to_c.flags & !BIAS)
+                            } else {
+                                to_c.flags
+                            },
+                            bbias.clone(),
+                        ),
+                    };
                     let piece = Piece {
-                        m: m1 - m0,
-                        n: n1 - n0,
                         k: k1 - k0,
                         a: ba.elem() + if g.trans_a { m0 } else { k0 },
                         b: bb.elem() + if g.trans_b { k0 } else { n0 },
-                        c: bc.elem() + n0,
-                        bias: bbias.as_ref().map_or(0, |x| x.elem()) + n0,
-                        flags: if g.accumulate || ki > 0 {
-                            ACCUMULATE
-                        } else {
-                            0
-                        } | if bbias.is_some() && ki == 0 { BIAS } else { 0 },
+                        c: c_at,
+                        c_stride,
+                        flags,
+                        ..to_c
                     };
-                    let binds = [ba, bb, bc, bbias.unwrap_or_else(|| self.dummy_bind())];
-                    // A packed float16 C is written by word owners: the skinny kernels need
-                    // every row of C to start on a word.
-                    let words_ok =
-                        stores.c != Store::F16Packed || (piece.c % 2 == 0 && g.c.cols % 2 == 0);
-                    let skinny = self
-                        .skinny(kernel, piece.m, piece.n, piece.k, tsize)
-                        .filter(|_| words_ok);
-                    if let Some(which) = skinny {
-                        self.skinny_dispatches(
-                            &mut dispatches,
-                            which,
-                            &piece,
-                            g,
-                            &stores,
-                            binds,
-                            partial.as_ref(),
-                        )?;
-                        continue;
-                    }
-                    let tiled = form.filter(|_| {
-                        kernel == MatmulKernel::Auto
-                            && [piece.a, piece.b, piece.c, piece.n]
-                                .iter()
-                                .all(|x| x % 4 == 0)
-                            && [g.a.cols, g.b.cols, g.c.cols].iter().all(|x| x % 4 == 0)
+                    let binds = [
+                        ba,
+                        bb,
+                        target.clone(),
+                        bbias.unwrap_or_else(|| self.dummy_bind()),
+                    ];
+                    self.piece_dispatches(
+                        &mut dispatches,
+                        kernel,
+                        form,
+                        &piece,
+                        g,
+                        &target_stores,
+                        binds,
+                        partial.as_ref(),
+                    )?;
+                }
+                if acc_buffer.is_some() {
+                    // C (+)= the accumulated sums (+ bias), rounded once.
+                    let sum_stores = Stores {
+                        a: stores.scratch(),
+                        b: stores.scratch(),
+                        ..stores
+                    };
+                    let params = Params {
+                        splits: 1,
+                        ..self.general_params(&to_c, g)
+                    };
+                    dispatches.push(Dispatch {
+                        pipeline: self.pipeline_for("mm-skinny", "mm_sum", &sum_stores, SKINNY)?,
+                        layout: &self.layouts.storage4.0,
+                        storage: vec![
+                            target,
+                            self.dummy_bind(),
+                            bc,
+                            bbias.unwrap_or_else(|| self.dummy_bind()),
+                        ],
+                        writes: 1 << 2,
+                        params: bytemuck::bytes_of(&params).to_vec(),
+                        groups: grid((np.div_ceil(2) * mp).div_ceil(64), lim.max_workgroups),
                     });
-                    match tiled {
-                        Some(form) if piece.k >= 4 => {
-                            let tail = piece.k % 4;
-                            let head = Piece {
-                                k: piece.k - tail,
-                                ..piece
-                            };
-                            dispatches.push(self.tiled(form, &head, g, &stores, binds.clone())?);
-                            if tail > 0 {
-                                // The last k % 4 reductions, added by the naive kernel.
-                                let kt = piece.k - tail;
-                                let rest = Piece {
-                                    k: tail,
-                                    a: piece.a + kt * if g.trans_a { g.a.cols } else { 1 },
-                                    b: piece.b + kt * if g.trans_b { 1 } else { g.b.cols },
-                                    flags: ACCUMULATE,
-                                    ..piece
-                                };
-                                dispatches.push(self.naive(&rest, g, &stores, binds)?);
-                            }
-                        }
-                        _ => dispatches.push(self.naive(&piece, g, &stores, binds)?),
-                    }
                 }
             }
         }
         record(self, encoder, &dispatches);
+        Ok(())
+    }
+
+    /// The dispatches of one piece: the first kernel that fits it.
+    #[allow(clippy::too_many_arguments)]
+    fn piece_dispatches<'a>(
+        &'a self,
+        out: &mut Vec<Dispatch<'a>>,
+        kernel: MatmulKernel,
+        form: Option<&str>,
+        piece: &Piece,
+        g: &Gemm<'_>,
+        stores: &Stores,
+        binds: [Bind<'a>; 4],
+        partial: Option<&'a wgpu::Buffer>,
+    ) -> Result<(), KernelError> {
+        // A packed float16 C is written by word owners: the skinny kernels need every row
+        // of C to start on a word.
+        let words_ok =
+            stores.c != Store::F16Packed || (piece.c % 2 == 0 && piece.c_stride % 2 == 0);
+        let skinny = self
+            .skinny(kernel, piece.m, piece.n, piece.k, stores.compute.size())
+            .filter(|_| words_ok);
+        if let Some(which) = skinny {
+            return self.skinny_dispatches(out, which, piece, g, stores, binds, partial);
+        }
+        let tiled = form.filter(|_| {
+            kernel == MatmulKernel::Auto
+                && [piece.a, piece.b, piece.c, piece.n]
+                    .iter()
+                    .all(|x| x % 4 == 0)
+                && [g.a.cols, g.b.cols, piece.c_stride]
+                    .iter()
+                    .all(|x| x % 4 == 0)
+        });
+        match tiled {
+            Some(form) if piece.k >= 4 => {
+                let tail = piece.k % 4;
+                let head = Piece {
+                    k: piece.k - tail,
+                    ..*piece
+                };
+                out.push(self.tiled(form, &head, g, stores, binds.clone())?);
+                if tail > 0 {
+                    // The last k % 4 reductions, added by the naive kernel (no bias).
+                    let kt = piece.k - tail;
+                    let rest = Piece {
+                        k: tail,
+                        a: piece.a + kt * if g.trans_a { g.a.cols } else { 1 },
+                        b: piece.b + kt * if g.trans_b { 1 } else { g.b.cols },
+                        flags: ACCUMULATE,
+                        ..*piece
+                    };
+                    out.push(self.naive(&rest, g, stores, binds)?);
+                }
+            }
+            _ => out.push(self.naive(piece, g, stores, binds)?),
+        }
         Ok(())
     }
 
@@ -509,7 +613,7 @@ impl Kernels {
         stores: &Stores,
         body: &str,
     ) -> Result<wgpu::ComputePipeline, KernelError> {
-        let key = format!("{family}/{entry}/{}", stores.key());
+        let key = format!("{family}/{}", stores.key());
         self.cache.get(
             &self.device,
             &self.layouts.storage4.1,
@@ -530,7 +634,7 @@ impl Kernels {
         let params = self.general_params(p, g);
         let max = self.limits.max_workgroups;
         let (entry, groups) = if stores.c == Store::F16Packed {
-            let span = (p.m - 1) * g.c.cols + p.n;
+            let span = (p.m - 1) * p.c_stride + p.n;
             ("mm_naive_words", grid(span.div_ceil(2).div_ceil(64), max))
         } else {
             let max = u64::from(max);
@@ -577,7 +681,7 @@ impl Kernels {
             b_rs: b_rs as u32,
             b_cs: b_cs as u32,
             c_off: p.c as u32,
-            c_stride: g.c.cols as u32,
+            c_stride: p.c_stride as u32,
             bias_off: p.bias as u32,
             splits: 1,
             kc: p.k as u32,
@@ -682,7 +786,7 @@ impl Kernels {
         spec: tiled::Spec,
     ) -> Result<wgpu::ComputePipeline, KernelError> {
         let key = format!(
-            "mm-tiled/{entry}/{}/{}/{}/{}/{}/wg{}",
+            "mm-tiled/{}/{}/{}/{}/{}/wg{}",
             if spec.sub { "subgroup" } else { "plain" },
             spec.a.tag(),
             spec.b.tag(),
@@ -730,7 +834,7 @@ impl Kernels {
             b_off: (p.b / 4) as u32,
             b_rs: (g.b.cols / 4) as u32,
             c_off: (p.c / 4) as u32,
-            c_stride: (g.c.cols / 4) as u32,
+            c_stride: (p.c_stride / 4) as u32,
             bias_off: p.bias as u32,
             ..Params::default()
         };

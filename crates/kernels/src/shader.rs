@@ -28,7 +28,7 @@ use std::fmt::Write as _;
 use std::sync::Mutex;
 
 use crate::view::DType;
-use crate::{KernelError, pipelines};
+use crate::{KernelError, compute_pipeline, shader_module};
 
 /// How one binding's elements are stored.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -247,16 +247,33 @@ fn exp_t(x: f64) -> f64 {
 }
 
 // log(x) = e ln2 + 2 atanh(s), s = (m - 1) / (m + 1), m in [sqrt(1/2), sqrt(2)).
+// (No frexp: naga's f64 frexp has an i64 exponent, which needs SHADER_INT64.)
 fn log_t(x: f64) -> f64 {
-    if (!(x > 0.0 && x < 1.7976931348623157e308)) {
+    if (!(x > 0.0 && x <= 1.7976931348623157e308)) {
         return f64(log(f32(x))); // 0, negative, inf or NaN
     }
-    let fr = frexp(x);
-    var m = fr.fract;
-    var e = fr.exp;
+    // Scale into f32's normal range by 2^±100, take the exponent from f32's log2 (maybe
+    // off by one, corrected below).
+    var y = x;
+    var e = 0;
+    for (var i = 0; i < 12 && y >= 1.2676506002282294e30; i++) {
+        y = ldexp(y, -100);
+        e += 100;
+    }
+    for (var i = 0; i < 12 && y < 7.888609052210118e-31; i++) {
+        y = ldexp(y, 100);
+        e -= 100;
+    }
+    let j = i32(floor(log2(f32(y))));
+    var m = ldexp(y, -j);
+    e += j;
+    if (m >= 1.4142135623730951) {
+        m = m * 0.5;
+        e += 1;
+    }
     if (m < 0.70710678118654752440) {
         m = m * 2.0;
-        e = e - 1;
+        e -= 1;
     }
     let s = (m - 1.0) / (m + 1.0);
     let z = s * s;
@@ -277,43 +294,60 @@ fn log_t(x: f64) -> f64 {
 }
 ";
 
-/// Pipelines built on first use, keyed by a description of their generated source.
-/// Shared by every [`crate::Kernels`] made with `reuse_with_limits`.
+/// Shader modules and pipelines built on first use, keyed by a description of their
+/// generated source (a module holds every entry point of its file). Shared by every
+/// [`crate::Kernels`] made with `reuse_with_limits`.
 #[derive(Default)]
 pub(crate) struct Cache {
-    map: Mutex<HashMap<String, wgpu::ComputePipeline>>,
+    inner: Mutex<CacheMaps>,
+}
+
+#[derive(Default)]
+struct CacheMaps {
+    modules: HashMap<String, wgpu::ShaderModule>,
+    pipelines: HashMap<String, wgpu::ComputePipeline>,
 }
 
 impl Cache {
-    /// The pipeline for `key`, building it from `source()` (entry point `entry`) the first
-    /// time. The lock is held while building, so concurrent callers build it once.
+    /// The pipeline of `entry` in the module `module_key`, compiling the module from
+    /// `source()` the first time it is needed. The lock is held while building, so
+    /// concurrent callers build each once.
     pub fn get(
         &self,
         device: &wgpu::Device,
         layout: &wgpu::PipelineLayout,
-        key: &str,
+        module_key: &str,
         entry: &str,
         constants: &[(&str, f64)],
         source: impl FnOnce() -> String,
     ) -> Result<wgpu::ComputePipeline, KernelError> {
-        let mut map = self
-            .map
+        let mut maps = self
+            .inner
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner);
-        if let Some(p) = map.get(key) {
+        let key = format!("{module_key}#{entry}");
+        if let Some(p) = maps.pipelines.get(&key) {
             return Ok(p.clone());
         }
-        let src = source();
-        let p = pipelines(device, key, &src, layout, &[entry], constants)?.remove(0);
-        map.insert(key.to_string(), p.clone());
+        let module = match maps.modules.get(module_key) {
+            Some(m) => m.clone(),
+            None => {
+                let m = shader_module(device, module_key, &source())?;
+                maps.modules.insert(module_key.to_string(), m.clone());
+                m
+            }
+        };
+        let p = compute_pipeline(device, &key, &module, layout, entry, constants)?;
+        maps.pipelines.insert(key, p.clone());
         Ok(p)
     }
 
-    /// How many pipelines were built (tests check that variants are shared).
+    /// How many pipelines were built.
     pub fn len(&self) -> usize {
-        self.map
+        self.inner
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .pipelines
             .len()
     }
 }

@@ -13,6 +13,10 @@ pub struct Ctx {
     pub tiny: Kernels,
     /// Tiny limits and no subgroups: the plain tiled kernel.
     pub plain: Kernels,
+    /// Tiny limits and float16 packed in u32 words, as on devices without SHADER_F16.
+    pub packed: Kernels,
+    /// The device's limits, float16 packed.
+    pub full_packed: Kernels,
 }
 
 /// The shared context, or None (test skipped) without an adapter.
@@ -37,11 +41,26 @@ pub fn ctx() -> Option<&'static Ctx> {
             })
             .expect("plain kernels");
         assert!(!plain.uses_subgroups());
+        let packed = tiny
+            .reuse_with_limits(KernelLimits {
+                shader_f16: false,
+                ..tiny_limits
+            })
+            .expect("packed kernels");
+        let full_packed = full
+            .reuse_with_limits(KernelLimits {
+                shader_f16: false,
+                ..*full.limits()
+            })
+            .expect("packed kernels");
+        assert!(!packed.uses_native_f16() && !full_packed.uses_native_f16());
         Some(Ctx {
             gpu,
             full,
             tiny,
             plain,
+            packed,
+            full_packed,
         })
     })
     .as_ref()
@@ -71,8 +90,10 @@ impl Ctx {
 const SENTINEL: f32 = 12345.0;
 const GUARD: u64 = 64;
 
-/// A tensor's bytes spread over one buffer per part, each part `GUARD` bytes in and
-/// followed by `GUARD` bytes of sentinels.
+/// A tensor's bytes spread over one buffer per part, each part `GUARD` bytes in (plus 0–16
+/// more, so parts start at different alignments) and followed by `GUARD` bytes of
+/// sentinels. A float16 tensor's last part may end on a half word: the sentinel half after
+/// it must survive the kernels' whole-word writes.
 pub struct Stored {
     buffers: Vec<wgpu::Buffer>,
     lens: Vec<u64>,
@@ -80,10 +101,17 @@ pub struct Stored {
     starts: Vec<u64>,
 }
 
+fn sentinel_byte(i: u64) -> u8 {
+    SENTINEL.to_le_bytes()[(i % 4) as usize]
+}
+
 impl Stored {
     /// `cuts`: byte positions (multiples of 4) where a new part begins.
     pub fn new<T: bytemuck::Pod>(ctx: &Ctx, data: &[T], cuts: &[u64]) -> Stored {
-        let bytes: &[u8] = bytemuck::cast_slice(data);
+        Self::from_bytes(ctx, bytemuck::cast_slice(data), cuts)
+    }
+
+    pub fn from_bytes(ctx: &Ctx, bytes: &[u8], cuts: &[u64]) -> Stored {
         let total = bytes.len() as u64;
         let mut bounds = vec![0];
         bounds.extend(cuts.iter().copied().filter(|&c| c > 0 && c < total));
@@ -99,21 +127,22 @@ impl Stored {
             let len = w[1] - w[0];
             // Parts start at varying offsets, not all aligned to anything but 4.
             let start = GUARD + 4 * (i as u64 % 5);
-            let size = start + len + GUARD;
+            let size = (start + len + GUARD).next_multiple_of(4);
             let buffer = testing::storage_buffer(&ctx.gpu, size);
-            let fill = vec![SENTINEL; (size / 4) as usize];
+            let mut fill: Vec<u8> = (0..size).map(sentinel_byte).collect();
+            fill[start as usize..(start + len) as usize]
+                .copy_from_slice(&bytes[w[0] as usize..w[1] as usize]);
             testing::write(&ctx.gpu, &buffer, 0, &fill);
-            testing::write(
-                &ctx.gpu,
-                &buffer,
-                start,
-                &bytes[w[0] as usize..w[1] as usize],
-            );
             s.buffers.push(buffer);
             s.lens.push(len);
             s.starts.push(start);
         }
         s
+    }
+
+    /// A tensor of `values` stored as `dtype`.
+    pub fn of(ctx: &Ctx, values: &Host, cuts: &[u64]) -> Stored {
+        Self::from_bytes(ctx, &values.bytes(), cuts)
     }
 
     pub fn parts(&self) -> Vec<Part<'_>> {
@@ -129,19 +158,117 @@ impl Stored {
             .collect()
     }
 
-    /// Reads the tensor back and checks the sentinels around every part.
-    pub fn read<T: bytemuck::Pod>(&self, ctx: &Ctx) -> Vec<T> {
+    /// Reads the tensor's bytes back and checks the sentinels around every part.
+    pub fn read_bytes(&self, ctx: &Ctx) -> Vec<u8> {
         let mut bytes: Vec<u8> = Vec::new();
         for ((b, &len), &start) in self.buffers.iter().zip(&self.lens).zip(&self.starts) {
-            let all: Vec<f32> = testing::read(&ctx.gpu, b, 0, b.size()).expect("read");
-            let (s, e) = ((start / 4) as usize, ((start + len) / 4) as usize);
-            assert!(
-                all[..s].iter().chain(&all[e..]).all(|&x| x == SENTINEL),
-                "a kernel wrote outside its tensor"
-            );
-            bytes.extend_from_slice(bytemuck::cast_slice(&all[s..e]));
+            let all: Vec<u8> = testing::read(&ctx.gpu, b, 0, b.size()).expect("read");
+            let (s, e) = (start as usize, (start + len) as usize);
+            for (i, &x) in all.iter().enumerate() {
+                if i < s || i >= e {
+                    assert_eq!(
+                        x,
+                        sentinel_byte(i as u64),
+                        "a kernel wrote outside its tensor (byte {i} of a buffer, tensor at {s}..{e})"
+                    );
+                }
+            }
+            bytes.extend_from_slice(&all[s..e]);
         }
-        bytemuck::cast_slice(&bytes).to_vec()
+        bytes
+    }
+
+    /// Reads the tensor back and checks the sentinels around every part.
+    pub fn read<T: bytemuck::Pod>(&self, ctx: &Ctx) -> Vec<T> {
+        bytemuck::pod_collect_to_vec(&self.read_bytes(ctx))
+    }
+
+    /// Reads `dtype` values back as f64.
+    pub fn values(&self, ctx: &Ctx, dtype: DType) -> Vec<f64> {
+        decode(dtype, &self.read_bytes(ctx))
+    }
+}
+
+/// Host values of a tensor, exactly representable in its dtype.
+#[derive(Clone, Debug)]
+pub struct Host {
+    pub dtype: DType,
+    pub values: Vec<f64>,
+}
+
+impl Host {
+    /// `n` values in [-1, 1) rounded to `dtype`.
+    pub fn random(rng: &mut Rng, n: usize, dtype: DType) -> Host {
+        Self::from_f64(dtype, rng.vec(n).into_iter().map(f64::from).collect())
+    }
+
+    /// `values` rounded to `dtype`.
+    pub fn from_f64(dtype: DType, values: Vec<f64>) -> Host {
+        let h = Host { dtype, values };
+        Host {
+            dtype,
+            values: decode(dtype, &h.bytes()),
+        }
+    }
+
+    pub fn bytes(&self) -> Vec<u8> {
+        match self.dtype {
+            DType::F16 => self
+                .values
+                .iter()
+                .flat_map(|&v| half::f16::from_f64(v).to_le_bytes())
+                .collect(),
+            DType::F64 => self.values.iter().flat_map(|v| v.to_le_bytes()).collect(),
+            _ => self
+                .values
+                .iter()
+                .flat_map(|&v| (v as f32).to_le_bytes())
+                .collect(),
+        }
+    }
+}
+
+pub fn decode(dtype: DType, bytes: &[u8]) -> Vec<f64> {
+    match dtype {
+        DType::F16 => bytes
+            .chunks_exact(2)
+            .map(|c| half::f16::from_le_bytes([c[0], c[1]]).to_f64())
+            .collect(),
+        DType::F64 => bytes
+            .chunks_exact(8)
+            .map(|c| f64::from_le_bytes(c.try_into().expect("8 bytes")))
+            .collect(),
+        _ => bytes
+            .chunks_exact(4)
+            .map(|c| f64::from(f32::from_le_bytes(c.try_into().expect("4 bytes"))))
+            .collect(),
+    }
+}
+
+/// The tolerance rule per dtype of a result: |got − ref| ≤ tol · max(1, |ref|) with tol
+/// 1e-4 for float32 results, 2e-3 for float16 results (one rounding to 11 significant
+/// bits is up to 4.9e-4 relative, and the device may round toward zero: twice that, plus
+/// the f32 arithmetic before it) and 1e-10 for float64 (f32 arithmetic anywhere would
+/// miss it by 1e-7).
+pub fn tolerance(dtype: DType) -> f64 {
+    match dtype {
+        DType::F16 => 2e-3,
+        DType::F64 => 1e-10,
+        _ => 1e-4,
+    }
+}
+
+/// Asserts the tolerance rule of `dtype` element by element.
+#[track_caller]
+pub fn assert_close_as(what: &str, dtype: DType, got: &[f64], want: &[f64]) {
+    assert_eq!(got.len(), want.len(), "{what}: length");
+    let t = tolerance(dtype);
+    for (i, (&g, &w)) in got.iter().zip(want).enumerate() {
+        let tol = t * w.abs().max(1.0);
+        assert!(
+            (g - w).abs() <= tol,
+            "{what}: element {i}: gpu {g} vs reference {w} (tolerance {tol:e})"
+        );
     }
 }
 
