@@ -491,8 +491,19 @@ impl Kernels {
                         splits: 1,
                         ..self.general_params(&to_c, g)
                     };
+                    // Column pairs per row, or words when rows of a packed C straddle them.
+                    let (entry, units) = if stores.c == Store::F16Packed
+                        && (to_c.c % 2 != 0 || to_c.c_stride % 2 != 0)
+                    {
+                        (
+                            "mm_sum_words",
+                            ((mp - 1) * to_c.c_stride + np).div_ceil(2) + 1,
+                        )
+                    } else {
+                        ("mm_sum", np.div_ceil(2) * mp)
+                    };
                     dispatches.push(Dispatch {
-                        pipeline: self.pipeline_for("mm-skinny", "mm_sum", &sum_stores, SKINNY)?,
+                        pipeline: self.pipeline_for("mm-skinny", entry, &sum_stores, SKINNY)?,
                         layout: &self.layouts.storage4.0,
                         storage: vec![
                             target,
@@ -502,7 +513,7 @@ impl Kernels {
                         ],
                         writes: 1 << 2,
                         params: bytemuck::bytes_of(&params).to_vec(),
-                        groups: grid((np.div_ceil(2) * mp).div_ceil(64), lim.max_workgroups),
+                        groups: grid(units.div_ceil(64), lim.max_workgroups),
                     });
                 }
             }

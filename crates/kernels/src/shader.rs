@@ -168,12 +168,9 @@ fn accessors(x: &str, store: Store, compute: Compute) -> String {
              // Writes one half of a word, keeping the other half's bits (the caller owns the word).\n\
              fn st_{x}(i: u32, val: {t}) {{\n\
              \x20   let w = i >> 1u;\n\
-             \x20   let h = pack2x16float(vec2<f32>(f32(val), 0.0)) & 0xffffu;\n\
-             \x20   if ((i & 1u) == 0u) {{\n\
-             \x20       {x}[w] = ({x}[w] & 0xffff0000u) | h;\n\
-             \x20   }} else {{\n\
-             \x20       {x}[w] = ({x}[w] & 0xffffu) | (h << 16u);\n\
-             \x20   }}\n\
+             \x20   let shift = (i & 1u) * 16u;\n\
+             \x20   let h = (pack2x16float(vec2<f32>(f32(val), 0.0)) & 0xffffu) << shift;\n\
+             \x20   {x}[w] = ({x}[w] & ~(0xffffu << shift)) | h;\n\
              }}\n\
              fn units_{x}(off: u32, n: u32) -> u32 {{\n\
              \x20   if (n == 0u) {{ return 0u; }}\n\

@@ -235,3 +235,26 @@ fn mm_sum(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) nwg: ve
         }
     }
 }
+
+// The same sums for a packed float16 C whose rows do not start on words: one u32 word of
+// C per invocation (like mm_naive_words).
+@compute @workgroup_size(64)
+fn mm_sum_words(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
+                @builtin(local_invocation_index) li: u32) {
+    let span = (p.m - 1u) * p.c_stride + p.n;
+    let units = units_c(p.c_off, span);
+    for (var u = (wg.y * nwg.x + wg.x) * 64u + li; u < units; u += nwg.x * nwg.y * 64u) {
+        let e = unit_c(p.c_off, span, u);
+        for (var r = e.x; r < e.x + e.y; r++) {
+            let i = r / p.c_stride;
+            let j = r % p.c_stride;
+            if (j < p.n) {
+                var s = T(0.0);
+                for (var q = 0u; q < p.splits; q++) {
+                    s += ld_a(q * p.split_stride + i * p.n + j);
+                }
+                put(p.c_off, i, j, s);
+            }
+        }
+    }
+}

@@ -158,7 +158,7 @@ fn float16_matmul_every_kernel_and_layout() {
             }
             // Native and packed float16, each under the device's or tiny limits by turns.
             let turn = (s + f) % 2;
-            for ci in [turn, 2 + (1 - turn)] {
+            for ci in [turn, 2 + turn] {
                 let (name, kernels) = configs[ci];
                 seed += 1;
                 let case = Mm {
