@@ -1,6 +1,6 @@
 //! What the challenge demos share: their command-line flags, how they open the device,
 //! and how they print (tables for people, `--json` for programs, progress bars for long
-//! searches).
+//! searches), and a demo's transcript when it runs from its library ([`capture`]).
 
 pub mod alloc_args;
 pub mod args;
@@ -9,4 +9,4 @@ pub mod testing;
 
 pub use alloc_args::AllocatorArgs;
 pub use args::{DeviceArgs, ModelArgs, with_defaults};
-pub use output::{Output, device_line, progress, run_main};
+pub use output::{Output, capture, device_line, progress, run_main};

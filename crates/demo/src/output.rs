@@ -1,7 +1,9 @@
 //! Printing: aligned tables and sections for people; one JSON document with `--json`;
-//! progress bars on a terminal only.
+//! progress bars on a terminal only. [`capture`] collects what a demo prints instead, for a
+//! transcript.
 
 use indicatif::{ProgressBar, ProgressStyle};
+use std::cell::RefCell;
 use std::io::IsTerminal;
 use std::process::ExitCode;
 
@@ -42,10 +44,47 @@ impl Output {
     }
 }
 
-/// Prints a line to stdout. When the reader has gone (`| head`), stop quietly, as command
-/// line tools do, instead of panicking on the broken pipe.
+thread_local! {
+    /// What [`Output`] has printed on this thread while [`capture`] runs.
+    static CAPTURED: RefCell<Option<String>> = const { RefCell::new(None) };
+}
+
+/// Runs `body` with everything an [`Output`] prints on this thread collected instead of
+/// written to stdout, and progress bars hidden: `body`'s result and the text, as the demo
+/// would have printed it. For transcripts of a demo run from its library (the book's).
+pub fn capture<R>(body: impl FnOnce() -> R) -> (R, String) {
+    /// Puts back the capture this one is inside of (if any), also when `body` panics.
+    struct Restore(Option<String>);
+    impl Drop for Restore {
+        fn drop(&mut self) {
+            CAPTURED.set(self.0.take());
+        }
+    }
+    let restore = Restore(CAPTURED.replace(Some(String::new())));
+    let result = body();
+    let text = CAPTURED.take().unwrap_or_default();
+    drop(restore);
+    (result, text)
+}
+
+fn capturing() -> bool {
+    CAPTURED.with_borrow(Option::is_some)
+}
+
+/// Prints a line to stdout, or adds it to the [`capture`] under way. When the reader has
+/// gone (`| head`), stop quietly, as command line tools do, instead of panicking on the
+/// broken pipe.
 fn print_line(text: &str) {
     use std::io::Write;
+    let captured = CAPTURED.with_borrow_mut(|c| {
+        c.as_mut().map(|buf| {
+            buf.push_str(text);
+            buf.push('\n');
+        })
+    });
+    if captured.is_some() {
+        return;
+    }
     if let Err(e) = writeln!(std::io::stdout().lock(), "{text}") {
         if e.kind() == std::io::ErrorKind::BrokenPipe {
             std::process::exit(0);
@@ -106,9 +145,10 @@ pub fn table(headers: &[&str], rows: &[Vec<String>]) -> String {
     out.join("\n")
 }
 
-/// A progress bar on stderr, hidden in JSON mode or when stderr is not a terminal.
+/// A progress bar on stderr, hidden in JSON mode, during a [`capture`] or when stderr is not
+/// a terminal.
 pub fn progress(len: u64, message: &str, output: Output) -> ProgressBar {
-    if output.json || !std::io::stderr().is_terminal() {
+    if output.json || capturing() || !std::io::stderr().is_terminal() {
         return ProgressBar::hidden();
     }
     let bar = ProgressBar::new(len);
@@ -122,15 +162,19 @@ pub fn progress(len: u64, message: &str, output: Output) -> ProgressBar {
 }
 
 /// Runs a demo's body: an error is printed as `error: …` with its causes, and the process
-/// exits with status 1 instead of panicking.
+/// exits with status 1 instead of panicking. A command-line error (`clap::Error`, also
+/// `--help` and `--version`) is printed and exits as clap does.
 pub fn run_main(body: impl FnOnce() -> anyhow::Result<()>) -> ExitCode {
     quiet_mesa();
     match body() {
         Ok(()) => ExitCode::SUCCESS,
-        Err(e) => {
-            eprintln!("error: {e:#}");
-            ExitCode::FAILURE
-        }
+        Err(e) => match e.downcast::<clap::Error>() {
+            Ok(usage) => usage.exit(),
+            Err(e) => {
+                eprintln!("error: {e:#}");
+                ExitCode::FAILURE
+            }
+        },
     }
 }
 
@@ -161,6 +205,35 @@ fn quiet_mesa() {
 
 #[cfg(test)]
 mod tests {
+    use super::{Output, capture};
+
+    #[test]
+    fn a_capture_collects_what_would_be_printed() {
+        let ((), text) = capture(|| {
+            let out = Output::new(false);
+            out.line("one");
+            out.section("Two");
+            Output::new(true).line("not in JSON mode");
+        });
+        assert_eq!(text, "one\n\nTwo\n---\n");
+        let ((), json) = capture(|| Output::new(true).json(&serde_json::json!({"a": 1})));
+        assert_eq!(json, "{\n  \"a\": 1\n}\n");
+    }
+
+    #[test]
+    fn captures_nest_and_end_with_their_body() {
+        let (inner, outer) = capture(|| {
+            Output::new(false).line("outer");
+            let ((), inner) = capture(|| Output::new(false).line("inner"));
+            inner
+        });
+        assert_eq!((inner.as_str(), outer.as_str()), ("inner\n", "outer\n"));
+        assert!(!super::capturing());
+        let panicked = std::panic::catch_unwind(|| capture(|| panic!("in the body")));
+        assert!(panicked.is_err());
+        assert!(!super::capturing());
+    }
+
     #[test]
     fn tables_align() {
         let t = super::table(

@@ -11,7 +11,7 @@ use gpumem::mlp::{Batch, Mlp};
 use gpumem::size::{MemorySpec, format_bytes};
 use gpumem::{Backend, Device};
 use serde_json::json;
-use std::process::ExitCode;
+use std::ffi::OsString;
 
 /// Take the network with hidden size 2000 and use the whole training set as one batch.
 #[derive(Debug, Parser)]
@@ -32,13 +32,12 @@ struct Cli {
 /// The batch size the lesson trains with.
 const LESSON_BATCH: u64 = 32;
 
-fn main() -> ExitCode {
-    demo::run_main(run)
-}
-
-fn run() -> anyhow::Result<()> {
+/// Runs the demo with `args`, the program's name first (as `std::env::args_os()` gives them);
+/// it prints through [`demo::Output`]. A command-line error (or `--help`) is returned as a
+/// `clap::Error`, which [`demo::run_main`] prints and exits with.
+pub fn run(args: impl IntoIterator<Item = impl Into<OsString> + Clone>) -> anyhow::Result<()> {
     let cmd = with_defaults(Cli::command(), &[("batch", "full")]);
-    let cli = Cli::from_arg_matches(&cmd.get_matches()).unwrap_or_else(|e| e.exit());
+    let cli = Cli::from_arg_matches(&cmd.try_get_matches_from(args)?)?;
     let out = Output::new(cli.json);
     let config = cli.model.config();
     config.validate()?;

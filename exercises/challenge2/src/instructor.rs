@@ -8,7 +8,7 @@ use gpumem::estimate::{deepest_that_fits, estimate};
 use gpumem::measure::{StepMemory, measure_step, search_largest};
 use gpumem::size::format_bytes;
 use serde_json::json;
-use std::process::ExitCode;
+use std::ffi::OsString;
 
 /// By adding hidden layers, find how deep the network can be before it runs out of memory
 /// at batch size 32.
@@ -28,16 +28,15 @@ struct Cli {
 /// neurons".
 const LESSON_LAYERS: u64 = 5;
 
-fn main() -> ExitCode {
-    demo::run_main(run)
-}
-
-fn run() -> anyhow::Result<()> {
+/// Runs the demo with `args`, the program's name first (as `std::env::args_os()` gives them);
+/// it prints through [`demo::Output`]. A command-line error (or `--help`) is returned as a
+/// `clap::Error`, which [`demo::run_main`] prints and exits with.
+pub fn run(args: impl IntoIterator<Item = impl Into<OsString> + Clone>) -> anyhow::Result<()> {
     let cmd = with_defaults(Cli::command(), &[("hidden", "5000"), ("layers", "4096")])
         .mut_arg("layers", |a| {
             a.help("The deepest network to try (the demo searches up to it)")
         });
-    let cli = Cli::from_arg_matches(&cmd.get_matches()).unwrap_or_else(|e| e.exit());
+    let cli = Cli::from_arg_matches(&cmd.try_get_matches_from(args)?)?;
     let out = Output::new(cli.json);
     let (batch, notice) = cli.model.batch_rows();
     // The search starts from one hidden layer and goes up to --layers.

@@ -2,8 +2,13 @@
 //!
 //! `cargo run -p challenge2` is the instructor's demo; `src/answer.rs` is the learner's
 //! exercise, graded by `cargo test` in this folder.
+//!
+//! The demo is a library too ([`run`]), so that the book can quote what it prints.
 
 pub mod answer;
+mod instructor;
+
+pub use instructor::run;
 
 /// The learner's functions, for the grader.
 pub fn answers() -> grading::challenge2::Answers {

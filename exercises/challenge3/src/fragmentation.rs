@@ -20,6 +20,118 @@ const MIB: u64 = 1 << 20;
 const MAX_SPLIT: u64 = 64 * MIB;
 const GC_THRESHOLD: f64 = 0.8;
 
+/// One of the allocator's remedies, as the demo tries it.
+#[derive(Debug, Clone)]
+pub struct Remedy {
+    /// The flag or the call, as typed: `--max-split-size`, `empty_cache()`.
+    pub code: &'static str,
+    /// When the call is made, after `code` (empty for a flag).
+    pub when: &'static str,
+    pub allocator: AllocatorConfig,
+    /// Call `empty_cache()` before a batch whose size differs from the one before it.
+    pub empty_cache_on_size_change: bool,
+}
+
+impl Remedy {
+    /// `--max-split-size`, `empty_cache() when the batch size changes`.
+    pub fn name(&self) -> String {
+        format!("{}{}", self.code, self.when)
+    }
+}
+
+/// The remedies the demo tries, in its order: each of the allocator's settings alone (the
+/// user's value where `given` has one), then an `empty_cache()` when the batch size changes.
+pub fn remedies(given: &AllocatorConfig) -> Vec<Remedy> {
+    let flag = |code, allocator| Remedy {
+        code,
+        when: "",
+        allocator,
+        empty_cache_on_size_change: false,
+    };
+    vec![
+        flag(
+            "--max-split-size",
+            AllocatorConfig {
+                max_split_size: given.max_split_size.or(Some(MAX_SPLIT)),
+                ..AllocatorConfig::default()
+            },
+        ),
+        flag(
+            "--no-caching",
+            AllocatorConfig {
+                caching: false,
+                ..AllocatorConfig::default()
+            },
+        ),
+        flag(
+            "--gc-threshold",
+            AllocatorConfig {
+                gc_threshold: given.gc_threshold.or(Some(GC_THRESHOLD)),
+                ..AllocatorConfig::default()
+            },
+        ),
+        Remedy {
+            code: "empty_cache()",
+            when: " when the batch size changes",
+            allocator: AllocatorConfig::default(),
+            empty_cache_on_size_change: true,
+        },
+    ]
+}
+
+/// The scenario's loop on `setup` — it keeps the last step's outputs — with `allocator`, and
+/// an `empty_cache()` when the batch size changes if `empty_cache_on_size_change`.
+pub fn spec(
+    setup: &Setup,
+    allocator: AllocatorConfig,
+    empty_cache_on_size_change: bool,
+    trace: bool,
+) -> RunSpec {
+    RunSpec {
+        options: setup.options(allocator),
+        config: setup.model.config(),
+        samples: setup.model.samples,
+        batch: setup.batch(),
+        epochs: setup.epochs,
+        seed: setup.model.seed,
+        keep: Keep::Last,
+        empty_cache_on_size_change,
+        trace,
+    }
+}
+
+/// The scenario's runs, each on a fresh device.
+#[derive(Debug)]
+pub struct Fragmentation {
+    /// The loop with the user's allocator settings, traced.
+    pub base: RunResult,
+    /// Each remedy's run, when `base` ran out of memory (none when it did not).
+    pub remedies: Vec<(Remedy, RunResult)>,
+}
+
+/// Runs the loop with `setup`'s allocator settings and, if it runs out of memory, with each
+/// of [`remedies`].
+pub fn runs(setup: &Setup) -> Result<Fragmentation, gpumem::Error> {
+    let given = setup.allocator.config();
+    let base = runner::run(&spec(setup, given.clone(), false, true))?;
+    let mut tried = Vec::new();
+    if base.failure.is_some() {
+        for remedy in remedies(&given) {
+            let r = runner::run(&spec(
+                setup,
+                remedy.allocator.clone(),
+                remedy.empty_cache_on_size_change,
+                false,
+            ))?;
+            tried.push((remedy, r));
+        }
+    }
+    Ok(Fragmentation {
+        base,
+        remedies: tried,
+    })
+}
+
 /// One run of the pattern and what it cost.
 #[derive(Debug, Serialize)]
 struct Attempt {
@@ -50,21 +162,12 @@ fn attempt(remedy: &str, config: &AllocatorConfig, r: &RunResult) -> Attempt {
     }
 }
 
+/// `--scenario fragmentation`: the failing run and its message, each remedy's run, what the
+/// settings really do, and the failing run's timeline.
 pub fn run(setup: &Setup, out: Output) -> anyhow::Result<()> {
     setup.header(out, "a fragmented cache and the allocator's remedies");
-    let spec = |allocator: AllocatorConfig, empty: bool, trace: bool| RunSpec {
-        options: setup.options(allocator),
-        config: setup.model.config(),
-        samples: setup.model.samples,
-        batch: setup.batch(),
-        epochs: setup.epochs,
-        seed: setup.model.seed,
-        keep: Keep::Last,
-        empty_cache_on_size_change: empty,
-        trace,
-    };
     let given = setup.allocator.config();
-    let base = runner::run(&spec(given.clone(), false, true))?;
+    let Fragmentation { base, remedies } = runs(setup)?;
     let batches = base
         .batches
         .iter()
@@ -113,41 +216,9 @@ pub fn run(setup: &Setup, out: Output) -> anyhow::Result<()> {
     ));
 
     // The same run with each remedy, each on a fresh device.
-    let remedies: Vec<(&str, AllocatorConfig, bool)> = vec![
-        (
-            "--max-split-size",
-            AllocatorConfig {
-                max_split_size: given.max_split_size.or(Some(MAX_SPLIT)),
-                ..AllocatorConfig::default()
-            },
-            false,
-        ),
-        (
-            "--no-caching",
-            AllocatorConfig {
-                caching: false,
-                ..AllocatorConfig::default()
-            },
-            false,
-        ),
-        (
-            "--gc-threshold",
-            AllocatorConfig {
-                gc_threshold: given.gc_threshold.or(Some(GC_THRESHOLD)),
-                ..AllocatorConfig::default()
-            },
-            false,
-        ),
-        (
-            "empty_cache() when the batch size changes",
-            AllocatorConfig::default(),
-            true,
-        ),
-    ];
     let mut attempts = vec![attempt("none (the run above)", &given, &base)];
-    for (name, config, empty) in &remedies {
-        let r = runner::run(&spec(config.clone(), *empty, false))?;
-        attempts.push(attempt(name, config, &r));
+    for (remedy, r) in &remedies {
+        attempts.push(attempt(&remedy.name(), &remedy.allocator, r));
     }
     out.section("The same run with each remedy (figures from the allocator's stats)");
     let rows: Vec<Vec<String>> = attempts

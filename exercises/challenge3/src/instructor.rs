@@ -2,19 +2,17 @@
 //! lesson's network trains, then see the two ways a run dies "after a few epochs" — a loop
 //! that keeps every step's outputs (a leak), and a cache fragmented by a short last batch —
 //! and what each of the allocator's settings does about the second.
+//!
+//! [`Setup`] is the demo's settings after each scenario's defaults, [`run`] the whole demo.
 
-mod fragmentation;
-mod leak;
-mod runner;
-mod watch;
-
+use crate::{fragmentation, leak, runner, watch};
 use clap::parser::ValueSource;
 use clap::{ArgMatches, CommandFactory, FromArgMatches, Parser, ValueEnum};
 use demo::{AllocatorArgs, DeviceArgs, ModelArgs, Output, with_defaults};
 use gpumem::size::MemorySpec;
 use gpumem::{Backend, Device, DeviceOptions};
+use std::ffi::OsString;
 use std::path::PathBuf;
-use std::process::ExitCode;
 
 /// Watch memory while training: allocated vs reserved, the timeline, a leak, and a
 /// fragmented cache with the allocator's settings that avoid it.
@@ -51,8 +49,9 @@ struct Cli {
     json: bool,
 }
 
+/// What the demo shows (`--scenario`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-enum Scenario {
+pub enum Scenario {
     Train,
     Leak,
     Fragmentation,
@@ -69,6 +68,16 @@ struct Defaults {
 }
 
 impl Scenario {
+    /// The scenario's settings on the `plan` backing, as `cargo run -p challenge3 --
+    /// --scenario NAME --backend plan` runs it: every other flag at the scenario's default.
+    pub fn planned(self) -> anyhow::Result<Setup> {
+        let name = self
+            .to_possible_value()
+            .map(|v| v.get_name().to_string())
+            .unwrap_or_default();
+        Setup::from_args(["challenge3", "--scenario", &name, "--backend", "plan"])
+    }
+
     fn defaults(self) -> Defaults {
         match self {
             // The lesson's network at its batch size on the lesson's card.
@@ -107,6 +116,9 @@ impl Scenario {
 
 /// The settings a scenario runs with, after its defaults.
 pub struct Setup {
+    pub scenario: Scenario,
+    /// `--json`: one JSON document instead of tables.
+    pub json: bool,
     pub device: DeviceArgs,
     pub model: ModelArgs,
     pub allocator: AllocatorArgs,
@@ -120,6 +132,80 @@ pub struct Setup {
 }
 
 impl Setup {
+    /// The demo's settings for a command line (the program's name first): flags not given
+    /// take the scenario's defaults, and the backing is chosen as the demo chooses it (a
+    /// device is opened to see what `auto` finds).
+    pub fn from_args(
+        args: impl IntoIterator<Item = impl Into<OsString> + Clone>,
+    ) -> anyhow::Result<Setup> {
+        let cmd = with_defaults(
+            Cli::command(),
+            &[("samples", "2000"), ("device_memory", "16282MiB")],
+        );
+        let matches = cmd.try_get_matches_from(args)?;
+        let cli = Cli::from_arg_matches(&matches)?;
+        Setup::new(cli, &matches)
+    }
+
+    fn new(mut cli: Cli, matches: &ArgMatches) -> anyhow::Result<Setup> {
+        let d = cli.scenario.defaults();
+        if !given(matches, "device_memory") {
+            cli.device.device_memory = d.card.parse().map_err(anyhow::Error::msg)?;
+        }
+        let set = |v: &mut u64, id: &str, default: u64| {
+            if !given(matches, id) {
+                *v = default;
+            }
+        };
+        set(&mut cli.model.hidden, "hidden", d.hidden);
+        set(&mut cli.model.layers, "layers", d.layers);
+        set(&mut cli.model.samples, "samples", d.samples);
+        set(&mut cli.epochs, "epochs", d.epochs);
+        if !given(matches, "batch") {
+            cli.model.batch = gpumem::train::BatchSize::Rows(d.batch);
+        }
+        cli.model.config().validate()?;
+        let probe = DeviceOptions {
+            allocator: cli.allocator.config(),
+            ..cli.device.options(cli.device.backend)
+        };
+        let opened = Device::new(&probe)?.info();
+        // The fragmentation runs need gigabytes: planned unless a hardware GPU or an explicit
+        // backing was asked for. The others are small enough to execute on the cpu.
+        let (backend, why) = match cli.scenario {
+            Scenario::Fragmentation => demo::args::heavy_backend(
+                cli.device.backend,
+                opened.backend,
+                cli.device.device_memory,
+            ),
+            // Thousands of steps: quick on a GPU or planned, a few minutes of cpu kernels.
+            Scenario::Leak => match (cli.device.backend, opened.backend) {
+                (Backend::Auto, Backend::Cpu) => (
+                    Backend::Plan,
+                    Some(
+                        "planned on the plan backing: no hardware GPU was found, and executing \
+                         thousands of steps twice on the cpu takes minutes (--backend cpu does it)"
+                            .to_string(),
+                    ),
+                ),
+                (_, b) => (b, None),
+            },
+            Scenario::Train => (opened.backend, None),
+        };
+        Ok(Setup {
+            scenario: cli.scenario,
+            json: cli.json,
+            device: cli.device,
+            model: cli.model,
+            allocator: cli.allocator,
+            epochs: cli.epochs,
+            out: cli.out,
+            backend,
+            why,
+            opened,
+        })
+    }
+
     /// Device options for a run, with `allocator` settings.
     pub fn options(&self, allocator: gpumem::alloc::AllocatorConfig) -> DeviceOptions {
         DeviceOptions {
@@ -174,76 +260,18 @@ impl Setup {
     }
 }
 
-fn main() -> ExitCode {
-    demo::run_main(run)
-}
-
 /// Whether the user gave flag `id` (rather than clap filling in its default).
 fn given(m: &ArgMatches, id: &str) -> bool {
     m.value_source(id) == Some(ValueSource::CommandLine)
 }
 
-fn run() -> anyhow::Result<()> {
-    let cmd = with_defaults(
-        Cli::command(),
-        &[("samples", "2000"), ("device_memory", "16282MiB")],
-    );
-    let matches = cmd.get_matches();
-    let mut cli = Cli::from_arg_matches(&matches).unwrap_or_else(|e| e.exit());
-    let d = cli.scenario.defaults();
-    if !given(&matches, "device_memory") {
-        cli.device.device_memory = d.card.parse().map_err(anyhow::Error::msg)?;
-    }
-    let set = |v: &mut u64, id: &str, default: u64| {
-        if !given(&matches, id) {
-            *v = default;
-        }
-    };
-    set(&mut cli.model.hidden, "hidden", d.hidden);
-    set(&mut cli.model.layers, "layers", d.layers);
-    set(&mut cli.model.samples, "samples", d.samples);
-    set(&mut cli.epochs, "epochs", d.epochs);
-    if !given(&matches, "batch") {
-        cli.model.batch = gpumem::train::BatchSize::Rows(d.batch);
-    }
-    let out = Output::new(cli.json);
-    cli.model.config().validate()?;
-    let probe = DeviceOptions {
-        allocator: cli.allocator.config(),
-        ..cli.device.options(cli.device.backend)
-    };
-    let opened = Device::new(&probe)?.info();
-    // The fragmentation runs need gigabytes: planned unless a hardware GPU or an explicit
-    // backing was asked for. The others are small enough to execute on the cpu.
-    let (backend, why) = match cli.scenario {
-        Scenario::Fragmentation => {
-            demo::args::heavy_backend(cli.device.backend, opened.backend, cli.device.device_memory)
-        }
-        // Thousands of steps: quick on a GPU or planned, a few minutes of cpu kernels.
-        Scenario::Leak => match (cli.device.backend, opened.backend) {
-            (Backend::Auto, Backend::Cpu) => (
-                Backend::Plan,
-                Some(
-                    "planned on the plan backing: no hardware GPU was found, and executing \
-                     thousands of steps twice on the cpu takes minutes (--backend cpu does it)"
-                        .to_string(),
-                ),
-            ),
-            (_, b) => (b, None),
-        },
-        Scenario::Train => (opened.backend, None),
-    };
-    let setup = Setup {
-        device: cli.device,
-        model: cli.model,
-        allocator: cli.allocator,
-        epochs: cli.epochs,
-        out: cli.out,
-        backend,
-        why,
-        opened,
-    };
-    match cli.scenario {
+/// Runs the demo with `args`, the program's name first (as `std::env::args_os()` gives them);
+/// it prints through [`demo::Output`]. A command-line error (or `--help`) is returned as a
+/// `clap::Error`, which [`demo::run_main`] prints and exits with.
+pub fn run(args: impl IntoIterator<Item = impl Into<OsString> + Clone>) -> anyhow::Result<()> {
+    let setup = Setup::from_args(args)?;
+    let out = Output::new(setup.json);
+    match setup.scenario {
         Scenario::Train => watch::run(&setup, out),
         Scenario::Leak => leak::run(&setup, out),
         Scenario::Fragmentation => fragmentation::run(&setup, out),

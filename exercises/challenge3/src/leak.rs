@@ -8,7 +8,8 @@ use demo::Output;
 use gpumem::size::format_bytes;
 use serde_json::json;
 
-fn spec(setup: &Setup, keep: Keep) -> RunSpec {
+/// The scenario's loop on `setup`, keeping `keep` of each step's outputs, traced.
+pub fn spec(setup: &Setup, keep: Keep) -> RunSpec {
     RunSpec {
         options: setup.options(setup.allocator.config()),
         config: setup.model.config(),
@@ -20,6 +21,35 @@ fn spec(setup: &Setup, keep: Keep) -> RunSpec {
         empty_cache_on_size_change: false,
         trace: true,
     }
+}
+
+/// The scenario's two loops on the same card.
+#[derive(Debug)]
+pub struct Leak {
+    /// `kept.push(outputs)` after every step.
+    pub leaky: RunResult,
+    /// The outputs drop inside the step.
+    pub fixed: RunResult,
+}
+
+/// Runs the leaking and the fixed loop on `setup`, each on a fresh device.
+pub fn runs(setup: &Setup) -> Result<Leak, gpumem::Error> {
+    Ok(Leak {
+        leaky: runner::run(&spec(setup, Keep::Every))?,
+        fixed: runner::run(&spec(setup, Keep::Nothing))?,
+    })
+}
+
+/// How allocated grew from the end of the first epoch to the end of the last: the bytes,
+/// and the steps they grew over (at least 1).
+pub fn growth(r: &RunResult) -> (u64, u64) {
+    let first = r.epochs.first().map_or(0, |e| e.allocated);
+    let last = r.epochs.last().map_or(0, |e| e.allocated);
+    let first_steps = r.epochs.first().map_or(0, |e| e.steps);
+    (
+        last.saturating_sub(first),
+        r.steps().saturating_sub(first_steps).max(1),
+    )
 }
 
 fn show(out: Output, title: &str, r: &RunResult) {
@@ -42,10 +72,11 @@ fn show(out: Output, title: &str, r: &RunResult) {
     }
 }
 
+/// `--scenario leak`: both loops epoch by epoch, what happened, and the leaking loop's
+/// timeline.
 pub fn run(setup: &Setup, out: Output) -> anyhow::Result<()> {
     setup.header(out, "a leak: keeping every step's outputs");
-    let leaky = runner::run(&spec(setup, Keep::Every))?;
-    let fixed = runner::run(&spec(setup, Keep::Nothing))?;
+    let Leak { leaky, fixed } = runs(setup)?;
     show(
         out,
         "Leaking loop: `kept.push(outputs)` after every step",
@@ -57,13 +88,8 @@ pub fn run(setup: &Setup, out: Output) -> anyhow::Result<()> {
         &fixed,
     );
     let per_step = |r: &RunResult| {
-        let steps: u64 = r.epochs.iter().map(|e| e.steps).sum();
-        let first = r.epochs.first().map_or(0, |e| e.allocated);
-        let last = r.epochs.last().map_or(0, |e| e.allocated);
-        (last.saturating_sub(first))
-            / steps
-                .saturating_sub(r.epochs.first().map_or(0, |e| e.steps))
-                .max(1)
+        let (bytes, steps) = growth(r);
+        bytes / steps
     };
     out.section("What happened");
     out.line(format!(

@@ -3,8 +3,20 @@
 //!
 //! `cargo run -p challenge3` is the instructor's demo; `src/answer.rs` is the learner's
 //! exercise, graded by `cargo test` in this folder.
+//!
+//! The demo is a library too, so that the book quotes what it prints: its training loop
+//! ([`runner`]), each scenario's runs ([`leak`], [`fragmentation`]) and its settings after a
+//! scenario's defaults ([`Setup`], [`Scenario::planned`]).
 
 pub mod answer;
+pub mod fragmentation;
+mod instructor;
+pub mod leak;
+pub mod runner;
+mod watch;
+
+pub(crate) use instructor::write_timeline;
+pub use instructor::{Scenario, Setup, run};
 
 /// The learner's functions, for the grader.
 pub fn answers() -> grading::challenge3::Answers {

@@ -85,6 +85,13 @@ pub struct RunResult {
     pub summary: String,
 }
 
+impl RunResult {
+    /// Steps run to the end, over all epochs.
+    pub fn steps(&self) -> u64 {
+        self.epochs.iter().map(|e| e.steps).sum()
+    }
+}
+
 /// Row counts of one epoch's batches: full batches, the last one short if the data does not
 /// divide evenly — and the rows themselves when kernels run.
 fn epoch_plan(

@@ -4,18 +4,16 @@
 //! strategies on a sample of the data. Ends with the cheapest combination that fits, the
 //! float32-vs-float64 comparison, and what mixed precision really saves.
 
-mod strategies;
-
+use crate::strategies::{self, Accumulation, Row, Timing};
 use clap::{CommandFactory, FromArgMatches, Parser};
 use demo::{DeviceArgs, ModelArgs, Output, with_defaults};
 use gpumem::data::LESSON_TRAINING_EVENTS;
-use gpumem::fit::{CHEAPEST_RULE, cheapest, fitting_strategies};
+use gpumem::fit::CHEAPEST_RULE;
 use gpumem::mlp::{Checkpointing, Precision};
 use gpumem::size::{MemorySpec, format_bytes};
 use gpumem::{Backend, Device};
 use serde_json::json;
-use std::process::ExitCode;
-use strategies::{Accumulation, Row, Timing};
+use std::ffi::OsString;
 
 /// Make a setup that does not fit the card fit it: mixed precision, gradient accumulation,
 /// activation checkpointing and float32 instead of float64, alone and combined — their peak
@@ -93,13 +91,12 @@ fn parse_epochs(s: &str) -> Result<u64, String> {
     Ok(n)
 }
 
-fn main() -> ExitCode {
-    demo::run_main(run)
-}
-
-fn run() -> anyhow::Result<()> {
+/// Runs the demo with `args`, the program's name first (as `std::env::args_os()` gives them);
+/// it prints through [`demo::Output`]. A command-line error (or `--help`) is returned as a
+/// `clap::Error`, which [`demo::run_main`] prints and exits with.
+pub fn run(args: impl IntoIterator<Item = impl Into<OsString> + Clone>) -> anyhow::Result<()> {
     let cmd = with_defaults(Cli::command(), &[("batch", "full")]);
-    let cli = Cli::from_arg_matches(&cmd.get_matches()).unwrap_or_else(|e| e.exit());
+    let cli = Cli::from_arg_matches(&cmd.try_get_matches_from(args)?)?;
     let out = Output::new(cli.json);
     let base = cli.model.config();
     base.validate()?;
@@ -272,20 +269,13 @@ fn run() -> anyhow::Result<()> {
     }
 
     // The cheapest that fits.
-    let reduced = [Precision::Float32, Precision::Mixed];
-    let fits = fitting_strategies(&plan.card(), &base, rows, cli.checkpoint, &reduced)?;
-    let best = cheapest(&fits);
-    let best32 = cheapest(
-        &fits
-            .iter()
-            .filter(|f| f.strategy.precision == Precision::Float32)
-            .cloned()
-            .collect::<Vec<_>>(),
-    )
-    .cloned();
+    let strategies::Cheapest {
+        best,
+        float32: best32,
+    } = strategies::cheapest(&plan, &base, rows, cli.checkpoint)?;
     out.section("The cheapest combination that fits");
     out.line(format!("\"Cheapest\": {CHEAPEST_RULE}."));
-    match best {
+    match &best {
         Some(f) => {
             out.line(format!(
                 "→ {}: peak {} of the {} card.",
@@ -341,9 +331,10 @@ fn run() -> anyhow::Result<()> {
             "samples": sample.rows,
             "epochs": sample.epochs,
             "batch": sample.batch_rows(),
-        },        "rows": table,
+        },
+        "rows": table,
         "equivalence": equivalence,
-        "cheapest": best.map(|f| strategies::fit_json(f, &base, rows)),
+        "cheapest": best.as_ref().map(|f| strategies::fit_json(f, &base, rows)),
         "cheapest_float32": best32.as_ref().map(|f| strategies::fit_json(f, &base, rows)),
         "cheapest_rule": CHEAPEST_RULE,
         "float32_vs_float64": floats,

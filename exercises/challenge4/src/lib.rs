@@ -3,8 +3,15 @@
 //!
 //! `cargo run -p challenge4` is the instructor's demo; `src/answer.rs` is the learner's
 //! exercise, graded by `cargo test` in this folder.
+//!
+//! The demo is a library too ([`run`]), and so are its measurements ([`strategies`]): the
+//! book's tables of each strategy's planned peak come from the same code.
 
 pub mod answer;
+mod instructor;
+pub mod strategies;
+
+pub use instructor::run;
 
 /// The learner's functions, for the grader.
 pub fn answers() -> grading::challenge4::Answers {

@@ -5,7 +5,9 @@ use anyhow::Context;
 use gpumem::data::{Dataset, epoch_batches, rng};
 use gpumem::device::{DeviceOptions, Error};
 use gpumem::estimate::{Estimate, estimate};
-use gpumem::fit::{Cost, Fit, checkpointing_has_effect, fewest_micro_batches, measure_update};
+use gpumem::fit::{
+    Cost, Fit, checkpointing_has_effect, fewest_micro_batches, fitting_strategies, measure_update,
+};
 use gpumem::measure::StepMemory;
 use gpumem::mlp::{Batch, Checkpointing, Mlp, MlpConfig, Optimizer, Precision, Strategy};
 use gpumem::size::{MemorySpec, format_bytes};
@@ -258,7 +260,8 @@ pub struct Row {
 }
 
 impl Row {
-    fn new(name: &str, strategy: Strategy) -> Row {
+    /// A row for `strategy`, not planned yet ([`Row::plan`]).
+    pub fn new(name: &str, strategy: Strategy) -> Row {
         Row {
             name: name.to_string(),
             strategy,
@@ -353,7 +356,8 @@ impl Row {
     }
 }
 
-fn precision_name(p: Precision) -> &'static str {
+/// `float32`, `mixed precision`, `float64`.
+pub fn precision_name(p: Precision) -> &'static str {
     match p {
         Precision::Float32 => "float32",
         Precision::Mixed => "mixed precision",
@@ -398,6 +402,37 @@ pub fn rows(base: &MlpConfig, start: Precision, k: u64, ck: Checkpointing) -> Ve
         rows[1].name = "float32 instead of float64".into();
     }
     rows
+}
+
+/// The cheapest combinations that fit the card, by the engine's order (`gpumem::fit`).
+#[derive(Debug, Clone)]
+pub struct Cheapest {
+    /// Among float32 and mixed precision, with accumulation and checkpointing (segments of
+    /// `ck`): none if nothing fits.
+    pub best: Option<Fit>,
+    /// The same, keeping float32 (it may be `best`).
+    pub float32: Option<Fit>,
+}
+
+/// The cheapest combination of strategies with which an update of `rows` rows fits the card,
+/// and the cheapest that keeps float32.
+pub fn cheapest(
+    plan: &Planner,
+    base: &MlpConfig,
+    rows: u64,
+    ck: Checkpointing,
+) -> Result<Cheapest, Error> {
+    let reduced = [Precision::Float32, Precision::Mixed];
+    let fits = fitting_strategies(&plan.card(), base, rows, ck, &reduced)?;
+    let float32: Vec<Fit> = fits
+        .iter()
+        .filter(|f| f.strategy.precision == Precision::Float32)
+        .cloned()
+        .collect();
+    Ok(Cheapest {
+        best: gpumem::fit::cheapest(&fits).cloned(),
+        float32: gpumem::fit::cheapest(&float32).cloned(),
+    })
 }
 
 /// Fills in each row's time relative to the plain run's.
