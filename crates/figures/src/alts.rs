@@ -3,7 +3,7 @@
 //! `![{{#include ../generated/alt_memory_vs_batch.md}}](../figures/memory_vs_batch.svg)`.
 //! Where a chart's numbers come from a run, its alt text is built from the same run.
 
-use crate::epochs::{self, Keep};
+use crate::epochs;
 use crate::style::grouped;
 use anyhow::{Result, anyhow};
 use gpumem::size::format_bytes;
@@ -37,8 +37,9 @@ step.";
 
 /// The alt text of `leak_timeline.svg`, with the run's own figures.
 pub fn alt_leak_timeline() -> Result<String> {
-    let run = epochs::leaking()?;
-    let spec = epochs::leak(Keep::Every);
+    let setup = epochs::leak_setup()?;
+    let card = epochs::card(&setup)?;
+    let run = &epochs::leak_runs()?.leaky;
     let failure = run
         .failure
         .as_ref()
@@ -52,10 +53,10 @@ pub fn alt_leak_timeline() -> Result<String> {
          steps up from {} to the card's {} as the kept outputs fill the cached segments, until \
          in epoch {} a request for one more segment fails.",
         grouped(run.trace.events.len() as u64),
-        spec.batch,
-        format_bytes(spec.card),
+        setup.batch(),
+        format_bytes(card),
         format_bytes(first),
-        format_bytes(spec.card),
+        format_bytes(card),
         failure.epoch,
     ))
 }

@@ -1,4 +1,5 @@
-//! The book's figures and quoted numbers, computed from the engine — never typed by hand.
+//! The book's figures, quoted numbers and demo transcripts, computed from the engine and the
+//! demos' own code (the challenge crates, as libraries) — never typed by hand.
 //!
 //! [`ARTIFACTS`] is the one registry: each entry names a file under the book's `src/` and the
 //! function that renders its contents. The binary (`cargo run -p figures`) writes them all;
@@ -222,5 +223,15 @@ pub const ARTIFACTS: &[Artifact] = &[
         path: "generated/challenge4_deep_layers.md",
         about: "inline: the hidden layers of challenge 4's deeper setup (the pages' `-- --layers N`)",
         render: snippets::challenge4_deep_layers,
+    },
+    Artifact {
+        path: "generated/demo_challenge1.txt",
+        about: "transcript: what `cargo run -p challenge1 -- --backend plan` prints",
+        render: snippets::demo_challenge1,
+    },
+    Artifact {
+        path: "generated/demo_challenge2.txt",
+        about: "transcript: what `cargo run -p challenge2 -- --backend plan` prints",
+        render: snippets::demo_challenge2,
     },
 ];

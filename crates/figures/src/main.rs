@@ -1,6 +1,6 @@
 //! `cargo run -p figures`: regenerates every chart (`src/figures/*.svg`) and every quoted
-//! number (`src/generated/*.md`) of the book, then lists what it wrote. `--check` writes
-//! nothing and fails if a committed file is out of date (what the test does too).
+//! number and transcript (`src/generated/`) of the book, then lists what it wrote. `--check`
+//! writes nothing and fails if a committed file is out of date (what the test does too).
 
 use anyhow::Context;
 use figures::ARTIFACTS;

@@ -7,10 +7,13 @@ use crate::data::{
     self, DEEP_BATCH, DEEP_WIDTH, LESSON_WIDTH, LargestBatch, card, equation, measure, network,
     on_card, optimizer_name, unbounded,
 };
-use crate::epochs::{self, Keep};
+use crate::epochs;
 use crate::style::grouped;
 use anyhow::{Result, anyhow};
-use gpumem::alloc::{AllocatorConfig, OutOfMemory};
+use challenge3::fragmentation::Fragmentation;
+use challenge3::leak::{self, Leak};
+use challenge3::runner::{Keep, RunResult};
+use gpumem::alloc::OutOfMemory;
 use gpumem::data::LESSON_TRAINING_EVENTS as FULL;
 use gpumem::estimate::reference_setups;
 use gpumem::mlp::{MlpConfig, Optimizer};
@@ -340,9 +343,10 @@ pub fn per_layer_bytes() -> Result<String> {
 
 /// Challenge 3's leak: the leaking and the fixed loop on the same small card.
 pub fn challenge3_leak() -> Result<String> {
-    let spec = epochs::leak(Keep::Every);
-    let leaky = epochs::leaking()?;
-    let fixed = epochs::run(&epochs::leak(Keep::Nothing))?;
+    let setup = epochs::leak_setup()?;
+    let spec = leak::spec(&setup, Keep::Every);
+    let card = epochs::card(&setup)?;
+    let Leak { leaky, fixed } = epochs::leak_runs()?;
     let failure = leaky
         .failure
         .as_ref()
@@ -361,11 +365,11 @@ pub fn challenge3_leak() -> Result<String> {
         grouped(spec.samples),
         per_epoch,
         spec.epochs,
-        format_bytes(spec.card)
+        format_bytes(card)
     );
     for (name, r) in [
         ("leaking: `kept.push(outputs)`", leaky),
-        ("fixed: the outputs drop", &fixed),
+        ("fixed: the outputs drop", fixed),
     ] {
         let outcome = match &r.failure {
             Some(f) => format!("out of memory in epoch {}, step {}", f.epoch, f.step),
@@ -380,25 +384,23 @@ pub fn challenge3_leak() -> Result<String> {
             format_bytes(r.peak_reserved)
         )?;
     }
-    let ends = |r: &epochs::LoopRun| {
+    let ends = |r: &RunResult| {
         r.epochs
             .iter()
             .map(|e| format_bytes(e.allocated))
             .collect::<Vec<_>>()
     };
-    let (first, last) = match (leaky.epochs.first(), leaky.epochs.last()) {
-        (Some(f), Some(l)) if leaky.epochs.len() > 1 => (f.allocated, l.allocated),
-        _ => return Err(anyhow!("the leaking loop finished fewer than two epochs")),
-    };
+    if leaky.epochs.len() < 2 {
+        return Err(anyhow!("the leaking loop finished fewer than two epochs"));
+    }
     // Every step after the first epoch adds the same bytes, or the sentence says "about".
-    let steps_between = (leaky.steps() - leaky.epochs[0].steps).max(1);
-    let grown = last - first;
+    let (grown, steps_between) = leak::growth(leaky);
     let about = if grown % steps_between == 0 {
         ""
     } else {
         "about "
     };
-    let fixed_ends = ends(&fixed);
+    let fixed_ends = ends(fixed);
     let fixed_words = if fixed_ends.windows(2).all(|w| w[0] == w[1]) {
         format!("{} after every epoch", fixed_ends[0])
     } else {
@@ -420,8 +422,9 @@ pub fn challenge3_leak() -> Result<String> {
 
 /// Challenge 3's fragmented cache: the failing run, then each remedy on a fresh card.
 pub fn challenge3_fragmentation() -> Result<String> {
-    let spec = epochs::fragmentation(AllocatorConfig::default(), false);
-    let base = epochs::run(&spec)?;
+    let setup = epochs::fragmentation_setup()?;
+    let (hidden, samples, batch) = (setup.model.hidden, setup.model.samples, setup.batch());
+    let Fragmentation { base, remedies } = epochs::fragmentation_runs()?;
     let failure = base
         .failure
         .as_ref()
@@ -432,7 +435,7 @@ pub fn challenge3_fragmentation() -> Result<String> {
             "the fragmentation scenario failed for lack of memory: {oom}"
         ));
     }
-    let epoch: Vec<String> = base.batches[..spec.samples.div_ceil(spec.batch) as usize]
+    let epoch: Vec<String> = base.batches[..samples.div_ceil(batch) as usize]
         .iter()
         .map(|&b| grouped(b))
         .collect();
@@ -445,10 +448,10 @@ pub fn challenge3_fragmentation() -> Result<String> {
          from the allocator's statistics):\n\n\
          | remedy | outcome | peak reserved | segment allocations | segment frees |\n\
          | :--- | :--- | ---: | ---: | ---: |\n",
-        grouped(spec.config.hidden),
-        grouped(spec.samples),
+        grouped(hidden),
+        grouped(samples),
         epoch.join(", "),
-        format_bytes(spec.card),
+        format_bytes(epochs::card(&setup)?),
         failure.epoch,
         failure.step,
         grouped(failure.rows),
@@ -458,18 +461,20 @@ pub fn challenge3_fragmentation() -> Result<String> {
         format_bytes(oom.cached_unused()),
         format_bytes(oom.requested),
     );
-    let mut rows = vec![("none (the run above)".to_string(), base)];
-    for (name, allocator, empty) in epochs::remedies() {
-        // The setting's value beside its flag, as a learner would type it.
-        let label = match (allocator.max_split_size, allocator.gc_threshold) {
+    let mut rows = vec![("none (the run above)".to_string(), &base)];
+    for (remedy, r) in &remedies {
+        // The flag or the call as code, the setting's value beside a flag, as a learner
+        // would type it.
+        let name = format!("`{}`{}", remedy.code, remedy.when);
+        let label = match (
+            remedy.allocator.max_split_size,
+            remedy.allocator.gc_threshold,
+        ) {
             (Some(bytes), _) => format!("{name} {}", format_bytes(bytes)),
             (_, Some(threshold)) => format!("{name} {threshold}"),
-            _ => name.to_string(),
+            _ => name,
         };
-        rows.push((
-            label,
-            epochs::run(&epochs::fragmentation(allocator, empty))?,
-        ));
+        rows.push((label, r));
     }
     for (label, r) in &rows {
         let outcome = match &r.failure {
@@ -485,6 +490,25 @@ pub fn challenge3_fragmentation() -> Result<String> {
         )?;
     }
     Ok(out)
+}
+
+/// What a demo prints for `args` (the program's name first), run from its library: the
+/// instructor page's transcripts. Only for runs that print the same on every machine (on the
+/// `plan` backing, no timings).
+fn transcript(run: impl FnOnce() -> Result<()>) -> Result<String> {
+    let (result, text) = demo::capture(run);
+    result?;
+    Ok(text)
+}
+
+/// `cargo run -p challenge1 -- --backend plan`, as it prints.
+pub fn demo_challenge1() -> Result<String> {
+    transcript(|| challenge1::run(["challenge1", "--backend", "plan"]))
+}
+
+/// `cargo run -p challenge2 -- --backend plan`, as it prints.
+pub fn demo_challenge2() -> Result<String> {
+    transcript(|| challenge2::run(["challenge2", "--backend", "plan"]))
 }
 
 /// Challenge 4's deeper setup: Challenge 1's full batch with this many hidden layers, where
@@ -517,33 +541,18 @@ pub fn challenge4_deep() -> Result<String> {
 }
 
 /// Every strategy alone, then the cheapest combination that fits (and the cheapest that keeps
-/// float32), one update of `rows` rows planned at full size with the engine's `fit` module —
-/// the memory half of `command`'s table. No times: they are measurements, not plans. With
-/// `explain`, a last sentence gives the engine's order of "cheapest".
+/// float32), one update of `rows` rows planned at full size by the demo's own code
+/// (`challenge4::strategies`) — the memory half of `command`'s table. No times: they are
+/// measurements, not plans. With `explain`, a last sentence gives the engine's order of
+/// "cheapest".
 fn strategies_table(base: &MlpConfig, rows: u64, command: &str, explain: bool) -> Result<String> {
-    use gpumem::fit::{
-        CHEAPEST_RULE, Cost, cheapest, checkpointing_has_effect, fewest_micro_batches,
-        fitting_strategies, measure_update,
-    };
+    use challenge4::strategies::{self, Accumulation, Planner, Row, precision_name};
+    use gpumem::fit::{CHEAPEST_RULE, checkpointing_has_effect};
     use gpumem::mlp::{Checkpointing, Precision, Strategy};
-    let with = |precision, accumulation, checkpointing| {
-        base.clone().with_strategy(Strategy {
-            precision,
-            accumulation,
-            checkpointing,
-        })
-    };
-    let (f32, off, sqrt) = (Precision::Float32, Checkpointing::Off, Checkpointing::Sqrt);
-    // The demo's accumulation row: the fewest micro-batches with which accumulation alone
-    // fits (else with mixed precision and checkpointing too), at least 2.
-    let mut k = 2;
-    for config in [with(f32, 1, off), with(Precision::Mixed, 1, sqrt)] {
-        if let Some((fewest, _)) = fewest_micro_batches(&on_card(), &config, rows)? {
-            k = fewest.max(2);
-            break;
-        }
-    }
-    let segment = sqrt.segment(base.layers);
+    let (f32, sqrt) = (Precision::Float32, Checkpointing::Sqrt);
+    let plan = Planner::new(card());
+    // The demo's defaults: float32, `--accumulation auto`, `--checkpoint sqrt`.
+    let k = strategies::micro_batches(&plan, base, rows, f32, Accumulation::Auto, sqrt)?;
     let mut out = format!(
         "`{command}`: {} hidden layer{} of {} (SGD), one update of {} rows on the {} card, \
          planned at full size on `plan`:\n\n\
@@ -555,56 +564,58 @@ fn strategies_table(base: &MlpConfig, rows: u64, command: &str, explain: bool) -
         grouped(rows),
         format_bytes(card()),
     );
-    let row = |out: &mut String, name: &str, config: &MlpConfig| -> Result<()> {
-        let needs = measure_update(&unbounded(), config, rows, data::SEED)?;
-        let fits = measure_update(&on_card(), config, rows, data::SEED)?.fits();
-        let cost = Cost::of(config, rows, needs.peak_allocated)?;
+    let write = |out: &mut String, mut row: Row| -> Result<()> {
+        row.plan(&plan, base, rows)?;
         writeln!(
             out,
-            "| {name} | {}\u{a0}×\u{a0}{} | {} | {} | {} |",
-            cost.micro_batches,
-            grouped(rows.div_ceil(cost.micro_batches)),
-            format_bytes(needs.peak_allocated),
-            if fits { "yes" } else { "no" },
-            cost.recomputed_layers
+            "| {} | {}\u{a0}×\u{a0}{} | {} | {} | {} |",
+            row.name,
+            row.micro_batches,
+            grouped(row.micro_batch_rows),
+            format_bytes(row.peak_allocated),
+            if row.fits { "yes" } else { "no" },
+            row.recomputed_layers
         )?;
         Ok(())
     };
-    row(&mut out, "none (float32)", &with(f32, 1, off))?;
-    row(&mut out, "float64", &with(Precision::Float64, 1, off))?;
-    row(&mut out, "mixed precision", &with(Precision::Mixed, 1, off))?;
-    row(
-        &mut out,
-        &format!("gradient accumulation\u{a0}×{k}"),
-        &with(f32, k, off),
-    )?;
-    let ck_name = if checkpointing_has_effect(sqrt, base.layers) {
-        format!(
-            "checkpointing, segments of ⌈√{}⌉\u{a0}=\u{a0}{segment}",
-            base.layers
-        )
-    } else {
-        format!(
-            "checkpointing (nothing to drop with {} hidden layer{})",
-            base.layers,
-            if base.layers == 1 { "" } else { "s" }
-        )
+    // The demo's rows of the plain step and of each strategy alone, named as the pages do.
+    let strategies_on = |s: &Strategy| {
+        usize::from(s.precision != f32)
+            + usize::from(s.accumulation > 1)
+            + usize::from(s.checkpointing != Checkpointing::Off)
     };
-    row(&mut out, &ck_name, &with(f32, 1, sqrt))?;
-    let fits = fitting_strategies(&on_card(), base, rows, sqrt, &[f32, Precision::Mixed])?;
-    let best = cheapest(&fits).ok_or_else(|| anyhow!("no strategy fits `{command}`"))?;
-    let float32: Vec<_> = fits
-        .iter()
-        .filter(|f| f.strategy.precision == f32)
-        .cloned()
-        .collect();
-    let best32 = cheapest(&float32).filter(|f| f.strategy != best.strategy);
+    let alone = strategies::rows(base, f32, k, sqrt)
+        .into_iter()
+        .filter(|r| strategies_on(&r.strategy) <= 1);
+    for mut row in alone {
+        // The demo's names ("none (float32)", "float64", "mixed precision"), but for
+        // accumulation and checkpointing, which the pages word their own way.
+        let s = row.strategy;
+        if s.accumulation > 1 {
+            row.name = format!("gradient accumulation\u{a0}×{k}");
+        } else if s.checkpointing != Checkpointing::Off {
+            row.name = if checkpointing_has_effect(s.checkpointing, base.layers) {
+                format!(
+                    "checkpointing, segments of ⌈√{}⌉\u{a0}=\u{a0}{}",
+                    base.layers,
+                    s.checkpointing.segment(base.layers)
+                )
+            } else {
+                format!(
+                    "checkpointing (nothing to drop with {} hidden layer{})",
+                    base.layers,
+                    if base.layers == 1 { "" } else { "s" }
+                )
+            };
+        }
+        write(&mut out, row)?;
+    }
+    let cheapest = strategies::cheapest(&plan, base, rows, sqrt)?;
+    let best = cheapest
+        .best
+        .ok_or_else(|| anyhow!("no strategy fits `{command}`"))?;
+    let best32 = cheapest.float32.filter(|f| f.strategy != best.strategy);
     let words = |s: &Strategy| {
-        let precision = match s.precision {
-            Precision::Float32 => "float32",
-            Precision::Mixed => "mixed precision",
-            Precision::Float64 => "float64",
-        };
         let accumulation = if s.accumulation > 1 {
             format!(" + accumulation\u{a0}×{}", s.accumulation)
         } else {
@@ -618,19 +629,16 @@ fn strategies_table(base: &MlpConfig, rows: u64, command: &str, explain: bool) -
         } else {
             String::new()
         };
-        format!("{precision}{accumulation}{checkpointing}")
+        format!(
+            "{}{accumulation}{checkpointing}",
+            precision_name(s.precision)
+        )
     };
-    row(
-        &mut out,
-        &format!("**the cheapest that fits**: {}", words(&best.strategy)),
-        &base.clone().with_strategy(best.strategy),
-    )?;
+    let name = format!("**the cheapest that fits**: {}", words(&best.strategy));
+    write(&mut out, Row::new(&name, best.strategy))?;
     if let Some(f) = best32 {
-        row(
-            &mut out,
-            &format!("the cheapest in float32: {}", words(&f.strategy)),
-            &base.clone().with_strategy(f.strategy),
-        )?;
+        let name = format!("the cheapest in float32: {}", words(&f.strategy));
+        write(&mut out, Row::new(&name, f.strategy))?;
     }
     if explain {
         writeln!(

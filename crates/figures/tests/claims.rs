@@ -120,10 +120,9 @@ fn monitoring_page_claims() {
 /// Challenge 3: the leak's chart and table, and the remedies' table as the page reads them.
 #[test]
 fn challenge3_claims() {
-    use figures::epochs::{self, Keep};
-    let spec = epochs::leak(Keep::Every);
-    let leaky = epochs::leaking().unwrap();
-    let fixed = epochs::run(&epochs::leak(Keep::Nothing)).unwrap();
+    use figures::epochs;
+    let card = epochs::card(&epochs::leak_setup().unwrap()).unwrap();
+    let challenge3::leak::Leak { leaky, fixed } = epochs::leak_runs().unwrap();
     // Allocated climbs every epoch, reserved never falls and reaches the card, and the
     // failure comes several whole epochs in, asking for a new segment.
     assert!(leaky.epochs.len() >= 3, "{}", leaky.epochs.len());
@@ -139,10 +138,10 @@ fn challenge3_claims() {
             .windows(2)
             .all(|w| w[1].reserved >= w[0].reserved)
     );
-    assert!(leaky.epochs[0].reserved < spec.card);
-    assert_eq!(leaky.peak_reserved, spec.card);
+    assert!(leaky.epochs[0].reserved < card);
+    assert_eq!(leaky.peak_reserved, card);
     let failure = leaky.failure.as_ref().unwrap();
-    assert!(failure.oom.tried > spec.card - failure.oom.reserved);
+    assert!(failure.oom.tried > card - failure.oom.reserved);
     assert!(!failure.oom.is_fragmentation());
     // The fixed loop ends every epoch where it started.
     assert!(fixed.failure.is_none());
@@ -155,14 +154,15 @@ fn challenge3_claims() {
 
     // The fragmented cache: every remedy finishes; the split limit costs no extra segment,
     // the threshold and empty_cache() a few, no caching one per tensor (the most by far).
-    let base = epochs::run(&epochs::fragmentation(Default::default(), false)).unwrap();
+    let challenge3::fragmentation::Fragmentation { base, remedies } =
+        epochs::fragmentation_runs().unwrap();
     assert!(base.failure.as_ref().unwrap().oom.is_fragmentation());
-    let runs: Vec<_> = epochs::remedies()
-        .into_iter()
-        .map(|(name, allocator, empty)| {
-            let r = epochs::run(&epochs::fragmentation(allocator, empty)).unwrap();
-            assert!(r.failure.is_none(), "{name} did not fix it");
-            (name, r.device_allocations)
+    assert_eq!(remedies.len(), 4);
+    let runs: Vec<_> = remedies
+        .iter()
+        .map(|(remedy, r)| {
+            assert!(r.failure.is_none(), "{} did not fix it", remedy.name());
+            (remedy.name(), r.device_allocations)
         })
         .collect();
     let calls = |prefix: &str| runs.iter().find(|r| r.0.contains(prefix)).unwrap().1;

@@ -4,7 +4,7 @@
 
 use crate::alts::{ALT_ALLOC_TIMELINE, alt_leak_timeline};
 use crate::data::{self, LESSON_WIDTH, network, optimizer_name};
-use crate::epochs::{self, Keep};
+use crate::epochs;
 use crate::style::grouped;
 use ::charts::timeline::{TimelineChart, timeline_svg};
 use anyhow::Result;
@@ -45,15 +45,15 @@ pub fn alloc_timeline() -> Result<String> {
 
 /// `leak_timeline.svg`: Challenge 3's leaking loop, epoch by epoch, on its small card.
 pub fn leak_timeline() -> Result<String> {
-    let spec = epochs::leak(Keep::Every);
-    let run = epochs::leaking()?;
+    let setup = epochs::leak_setup()?;
+    let run = &epochs::leak_runs()?.leaky;
     let title = format!(
         "A loop that keeps every step's outputs, batch {}",
-        grouped(spec.batch)
+        grouped(setup.batch())
     );
     timeline_svg(&TimelineChart {
         trace: &run.trace,
-        capacity: Some(spec.card),
+        capacity: Some(epochs::card(&setup)?),
         title: &title,
         alt: &alt_leak_timeline()?,
         phases: &run.phases,
