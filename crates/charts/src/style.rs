@@ -6,7 +6,9 @@
 //! deficiencies; series that share a colour differ by dash as well.
 
 use anyhow::Result;
+use plotters::chart::MeshStyle;
 use plotters::coord::Shift;
+use plotters::coord::ranged1d::{Ranged, ValueFormatter};
 use plotters::prelude::*;
 
 /// Pixel size of every chart. The book's text column is 750 px wide at most, so charts are
@@ -52,6 +54,24 @@ pub fn gib(bytes: u64) -> f64 {
 
 pub fn font(px: u32) -> TextStyle<'static> {
     (FONT, px).into_font().color(&INK)
+}
+
+/// The book's look for a chart's axes and grid: fonts, a light grid on the background, dark
+/// axes. `chart.configure_mesh()`, its descriptions and labels set, goes through this before
+/// `.draw()`.
+pub fn mesh<'m, 'a, 'b, X, Y, DB>(
+    mesh: &'m mut MeshStyle<'a, 'b, X, Y, DB>,
+) -> &'m mut MeshStyle<'a, 'b, X, Y, DB>
+where
+    X: Ranged<ValueType: std::fmt::Debug> + ValueFormatter<X::ValueType>,
+    Y: Ranged<ValueType: std::fmt::Debug> + ValueFormatter<Y::ValueType>,
+    DB: DrawingBackend,
+{
+    mesh.axis_desc_style(font(AXIS_DESC_PX))
+        .label_style(font(TICK_PX))
+        .bold_line_style(GRID)
+        .light_line_style(BACKGROUND)
+        .axis_style(INK)
 }
 
 /// Renders a chart into an SVG string: white background, `draw` does the rest. The SVG gets

@@ -9,9 +9,7 @@
 //! can check the drawing against the trace without reading pixels.
 
 use crate::style::palette::{BLUE, ORANGE};
-use crate::style::{
-    AXIS_DESC_PX, BACKGROUND, GIB, GRID, INK, LEGEND_PX, MIB, TICK_PX, TITLE_PX, font, svg,
-};
+use crate::style::{BACKGROUND, GIB, GRID, INK, LEGEND_PX, MIB, TITLE_PX, font, mesh, svg};
 use crate::{Chart, capacity_line_in, note};
 use anyhow::Result;
 use gpumem::alloc::Trace;
@@ -157,17 +155,14 @@ pub fn timeline_svg(chart: &TimelineChart<'_>) -> Result<String> {
             .x_label_area_size(58)
             .y_label_area_size(70)
             .build_cartesian_2d(0.0..x_max, 0.0..y_max)?;
-        plot.configure_mesh()
-            .x_desc("allocator event (allocation or free), in order")
-            .y_desc(format!("device memory ({unit_name})"))
-            .x_label_formatter(&|x| format!("{x:.0}"))
-            .y_label_formatter(&|y| format!("{y:.decimals$}"))
-            .axis_desc_style(font(AXIS_DESC_PX))
-            .label_style(font(TICK_PX))
-            .bold_line_style(GRID)
-            .light_line_style(BACKGROUND)
-            .axis_style(INK)
-            .draw()?;
+        mesh(
+            plot.configure_mesh()
+                .x_desc("allocator event (allocation or free), in order")
+                .y_desc(format!("device memory ({unit_name})"))
+                .x_label_formatter(&|x| format!("{x:.0}"))
+                .y_label_formatter(&|y| format!("{y:.decimals$}")),
+        )
+        .draw()?;
         if let Some(cap) = chart.capacity {
             capacity_line_in(&mut plot, cap, per_unit, (0.0, x_max), 0.0)?;
         }

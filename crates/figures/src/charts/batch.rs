@@ -6,8 +6,7 @@ use crate::alts::ALT_MEMORY_VS_BATCH;
 use crate::data::{self, LESSON_WIDTH, batch_sizes, card, equation, measure, unbounded};
 use crate::style::palette::{BLUE, GREEN, ORANGE, PURPLE, SKY, VERMILION, YELLOW};
 use crate::style::{
-    AXIS_DESC_PX, BACKGROUND, GRID, INK, LEGEND_PX, TICK_PX, TITLE_PX, font, gib, grouped,
-    rows_label, svg,
+    BACKGROUND, GRID, INK, LEGEND_PX, TITLE_PX, font, gib, grouped, mesh, rows_label, svg,
 };
 use anyhow::Result;
 use gpumem::data::LESSON_TRAINING_EVENTS as FULL;
@@ -75,18 +74,15 @@ pub fn memory_vs_batch() -> Result<String> {
             .x_label_area_size(58)
             .y_label_area_size(70)
             .build_cartesian_2d((x0..x1).log_scale(), 0.0..y_max)?;
-        chart
-            .configure_mesh()
-            .x_desc("batch size (rows, log scale)")
-            .y_desc("peak memory of one step (GiB)")
-            .x_label_formatter(&rows_label)
-            .y_label_formatter(&|y| format!("{y:.0}"))
-            .axis_desc_style(font(AXIS_DESC_PX))
-            .label_style(font(TICK_PX))
-            .bold_line_style(GRID)
-            .light_line_style(BACKGROUND)
-            .axis_style(INK)
-            .draw()?;
+        mesh(
+            chart
+                .configure_mesh()
+                .x_desc("batch size (rows, log scale)")
+                .y_desc("peak memory of one step (GiB)")
+                .x_label_formatter(&rows_label)
+                .y_label_formatter(&|y| format!("{y:.0}")),
+        )
+        .draw()?;
 
         // Stacked: each area is the sum of its category and those below; the tallest is drawn
         // first so each smaller one covers the part below it.

@@ -6,9 +6,7 @@ use super::{capacity_line, note};
 use crate::alts::ALT_MEMORY_VS_DEPTH;
 use crate::data::{self, DEEP_BATCH, DEEP_WIDTH, DeepestFit, card, optimizer_name};
 use crate::style::palette::{BLUE, VERMILION};
-use crate::style::{
-    AXIS_DESC_PX, BACKGROUND, GRID, INK, LEGEND_PX, TICK_PX, TITLE_PX, font, gib, grouped, svg,
-};
+use crate::style::{BACKGROUND, GRID, INK, LEGEND_PX, TITLE_PX, font, gib, grouped, mesh, svg};
 use anyhow::Result;
 use gpumem::mlp::Optimizer;
 use plotters::prelude::*;
@@ -45,18 +43,15 @@ pub fn memory_vs_depth() -> Result<String> {
             .x_label_area_size(58)
             .y_label_area_size(70)
             .build_cartesian_2d(0.0..x_max, 0.0..y_max)?;
-        chart
-            .configure_mesh()
-            .x_desc("hidden layers")
-            .y_desc("peak memory of one step (GiB)")
-            .x_label_formatter(&|x| format!("{x:.0}"))
-            .y_label_formatter(&|y| format!("{y:.0}"))
-            .axis_desc_style(font(AXIS_DESC_PX))
-            .label_style(font(TICK_PX))
-            .bold_line_style(GRID)
-            .light_line_style(BACKGROUND)
-            .axis_style(INK)
-            .draw()?;
+        mesh(
+            chart
+                .configure_mesh()
+                .x_desc("hidden layers")
+                .y_desc("peak memory of one step (GiB)")
+                .x_label_formatter(&|x| format!("{x:.0}"))
+                .y_label_formatter(&|y| format!("{y:.0}")),
+        )
+        .draw()?;
         // Its label goes mid-right, between where the two lines cross it.
         capacity_line(&mut chart, 0.0, x_max, x_max * 0.52)?;
         for ((_, color), curve) in optimizers.iter().zip(&curves) {

@@ -5,9 +5,7 @@ use super::{capacity_line, note};
 use crate::alts::ALT_MEMORY_VS_WIDTH;
 use crate::data::{self, card, equation, measure, network, unbounded};
 use crate::style::palette::{BLUE, ORANGE, VERMILION};
-use crate::style::{
-    AXIS_DESC_PX, BACKGROUND, GRID, INK, LEGEND_PX, TICK_PX, TITLE_PX, font, gib, grouped, svg,
-};
+use crate::style::{BACKGROUND, GRID, INK, LEGEND_PX, TITLE_PX, font, gib, grouped, mesh, svg};
 use anyhow::Result;
 use gpumem::mlp::Optimizer;
 use plotters::prelude::*;
@@ -59,18 +57,15 @@ pub fn memory_vs_width() -> Result<String> {
             .x_label_area_size(58)
             .y_label_area_size(70)
             .build_cartesian_2d(0.0..x_max * 1.02, 0.0..y_max)?;
-        chart
-            .configure_mesh()
-            .x_desc("width of every hidden layer (neurons)")
-            .y_desc("peak allocated (GiB)")
-            .x_label_formatter(&|x| grouped(x.round() as u64))
-            .y_label_formatter(&|y| format!("{y:.0}"))
-            .axis_desc_style(font(AXIS_DESC_PX))
-            .label_style(font(TICK_PX))
-            .bold_line_style(GRID)
-            .light_line_style(BACKGROUND)
-            .axis_style(INK)
-            .draw()?;
+        mesh(
+            chart
+                .configure_mesh()
+                .x_desc("width of every hidden layer (neurons)")
+                .y_desc("peak allocated (GiB)")
+                .x_label_formatter(&|x| grouped(x.round() as u64))
+                .y_label_formatter(&|y| format!("{y:.0}")),
+        )
+        .draw()?;
         capacity_line(&mut chart, 0.0, x_max * 1.02, 300.0)?;
         for (layers, color, line, measured, widest) in &lines {
             let color = *color;
