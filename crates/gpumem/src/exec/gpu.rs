@@ -2,18 +2,29 @@
 //! segment buffers and records WGSL dispatches (gpumem-kernels) into the step's one pending
 //! command encoder. Nothing is submitted until data must cross to or from the host, so a
 //! training step is one submission and one wait (reading its loss).
+//!
+//! Every dtype the engine stores runs here: float16 (mixed precision's activations and
+//! their gradients; native with `SHADER_F16`, packed two per `u32` without), float32, and
+//! float64 where the adapter has `SHADER_F64` — without it a float64 tensor's first
+//! operation is a clear [`Error::Invalid`] naming the missing feature. Kernels compute in
+//! f32 (f64 when any operand is float64), as the cpu backing does.
 
 use super::ops::{AdamStep, Matmul};
 use super::transfer::parts;
 use crate::device::{Backing, BufferStore, Error};
 use crate::tensor::{DType, Tensor};
-use gpumem_kernels::{Gemm, KernelError, Kernels, Matrix, Part};
+use gpumem_kernels::{DType as KernelDType, Gemm, KernelError, Kernels, Matrix, Part};
 
 fn kernel_error(e: KernelError) -> Error {
     match e {
         KernelError::Shape(_) | KernelError::DType { .. } | KernelError::RowTooLarge { .. } => {
             Error::Invalid(format!("wgpu kernel: {e}"))
         }
+        // What this adapter cannot do (float64 without SHADER_F64): a setup to change.
+        KernelError::Unsupported(what) => Error::Invalid(format!(
+            "not supported by the wgpu backing on this adapter: {what}; \
+             use float32 or mixed precision, or the cpu backing"
+        )),
         other => Error::Device(format!("wgpu kernel: {other}")),
     }
 }
@@ -32,10 +43,13 @@ fn tensor_parts<'s>(store: &'s BufferStore, t: &Tensor) -> Result<Vec<Part<'s>>,
 }
 
 fn matrix<'a>(t: &Tensor, parts: &'a [Part<'a>]) -> Matrix<'a> {
-    match t.dtype() {
-        DType::U32 => Matrix::labels(parts, t.len()),
-        _ => Matrix::new(parts, t.rows(), t.cols()),
-    }
+    let dtype = match t.dtype() {
+        DType::U32 => return Matrix::labels(parts, t.len()),
+        DType::F16 => KernelDType::F16,
+        DType::F32 => KernelDType::F32,
+        DType::F64 => KernelDType::F64,
+    };
+    Matrix::with_dtype(parts, t.rows(), t.cols(), dtype)
 }
 
 /// Runs `record` with the kernels, the pending encoder and the views of `tensors`.
@@ -43,16 +57,6 @@ fn with<const N: usize>(
     tensors: [&Tensor; N],
     record: impl FnOnce(&Kernels, &mut wgpu::CommandEncoder, [Matrix<'_>; N]) -> Result<(), KernelError>,
 ) -> Result<(), Error> {
-    if let Some(t) = tensors
-        .iter()
-        .find(|t| matches!(t.dtype(), DType::F16 | DType::F64))
-    {
-        return Err(Error::Invalid(format!(
-            "{}: {} tensors are not supported by the wgpu kernels yet",
-            t.label(),
-            t.dtype()
-        )));
-    }
     let device = tensors[0].device().clone();
     let inner = device.borrow();
     let Backing::Wgpu(store) = inner.alloc.store() else {
@@ -161,10 +165,7 @@ pub fn add(dst: &Tensor, src: &Tensor) -> Result<(), Error> {
 }
 
 pub fn unscale_check(x: &Tensor, factor: f32, flag: &Tensor) -> Result<(), Error> {
-    let _ = (x, factor, flag);
-    Err(Error::Invalid(
-        "mixed precision on wgpu: the float16 kernels are not built yet".into(),
-    ))
+    with([x, flag], |k, e, [x, f]| k.unscale_check(e, &x, factor, &f))
 }
 
 pub fn zero(x: &Tensor) -> Result<(), Error> {
