@@ -6,7 +6,7 @@
 
 use crate::pieces::{Operand, segments};
 use crate::record::{Dispatch, grid, record};
-use crate::shader::{Compute, Store, prelude};
+use crate::shader::{Compute, Layout, Store, prelude};
 use crate::view::{DType, Matrix};
 use crate::{KernelError, Kernels};
 
@@ -82,16 +82,17 @@ fn slot_stores(
     Ok((stores, compute))
 }
 
-/// The pipeline of `kernel` for `operands`' storage.
+/// The pipeline of `kernel` for `operands`' storage, declared as `decl`.
 pub(crate) fn flat_pipeline(
     k: &Kernels,
     kernel: &Flat<'_>,
     layout: &wgpu::PipelineLayout,
     operands: &[FlatOperand<'_, '_>],
+    decl: Layout,
 ) -> Result<wgpu::ComputePipeline, KernelError> {
     let (stores, compute) = slot_stores(k, kernel, operands)?;
     let tags: Vec<&str> = stores.iter().map(|s| s.tag()).collect();
-    let key = format!("{}/{}", kernel.family, tags.join("/"));
+    let key = format!("{}/{decl:?}/{}", kernel.family, tags.join("/"));
     k.cache.get(&k.device, layout, &key, kernel.entry, &[], || {
         let bindings: Vec<(&str, Store)> = kernel
             .bindings
@@ -99,7 +100,7 @@ pub(crate) fn flat_pipeline(
             .copied()
             .zip(stores.iter().copied())
             .collect();
-        let mut s = prelude(compute, &bindings);
+        let mut s = prelude(compute, &bindings, decl);
         s.push_str(kernel.source);
         s
     })
@@ -118,7 +119,6 @@ pub(crate) fn flat<'a>(
     g: [f32; 4],
 ) -> Result<Vec<Dispatch<'a>>, KernelError> {
     let all: Vec<FlatOperand<'a, '_>> = operands.iter().chain(scalars).copied().collect();
-    let pipeline = flat_pipeline(k, kernel, layouts.1, &all)?;
     let n = operands.first().map_or(0, |o| o.1.len());
     let mut ops = Vec::new();
     for (name, m, _) in operands {
@@ -129,7 +129,8 @@ pub(crate) fn flat<'a>(
                 operands[0].0
             )));
         }
-        ops.push(Operand::new(name, &m.flat(), &k.limits, 2)?);
+        // Pieces of whole quads, so the engine's tensors (512-byte aligned) stay aligned.
+        ops.push(Operand::new(name, &m.flat(), &k.limits, 4)?);
     }
     let mut fixed = Vec::new();
     for (name, m, _) in scalars {
@@ -147,7 +148,7 @@ pub(crate) fn flat<'a>(
         .filter(|(_, o)| o.2 != Access::Read)
         .fold(0, |w, (i, _)| w | 1 << i);
     let refs: Vec<&Operand<'a>> = ops.iter().collect();
-    let mut out = Vec::new();
+    let mut planned = Vec::new();
     for (s, e) in segments(n, &refs) {
         let mut storage: Vec<_> = ops.iter().map(|o| o.bind(s, e)).collect();
         storage.extend(fixed.iter().map(|o| o.bind(0, 1)));
@@ -155,11 +156,24 @@ pub(crate) fn flat<'a>(
         for (o, b) in off.iter_mut().zip(&storage) {
             *o = b.elem() as u32;
         }
+        // Every operand's quads line up with the walked one's: whole quads use vec4s.
+        let aligned = off[..ops.len()].iter().all(|&o| o % 4 == off[0] % 4);
         while storage.len() < kernel.bindings.len() {
             storage.push(k.dummy_bind());
         }
+        planned.push((s, e, storage, off, aligned));
+    }
+    // Arrays of quads where every binding of the call holds whole quads.
+    let decl = if planned.iter().all(|p| p.2.iter().all(|b| b.quads())) {
+        Layout::Quads
+    } else {
+        Layout::Scalar
+    };
+    let pipeline = flat_pipeline(k, kernel, layouts.1, &all, decl)?;
+    let mut out = Vec::new();
+    for (s, e, storage, off, aligned) in planned {
         let params = FlatParams {
-            n: [(e - s) as u32, 0, 0, 0],
+            n: [(e - s) as u32, u32::from(aligned), 0, 0],
             off,
             f,
             g,
@@ -170,8 +184,11 @@ pub(crate) fn flat<'a>(
             storage,
             writes,
             params: bytemuck::bytes_of(&params).to_vec(),
-            // One unit per invocation: at most n of them.
-            groups: grid((e - s).div_ceil(64), k.limits.max_workgroups),
+            // One quad per invocation.
+            groups: grid(
+                (e - s).div_ceil(4).div_ceil(64) + 1,
+                k.limits.max_workgroups,
+            ),
         });
     }
     Ok(out)

@@ -1,11 +1,17 @@
-// Elementwise kernels over flat arrays, computed in T. The bindings x0 and x1 and their
-// accessors (ld_x0, st_x0, units_x0, unit_x0, ...) come from the prelude generated for
-// the operands' storage (shader.rs). Each kernel walks the units of the operand it writes
-// (elements, or the words of packed float16, so no two invocations write one word) with a
-// grid-stride loop over a 2-D grid, so any n fits the workgroup-count limit.
+// Elementwise kernels over flat arrays, computed in T. The bindings x0, x1 and their
+// accessors (ld_x0, st_x0, ld4_x0, st4_x0, ...) and quads/quad come from the prelude
+// generated for the operands' storage (shader.rs).
+//
+// Each invocation owns one quad (4 elements, whole u32 words even for packed float16) of
+// the operand it writes, walked with a grid-stride loop over a 2-D grid (any n fits the
+// workgroup-count limit). A whole quad with every operand aligned alike (p.aligned, from
+// the host: always so for the engine's tensors) is one vec4 load per operand and one
+// store; the partial quads at the ends, or misaligned operands, go element by element.
 
 struct Params {
-    n: u32, p0: u32, p1: u32, p2: u32,
+    n: u32,
+    aligned: u32,     // 1: every operand's offset is ≡ the written one's (mod 4)
+    p1: u32, p2: u32,
     off: vec4<u32>,   // first element of x0, x1 inside their bindings
     f: vec4<f32>,     // scalars: f.x = factor for `scale` and `unscale_check`
     g: vec4<f32>,
@@ -16,11 +22,19 @@ struct Params {
 // x1 = max(x0, 0)
 @compute @workgroup_size(64)
 fn relu(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>, @builtin(local_invocation_index) li: u32) {
-    let units = units_x1(p.off.y, p.n);
-    for (var u = (wg.y * nwg.x + wg.x) * 64u + li; u < units; u += nwg.x * nwg.y * 64u) {
-        let e = unit_x1(p.off.y, p.n, u);
-        for (var i = e.x; i < e.x + e.y; i++) {
-            st_x1(p.off.y + i, max(ld_x0(p.off.x + i), T(0.0)));
+    let o = p.off.y;
+    let nq = quads(o, p.n);
+    for (var u = (wg.y * nwg.x + wg.x) * 64u + li; u < nq; u += nwg.x * nwg.y * 64u) {
+        let r = quad(o, p.n, u);
+        if (r.y == 4u && p.aligned != 0u) {
+            st4_x1((o + r.x) >> 2u, max(ld4_x0((p.off.x + r.x) >> 2u), vec4<T>()));
+        } else {
+            var i = r.x;
+            loop {
+                st_x1(o + i, max(ld_x0(p.off.x + i), T(0.0)));
+                i++;
+                if (i - r.x >= r.y) { break; }
+            }
         }
     }
 }
@@ -28,12 +42,22 @@ fn relu(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) nwg: vec3
 // x0 (the gradient) *= x1 (the activation) > 0
 @compute @workgroup_size(64)
 fn relu_backward(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>, @builtin(local_invocation_index) li: u32) {
-    let units = units_x0(p.off.x, p.n);
-    for (var u = (wg.y * nwg.x + wg.x) * 64u + li; u < units; u += nwg.x * nwg.y * 64u) {
-        let e = unit_x0(p.off.x, p.n, u);
-        for (var i = e.x; i < e.x + e.y; i++) {
-            if (ld_x1(p.off.y + i) <= T(0.0)) {
-                st_x0(p.off.x + i, T(0.0));
+    let o = p.off.x;
+    let nq = quads(o, p.n);
+    for (var u = (wg.y * nwg.x + wg.x) * 64u + li; u < nq; u += nwg.x * nwg.y * 64u) {
+        let r = quad(o, p.n, u);
+        if (r.y == 4u && p.aligned != 0u) {
+            let q = (o + r.x) >> 2u;
+            let off = ld4_x1((p.off.y + r.x) >> 2u) <= vec4<T>();
+            st4_x0(q, select(ld4_x0(q), vec4<T>(), off));
+        } else {
+            var i = r.x;
+            loop {
+                if (ld_x1(p.off.y + i) <= T(0.0)) {
+                    st_x0(o + i, T(0.0));
+                }
+                i++;
+                if (i - r.x >= r.y) { break; }
             }
         }
     }
@@ -42,11 +66,21 @@ fn relu_backward(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) 
 // x0 *= f.x
 @compute @workgroup_size(64)
 fn scale(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>, @builtin(local_invocation_index) li: u32) {
-    let units = units_x0(p.off.x, p.n);
-    for (var u = (wg.y * nwg.x + wg.x) * 64u + li; u < units; u += nwg.x * nwg.y * 64u) {
-        let e = unit_x0(p.off.x, p.n, u);
-        for (var i = e.x; i < e.x + e.y; i++) {
-            st_x0(p.off.x + i, ld_x0(p.off.x + i) * T(p.f.x));
+    let o = p.off.x;
+    let nq = quads(o, p.n);
+    let f = T(p.f.x);
+    for (var u = (wg.y * nwg.x + wg.x) * 64u + li; u < nq; u += nwg.x * nwg.y * 64u) {
+        let r = quad(o, p.n, u);
+        if (r.y == 4u) {
+            let q = (o + r.x) >> 2u;
+            st4_x0(q, ld4_x0(q) * f);
+        } else {
+            var i = r.x;
+            loop {
+                st_x0(o + i, ld_x0(o + i) * f);
+                i++;
+                if (i - r.x >= r.y) { break; }
+            }
         }
     }
 }
@@ -54,11 +88,20 @@ fn scale(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) nwg: vec
 // x0 += x1
 @compute @workgroup_size(64)
 fn add(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>, @builtin(local_invocation_index) li: u32) {
-    let units = units_x0(p.off.x, p.n);
-    for (var u = (wg.y * nwg.x + wg.x) * 64u + li; u < units; u += nwg.x * nwg.y * 64u) {
-        let e = unit_x0(p.off.x, p.n, u);
-        for (var i = e.x; i < e.x + e.y; i++) {
-            st_x0(p.off.x + i, ld_x0(p.off.x + i) + ld_x1(p.off.y + i));
+    let o = p.off.x;
+    let nq = quads(o, p.n);
+    for (var u = (wg.y * nwg.x + wg.x) * 64u + li; u < nq; u += nwg.x * nwg.y * 64u) {
+        let r = quad(o, p.n, u);
+        if (r.y == 4u && p.aligned != 0u) {
+            let q = (o + r.x) >> 2u;
+            st4_x0(q, ld4_x0(q) + ld4_x1((p.off.y + r.x) >> 2u));
+        } else {
+            var i = r.x;
+            loop {
+                st_x0(o + i, ld_x0(o + i) + ld_x1(p.off.y + i));
+                i++;
+                if (i - r.x >= r.y) { break; }
+            }
         }
     }
 }
@@ -67,15 +110,29 @@ fn add(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) nwg: vec3<
 // stores the same value, so the unordered stores agree (x1 is never packed float16).
 @compute @workgroup_size(64)
 fn unscale_check(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>, @builtin(local_invocation_index) li: u32) {
-    let units = units_x0(p.off.x, p.n);
-    for (var u = (wg.y * nwg.x + wg.x) * 64u + li; u < units; u += nwg.x * nwg.y * 64u) {
-        let e = unit_x0(p.off.x, p.n, u);
-        for (var i = e.x; i < e.x + e.y; i++) {
-            let v = ld_x0(p.off.x + i) * T(p.f.x);
-            st_x0(p.off.x + i, v);
-            if (nonfinite_t(v)) {
-                st_x1(p.off.y, T(1.0));
+    let o = p.off.x;
+    let nq = quads(o, p.n);
+    let f = T(p.f.x);
+    for (var u = (wg.y * nwg.x + wg.x) * 64u + li; u < nq; u += nwg.x * nwg.y * 64u) {
+        let r = quad(o, p.n, u);
+        var bad = false;
+        if (r.y == 4u) {
+            let q = (o + r.x) >> 2u;
+            let v = ld4_x0(q) * f;
+            st4_x0(q, v);
+            bad = nonfinite_t(v.x) || nonfinite_t(v.y) || nonfinite_t(v.z) || nonfinite_t(v.w);
+        } else {
+            var i = r.x;
+            loop {
+                let v = ld_x0(o + i) * f;
+                st_x0(o + i, v);
+                bad = bad || nonfinite_t(v);
+                i++;
+                if (i - r.x >= r.y) { break; }
             }
+        }
+        if (bad) {
+            st_x1(p.off.y, T(1.0));
         }
     }
 }

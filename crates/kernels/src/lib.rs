@@ -86,8 +86,8 @@ impl KernelLimits {
                 .max_storage_buffer_binding_size
                 .min(l.max_buffer_size)
                 .min(u64::from(u32::MAX))
-                .max(16)
-                & !3,
+                .max(32)
+                & !31,
             offset_align: u64::from(l.min_storage_buffer_offset_alignment.max(4)),
             max_workgroups: l.max_compute_workgroups_per_dimension.max(1),
             subgroups: true,
@@ -99,7 +99,8 @@ impl KernelLimits {
     fn within(self, device: &wgpu::Device) -> Self {
         let d = Self::of(device);
         KernelLimits {
-            max_binding: self.max_binding.clamp(16, d.max_binding) & !3,
+            // Whole 32-byte blocks, so bindings rounded up to whole quads stay within it.
+            max_binding: self.max_binding.clamp(32, d.max_binding) & !31,
             offset_align: self.offset_align.max(d.offset_align).next_power_of_two(),
             max_workgroups: self.max_workgroups.clamp(1, d.max_workgroups),
             subgroups: self.subgroups,
@@ -271,6 +272,7 @@ impl Kernels {
             offset: 0,
             size: 64,
             elem: 0,
+            quads: true,
         }
     }
 

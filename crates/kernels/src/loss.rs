@@ -3,7 +3,7 @@
 use crate::elementwise::FlatParams;
 use crate::pieces::{Operand, segments};
 use crate::record::{Dispatch, grid, record};
-use crate::shader::{Compute, Store, prelude};
+use crate::shader::{Compute, Layout, Store, prelude};
 use crate::view::{DType, Matrix};
 use crate::{KernelError, Kernels};
 
@@ -100,7 +100,7 @@ impl Kernels {
                     ("stats", stores[1]),
                     ("dlogits", stores[2]),
                 ];
-                let mut s = prelude(compute, &bindings);
+                let mut s = prelude(compute, &bindings, Layout::Scalar);
                 s.push_str(SOURCE);
                 s
             },

@@ -73,7 +73,7 @@ pub(crate) mod tiled;
 
 use crate::pieces::{Bind, Operand, segments};
 use crate::record::{Dispatch, grid, record};
-use crate::shader::{Compute, Store, prelude};
+use crate::shader::{Compute, Layout, Store, prelude};
 use crate::view::{DType, Matrix};
 use crate::{KernelError, KernelLimits, Kernels};
 
@@ -229,6 +229,7 @@ impl Stores {
                 ("c", self.c),
                 ("bias", self.bias),
             ],
+            Layout::Scalar,
         );
         s.push_str(body);
         s
@@ -373,14 +374,15 @@ impl Kernels {
             for &(n0, n1) in &nsegs {
                 let (mp, np) = (m1 - m0, n1 - n0);
                 if kacc_fits(mp, np) {
-                    kacc_bytes = kacc_bytes.max(mp * np * tsize);
+                    kacc_bytes = kacc_bytes.max((mp * np * tsize).next_multiple_of(32));
                 }
                 for &(k0, k1) in &ksegs {
                     if let Some(Skinny::N(s) | Skinny::M(s)) =
                         self.skinny(kernel, mp, np, k1 - k0, tsize)
                         && s > 1
                     {
-                        partial_bytes = partial_bytes.max(s * mp * np * tsize);
+                        partial_bytes =
+                            partial_bytes.max((s * mp * np * tsize).next_multiple_of(32));
                     }
                 }
             }
@@ -419,8 +421,9 @@ impl Kernels {
                         Bind::Direct {
                             buffer,
                             offset: 0,
-                            size: (mp * np * tsize).next_multiple_of(4),
+                            size: (mp * np * tsize).next_multiple_of(32),
                             elem: 0,
+                            quads: true,
                         },
                         Stores {
                             c: stores.scratch(),
@@ -747,8 +750,9 @@ impl Kernels {
         let scratch = Bind::Direct {
             buffer: partial,
             offset: 0,
-            size: (splits * split_stride * stores.compute.size()).next_multiple_of(4),
+            size: (splits * split_stride * stores.compute.size()).next_multiple_of(32),
             elem: 0,
+            quads: true,
         };
         let partial_stores = Stores {
             c: stores.scratch(),

@@ -39,6 +39,9 @@ pub(crate) enum Bind<'a> {
         offset: u64,
         size: u64,
         elem: u64,
+        /// `size` is whole quads (4 elements) and `offset` a multiple of one, so the
+        /// binding may be declared as an array of vec4s.
+        quads: bool,
     },
     /// Gathered from `chunks` into scratch; the operand's first element is `lead`
     /// elements in (non-zero only for a float16 row starting on a half word).
@@ -50,6 +53,15 @@ pub(crate) enum Bind<'a> {
 }
 
 impl Bind<'_> {
+    /// Whether the binding may be declared as an array of quads (gathered rows always may:
+    /// scratch buffers are rounded up).
+    pub fn quads(&self) -> bool {
+        match self {
+            Bind::Direct { quads, .. } => *quads,
+            Bind::Gather { .. } => true,
+        }
+    }
+
     /// Element offset of the operand's first element inside the binding.
     pub fn elem(&self) -> u64 {
         match self {
@@ -104,9 +116,10 @@ impl<'a> Operand<'a> {
                 max_binding: lim.max_binding,
             });
         }
-        // Binding offsets are multiples of the device's alignment and of the element size
-        // (so the element offset inside the binding is whole); both are powers of two.
-        let align = lim.offset_align.max(elem.max(4));
+        // Binding offsets are multiples of the device's alignment and of a quad of elements
+        // (so the element offset inside the binding is whole and vec4 arrays are aligned);
+        // both are powers of two.
+        let align = lim.offset_align.max(4 * elem);
         let mut spans = Vec::new();
         let (mut r, mut part, mut part_start) = (0u64, 0usize, 0u64);
         while r < m.rows && row_bytes > 0 {
@@ -167,7 +180,13 @@ impl<'a> Operand<'a> {
         match &sp.kind {
             SpanKind::Gather(chunks, lead) => Bind::Gather {
                 chunks: chunks.clone(),
-                size: chunks.iter().map(|c| c.len).sum::<u64>().max(4),
+                // Whole quads of the largest element: scratch buffers have room.
+                size: chunks
+                    .iter()
+                    .map(|c| c.len)
+                    .sum::<u64>()
+                    .next_multiple_of(32)
+                    .max(32),
                 lead: *lead,
             },
             SpanKind::Direct { part, byte } => {
@@ -175,12 +194,23 @@ impl<'a> Operand<'a> {
                 let at = p.offset + byte + (s - sp.start) * self.row_bytes;
                 let offset = at - at % self.align;
                 let end = at + (e - s) * self.row_bytes;
+                // Whole quads where the buffer has them (the limits keep max_binding a
+                // multiple of 32), else whole words: a float16 binding may end on the
+                // first half of one, whose other half the buffer must hold.
+                let quads = (end - offset)
+                    .max(self.elem)
+                    .next_multiple_of(4 * self.elem);
+                let fits = offset + quads <= p.buffer.size();
                 Bind::Direct {
                     buffer: p.buffer,
                     offset,
-                    // Whole words: a float16 binding may end on the first half of one.
-                    size: (end - offset).max(self.elem).next_multiple_of(4),
+                    size: if fits {
+                        quads
+                    } else {
+                        (end - offset).max(self.elem).next_multiple_of(4)
+                    },
                     elem: (at - offset) / self.elem,
+                    quads: fits,
                 }
             }
         }

@@ -3,7 +3,7 @@
 use crate::elementwise::{Access, Flat, flat_pipeline};
 use crate::pieces::{Bind, Operand, segments};
 use crate::record::{Dispatch, grid, record};
-use crate::shader::{Compute, Store};
+use crate::shader::{Compute, Layout, Store};
 use crate::view::{DType, Matrix};
 use crate::{KernelError, Kernels};
 
@@ -87,6 +87,7 @@ impl Kernels {
                 ("src", src, Access::Read),
                 ("partial", &shape, Access::Write),
             ],
+            Layout::Scalar,
         )?;
         let last = flat_pipeline(
             self,
@@ -96,6 +97,7 @@ impl Kernels {
                 ("partial", &shape, Access::Read),
                 ("dst", &dst, Access::Walk),
             ],
+            Layout::Scalar,
         )?;
         debug_assert!(self.store(t).is_ok_and(|s| s != Store::F16Packed));
         let segs = segments(rows, &[&s]);
@@ -118,6 +120,7 @@ impl Kernels {
                 offset: 0,
                 size: groups * row_bytes,
                 elem: 0,
+                quads: false,
             };
             let params = Params {
                 rows: n as u32,

@@ -619,3 +619,40 @@ fn without_optional_features_f64_is_refused_and_f16_is_packed() {
     assert!(gpu.take_errors().is_empty());
     let _ = ctx;
 }
+
+#[test]
+fn flat_kernels_on_buffers_without_room_for_whole_quads() {
+    let Some(ctx) = ctx() else { return };
+    // Buffers that end with the tensor (7 float32, 5 float16 in 12 bytes): bindings cannot
+    // be rounded up to whole quads, so the kernels declare scalar arrays.
+    for (name, k) in [("full", &ctx.full), ("packed", &ctx.full_packed)] {
+        for (dt, n) in [(F32, 7usize), (F16, 5)] {
+            let x = Host::from_f64(dt, (0..n).map(|i| i as f64 - 2.5).collect());
+            let mut bytes = x.bytes();
+            bytes.resize(bytes.len().next_multiple_of(4), 0);
+            let buf = gpumem_kernels::testing::storage_buffer(&ctx.gpu, bytes.len() as u64);
+            gpumem_kernels::testing::write(&ctx.gpu, &buf, 0, &bytes);
+            let parts = [gpumem_kernels::Part {
+                buffer: &buf,
+                offset: 0,
+                len: dt.size() * n as u64,
+            }];
+            let m = mat(&parts, 1, n, dt);
+            ctx.run(|e| {
+                k.relu(e, &m, &m).expect("relu");
+                k.scale(e, &m, 2.0).expect("scale");
+            });
+            let got: Vec<u8> =
+                gpumem_kernels::testing::read(&ctx.gpu, &buf, 0, bytes.len() as u64).expect("read");
+            let want: Vec<f64> = x.values.iter().map(|v| v.max(0.0) * 2.0).collect();
+            assert_close_as(
+                &format!("{name} {dt:?} relu+scale"),
+                dt,
+                &decode(dt, &got[..dt.size() as usize * n]),
+                &want,
+            );
+            // The half word after an odd float16 tensor keeps its bits.
+            assert!(got[dt.size() as usize * n..].iter().all(|&b| b == 0));
+        }
+    }
+}
