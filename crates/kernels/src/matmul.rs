@@ -113,7 +113,7 @@ const COLS_PER_INVOCATION: u64 = 4 * tiled::TN4 as u64;
 /// Largest skinny dimension.
 const SKINNY_MAX: u64 = 4;
 /// Rows per invocation of `mm_smallk` (`SK_ROWS` in skinny.wgsl).
-const SK_ROWS: u64 = 16;
+const SK_ROWS: u64 = 64;
 /// Split-k: aim for this many invocations, with chunks of at least `MIN_CHUNK` values of
 /// k and at most `MAX_SPLITS` chunks.
 const SPLIT_TARGET: u64 = 8192;
@@ -181,6 +181,8 @@ struct Params {
 
 const ACCUMULATE: u32 = 1;
 const BIAS: u32 = 2;
+/// Skinny kernels: the streamed operand is quad-aligned (vec4 loads and stores).
+const VEC: u32 = 4;
 
 /// Sizes of one dispatch and where each operand starts inside its binding (elements).
 #[derive(Clone, Copy)]
@@ -220,7 +222,7 @@ impl Stores {
         )
     }
 
-    fn source(&self, body: &str) -> String {
+    fn source(&self, body: &str, layout: Layout) -> String {
         let mut s = prelude(
             self.compute,
             &[
@@ -229,7 +231,7 @@ impl Stores {
                 ("c", self.c),
                 ("bias", self.bias),
             ],
-            Layout::Scalar,
+            layout,
         );
         s.push_str(body);
         s
@@ -505,15 +507,22 @@ impl Kernels {
                     } else {
                         ("mm_sum", np.div_ceil(2) * mp)
                     };
+                    let storage = vec![
+                        target,
+                        self.dummy_bind(),
+                        bc,
+                        bbias.unwrap_or_else(|| self.dummy_bind()),
+                    ];
                     dispatches.push(Dispatch {
-                        pipeline: self.pipeline_for("mm-skinny", entry, &sum_stores, SKINNY)?,
+                        pipeline: self.pipeline_for(
+                            "mm-skinny",
+                            entry,
+                            &sum_stores,
+                            SKINNY,
+                            &storage,
+                        )?,
                         layout: &self.layouts.storage4.0,
-                        storage: vec![
-                            target,
-                            self.dummy_bind(),
-                            bc,
-                            bbias.unwrap_or_else(|| self.dummy_bind()),
-                        ],
+                        storage,
                         writes: 1 << 2,
                         params: bytemuck::bytes_of(&params).to_vec(),
                         groups: grid(units.div_ceil(64), lim.max_workgroups),
@@ -612,7 +621,8 @@ impl Kernels {
         if k <= SKINNY_MAX {
             Some(Skinny::K)
         } else if n <= SKINNY_MAX {
-            Some(Skinny::N(splits(m)))
+            // As many splits as mm_smalln4 (4 rows an invocation) would want.
+            Some(Skinny::N(splits(m.div_ceil(4))))
         } else if m <= SKINNY_MAX {
             Some(Skinny::M(splits(n.div_ceil(4))))
         } else {
@@ -620,21 +630,29 @@ impl Kernels {
         }
     }
 
+    /// The pipeline of `entry`, its bindings declared as quads when every binding of
+    /// `binds` holds whole quads.
     fn pipeline_for(
         &self,
         family: &str,
         entry: &str,
         stores: &Stores,
         body: &str,
+        binds: &[Bind<'_>],
     ) -> Result<wgpu::ComputePipeline, KernelError> {
-        let key = format!("{family}/{}", stores.key());
+        let layout = if binds.iter().all(Bind::quads) {
+            Layout::Quads
+        } else {
+            Layout::Scalar
+        };
+        let key = format!("{family}/{layout:?}/{}", stores.key());
         self.cache.get(
             &self.device,
             &self.layouts.storage4.1,
             &key,
             entry,
             &[],
-            || stores.source(body),
+            || stores.source(body, layout),
         )
     }
 
@@ -662,7 +680,7 @@ impl Kernels {
             )
         };
         Ok(Dispatch {
-            pipeline: self.pipeline_for("mm-naive", entry, stores, NAIVE)?,
+            pipeline: self.pipeline_for("mm-naive", entry, stores, NAIVE, &[])?,
             layout: &self.layouts.storage4.0,
             storage: storage.into(),
             writes: 1 << 2,
@@ -716,25 +734,47 @@ impl Kernels {
     ) -> Result<(), KernelError> {
         let max = u64::from(self.limits.max_workgroups);
         let mut params = self.general_params(p, g);
-        let (entry, splits, groups) = match which {
+        let quad = |x: u64| x % 4 == 0;
+        // VEC (see skinny.wgsl): the operand each kernel streams is quad-aligned.
+        let (entry, splits, groups, vec) = match which {
             Skinny::K => (
                 "mm_smallk",
                 1,
                 [p.n.div_ceil(4).div_ceil(64), p.m.div_ceil(SK_ROWS)],
+                quad(p.c) && quad(p.c_stride),
             ),
-            Skinny::N(s) => ("mm_smalln", s, [p.m.div_ceil(64), s]),
-            Skinny::M(s) => ("mm_smallm", s, [p.n.div_ceil(4).div_ceil(64), s]),
+            // A transposed with quad-aligned columns: four rows of C per invocation.
+            Skinny::N(s) if g.trans_a && quad(p.a) && quad(g.a.cols) => {
+                ("mm_smalln4", s, [p.m.div_ceil(4).div_ceil(64), s], false)
+            }
+            Skinny::N(s) => (
+                "mm_smalln",
+                s,
+                [p.m.div_ceil(64), s],
+                !g.trans_a && quad(p.a) && quad(g.a.cols),
+            ),
+            Skinny::M(s) => (
+                "mm_smallm",
+                s,
+                [p.n.div_ceil(4).div_ceil(64), s],
+                !g.trans_b && quad(p.b) && quad(g.b.cols),
+            ),
         };
+        if vec {
+            params.flags |= VEC;
+        }
         let groups = [groups[0].min(max) as u32, groups[1].min(max) as u32, 1];
+        // Chunks of whole quads of k (the vec4 loop of mm_smalln steps by 4).
         let (splits, kc) = {
-            let kc = p.k.div_ceil(splits);
+            let kc = p.k.div_ceil(splits).next_multiple_of(4);
             (p.k.div_ceil(kc), kc)
         };
+        params.kc = kc as u32;
         let partial = partial.filter(|_| splits > 1);
         let Some(partial) = partial else {
             return {
                 out.push(Dispatch {
-                    pipeline: self.pipeline_for("mm-skinny", entry, stores, SKINNY)?,
+                    pipeline: self.pipeline_for("mm-skinny", entry, stores, SKINNY, &storage)?,
                     layout: &self.layouts.storage4.0,
                     storage: storage.into(),
                     writes: 1 << 2,
@@ -759,18 +799,18 @@ impl Kernels {
             ..*stores
         };
         params.splits = splits as u32;
-        params.kc = kc as u32;
         params.split_stride = split_stride as u32;
         let partial_params = Params {
-            flags: 0,
+            flags: params.flags & VEC,
             c_off: 0,
             c_stride: p.n as u32,
             ..params
         };
+        let storage = vec![ba, bb, scratch.clone(), self.dummy_bind()];
         out.push(Dispatch {
-            pipeline: self.pipeline_for("mm-skinny", entry, &partial_stores, SKINNY)?,
+            pipeline: self.pipeline_for("mm-skinny", entry, &partial_stores, SKINNY, &storage)?,
             layout: &self.layouts.storage4.0,
-            storage: vec![ba, bb, scratch.clone(), self.dummy_bind()],
+            storage,
             writes: 1 << 2,
             params: bytemuck::bytes_of(&partial_params).to_vec(),
             groups,
@@ -780,12 +820,17 @@ impl Kernels {
             b: stores.scratch(),
             ..*stores
         };
+        let storage = vec![scratch, self.dummy_bind(), bc, bbias];
         out.push(Dispatch {
-            pipeline: self.pipeline_for("mm-skinny", "mm_sum", &sum_stores, SKINNY)?,
+            pipeline: self.pipeline_for("mm-skinny", "mm_sum", &sum_stores, SKINNY, &storage)?,
             layout: &self.layouts.storage4.0,
-            storage: vec![scratch, self.dummy_bind(), bc, bbias],
+            storage,
             writes: 1 << 2,
-            params: bytemuck::bytes_of(&params).to_vec(),
+            params: bytemuck::bytes_of(&Params {
+                flags: params.flags & !VEC,
+                ..params
+            })
+            .to_vec(),
             groups: grid(
                 (p.n.div_ceil(2) * p.m).div_ceil(64),
                 self.limits.max_workgroups,
