@@ -545,8 +545,8 @@ fn float64_step_kernels() {
             }
         }
         ctx.run(|e| k.sgd(e, &mp, &mat(&px, n, 1, F64), 0.5).expect("sgd"));
-        for j in 0..n {
-            p[j] -= f64::from(0.5f32) * x.values[j];
+        for (pj, xj) in p.iter_mut().zip(&x.values) {
+            *pj -= f64::from(0.5f32) * xj;
         }
         assert_close_as(
             &format!("{name} f64 adam+sgd param"),
