@@ -177,11 +177,13 @@ impl Sample {
                     format_bytes(o.tried)
                 ),
             )),
-            // The wgpu kernels for float16 and float64 are still being written: say so in
-            // the row rather than failing the demo.
-            Err(e) if backend == Backend::Wgpu && strategy.precision != Precision::Float32 => Ok(
-                Timing::not_measured(backend, format!("not on wgpu yet: {e}")),
-            ),
+            // An adapter without SHADER_F64 cannot run float64: say so in the row rather
+            // than failing the demo.
+            Err(Error::Invalid(why))
+                if backend == Backend::Wgpu && strategy.precision == Precision::Float64 =>
+            {
+                Ok(Timing::not_measured(backend, why))
+            }
             Err(e) => Err(e).with_context(|| format!("timing {strategy:?} on {backend}")),
         }
     }
