@@ -6,7 +6,8 @@
 //! deficiencies; series that share a colour differ by dash as well.
 
 use anyhow::Result;
-use plotters::chart::MeshStyle;
+use plotters::chart::{MeshStyle, SeriesLabelStyle};
+use plotters::coord::CoordTranslate;
 use plotters::coord::Shift;
 use plotters::coord::ranged1d::{Ranged, ValueFormatter};
 use plotters::prelude::*;
@@ -72,6 +73,22 @@ where
         .bold_line_style(GRID)
         .light_line_style(BACKGROUND)
         .axis_style(INK)
+}
+
+/// The book's look for a chart's legend: its font, a nearly opaque background, a light
+/// border. `chart.configure_series_labels()`, its position set, goes through this before
+/// `.draw()`.
+pub fn legend<'m, 'a, 'b, DB, CT>(
+    labels: &'m mut SeriesLabelStyle<'a, 'b, DB, CT>,
+) -> &'m mut SeriesLabelStyle<'a, 'b, DB, CT>
+where
+    DB: DrawingBackend + 'a,
+    CT: CoordTranslate,
+{
+    labels
+        .label_font(font(LEGEND_PX))
+        .background_style(BACKGROUND.mix(0.92))
+        .border_style(GRID)
 }
 
 /// Renders a chart into an SVG string: white background, `draw` does the rest. The SVG gets

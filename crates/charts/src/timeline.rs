@@ -9,7 +9,7 @@
 //! can check the drawing against the trace without reading pixels.
 
 use crate::style::palette::{BLUE, ORANGE};
-use crate::style::{BACKGROUND, GIB, GRID, INK, LEGEND_PX, MIB, TITLE_PX, font, mesh, svg};
+use crate::style::{GIB, INK, MIB, TITLE_PX, font, legend, mesh, svg};
 use crate::{Chart, capacity_line_in, note};
 use anyhow::Result;
 use gpumem::alloc::Trace;
@@ -236,12 +236,11 @@ pub fn timeline_svg(chart: &TimelineChart<'_>) -> Result<String> {
                 clear_of(&pts, events, values, scaled)
             })
             .unwrap_or(corners[0]);
-        plot.configure_series_labels()
-            .position(SeriesLabelPosition::Coordinate(legend_x, legend_y))
-            .label_font(font(LEGEND_PX))
-            .background_style(BACKGROUND.mix(0.92))
-            .border_style(GRID)
-            .draw()?;
+        legend(
+            plot.configure_series_labels()
+                .position(SeriesLabelPosition::Coordinate(legend_x, legend_y)),
+        )
+        .draw()?;
         Ok(())
     })?;
     Ok(with_metadata(&drawn, &metadata(chart, &pts)))

@@ -1,7 +1,8 @@
 //! `--scenario train`: the lesson's network for a few epochs with the allocator's trace on —
 //! allocated and reserved after each epoch, the `memory_summary()` table, and the timeline.
 
-use crate::runner::{self, EpochMemory, Keep, RunSpec};
+use crate::leak;
+use crate::runner::{self, EpochMemory, Keep};
 use crate::{Setup, write_timeline};
 use demo::Output;
 use gpumem::size::format_bytes;
@@ -37,17 +38,8 @@ pub const EPOCH_HEADERS: [&str; 7] = [
 
 pub fn run(setup: &Setup, out: Output) -> anyhow::Result<()> {
     setup.header(out, "watching allocated and reserved memory");
-    let spec = RunSpec {
-        options: setup.options(setup.allocator.config()),
-        config: setup.model.config(),
-        samples: setup.model.samples,
-        batch: setup.batch(),
-        epochs: setup.epochs,
-        seed: setup.model.seed,
-        keep: Keep::Nothing,
-        empty_cache_on_size_change: false,
-        trace: true,
-    };
+    // The leak scenario's loop, keeping nothing: the plain training loop, traced.
+    let spec = leak::spec(setup, Keep::Nothing);
     let bar = demo::progress(1, "training", out);
     let result = runner::run(&spec)?;
     bar.finish_and_clear();

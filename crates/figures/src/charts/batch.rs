@@ -5,9 +5,7 @@ use super::{capacity_line, note};
 use crate::alts::ALT_MEMORY_VS_BATCH;
 use crate::data::{self, LESSON_WIDTH, batch_sizes, card, equation, measure, unbounded};
 use crate::style::palette::{BLUE, GREEN, ORANGE, PURPLE, SKY, VERMILION, YELLOW};
-use crate::style::{
-    BACKGROUND, GRID, INK, LEGEND_PX, TITLE_PX, font, gib, grouped, mesh, rows_label, svg,
-};
+use crate::style::{INK, TITLE_PX, font, gib, grouped, legend, mesh, rows_label, svg};
 use anyhow::Result;
 use gpumem::data::LESSON_TRAINING_EVENTS as FULL;
 use gpumem::estimate::Estimate;
@@ -178,13 +176,12 @@ pub fn memory_vs_batch() -> Result<String> {
         // The legend sits left, just under the capacity line, where every series is still ~0.
         let (_, height) = chart.plotting_area().dim_in_pixel();
         let below_capacity = ((1.0 - gib(card()) / y_max) * f64::from(height)) as i32 + 14;
-        chart
-            .configure_series_labels()
-            .position(SeriesLabelPosition::Coordinate(14, below_capacity))
-            .label_font(font(LEGEND_PX))
-            .background_style(BACKGROUND.mix(0.92))
-            .border_style(GRID)
-            .draw()?;
+        legend(
+            chart
+                .configure_series_labels()
+                .position(SeriesLabelPosition::Coordinate(14, below_capacity)),
+        )
+        .draw()?;
         Ok(())
     })
 }

@@ -6,7 +6,7 @@ use super::{capacity_line, note};
 use crate::alts::ALT_MEMORY_VS_DEPTH;
 use crate::data::{self, DEEP_BATCH, DEEP_WIDTH, DeepestFit, card, optimizer_name};
 use crate::style::palette::{BLUE, VERMILION};
-use crate::style::{BACKGROUND, GRID, INK, LEGEND_PX, TITLE_PX, font, gib, grouped, mesh, svg};
+use crate::style::{INK, TITLE_PX, font, gib, grouped, legend, mesh, svg};
 use anyhow::Result;
 use gpumem::mlp::Optimizer;
 use plotters::prelude::*;
@@ -96,13 +96,12 @@ pub fn memory_vs_depth() -> Result<String> {
                 note(&mut chart, at, (dx, dy), &text, &INK)?;
             }
         }
-        chart
-            .configure_series_labels()
-            .position(SeriesLabelPosition::UpperLeft)
-            .label_font(font(LEGEND_PX))
-            .background_style(BACKGROUND.mix(0.92))
-            .border_style(GRID)
-            .draw()?;
+        legend(
+            chart
+                .configure_series_labels()
+                .position(SeriesLabelPosition::UpperLeft),
+        )
+        .draw()?;
         Ok(())
     })
 }

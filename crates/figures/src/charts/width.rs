@@ -5,7 +5,7 @@ use super::{capacity_line, note};
 use crate::alts::ALT_MEMORY_VS_WIDTH;
 use crate::data::{self, card, equation, measure, network, unbounded};
 use crate::style::palette::{BLUE, ORANGE, VERMILION};
-use crate::style::{BACKGROUND, GRID, INK, LEGEND_PX, TITLE_PX, font, gib, grouped, mesh, svg};
+use crate::style::{INK, TITLE_PX, font, gib, grouped, legend, mesh, svg};
 use anyhow::Result;
 use gpumem::mlp::Optimizer;
 use plotters::prelude::*;
@@ -100,13 +100,12 @@ pub fn memory_vs_width() -> Result<String> {
             .draw_series(std::iter::empty::<Circle<(f64, f64), i32>>())?
             .label("measured peak (one step on plan)")
             .legend(|(x, y)| Circle::new((x + 11, y), 5, INK.stroke_width(2)));
-        chart
-            .configure_series_labels()
-            .position(SeriesLabelPosition::UpperLeft)
-            .label_font(font(LEGEND_PX))
-            .background_style(BACKGROUND.mix(0.92))
-            .border_style(GRID)
-            .draw()?;
+        legend(
+            chart
+                .configure_series_labels()
+                .position(SeriesLabelPosition::UpperLeft),
+        )
+        .draw()?;
         Ok(())
     })
 }
