@@ -69,5 +69,7 @@ pub fn figures() -> Result<Vec<(&'static str, String)>> {
         ("memory_vs_depth", ALT_MEMORY_VS_DEPTH.to_string()),
         ("alloc_timeline", ALT_ALLOC_TIMELINE.to_string()),
         ("leak_timeline", alt_leak_timeline()?),
+        ("challenge4_strategies", crate::charts::strategies::alt(0)?),
+        ("challenge4_deep", crate::charts::strategies::alt(1)?),
     ])
 }

@@ -7,13 +7,16 @@
 //! change to the engine that moves a number fails `cargo test` until they are regenerated.
 //!
 //! Everything is computed on the `plan` backing (allocations without kernels) with fixed
-//! seeds and no timings or dates, so the output is the same, byte for byte, on every machine.
+//! seeds, so the output is the same, byte for byte, on every machine — except Challenge 4's
+//! times, which are measured by `cargo run --release -p figures -- --measure` and rendered
+//! from the record it keeps ([`measured`]).
 
 pub mod alts;
 pub mod charts;
 pub mod data;
 pub mod epochs;
 pub mod files;
+pub mod measured;
 pub mod snippets;
 
 /// The look of every chart, shared with the demos' charts (`crates/charts`).
@@ -60,6 +63,16 @@ pub const ARTIFACTS: &[Artifact] = &[
         render: charts::leak_timeline,
     },
     Artifact {
+        path: "figures/challenge4_strategies.svg",
+        about: "challenge 4: each strategy's planned peak vs the card, and its measured time vs the plain step (cpu, wgpu)",
+        render: charts::strategies::challenge4_strategies,
+    },
+    Artifact {
+        path: "figures/challenge4_deep.svg",
+        about: "challenge 4 with 9 hidden layers: the same, where checkpointing has layers to drop (cpu)",
+        render: charts::strategies::challenge4_deep,
+    },
+    Artifact {
         path: "generated/estimate_table.md",
         about: "table: the equation's peak vs the measured peak for every reference setup",
         render: snippets::estimate_table,
@@ -93,6 +106,21 @@ pub const ARTIFACTS: &[Artifact] = &[
         path: "generated/alt_leak_timeline.md",
         about: "inline: alt text of leak_timeline.svg",
         render: alts::alt_leak_timeline,
+    },
+    Artifact {
+        path: "generated/alt_challenge4_strategies.md",
+        about: "inline: alt text of challenge4_strategies.svg",
+        render: || charts::strategies::alt(0),
+    },
+    Artifact {
+        path: "generated/alt_challenge4_deep.md",
+        about: "inline: alt text of challenge4_deep.svg",
+        render: || charts::strategies::alt(1),
+    },
+    Artifact {
+        path: "generated/challenge4_times.md",
+        about: "challenge 4: the recorded times of every strategy (machine, date, command), from `figures -- --measure`",
+        render: snippets::challenge4_times,
     },
     Artifact {
         path: "generated/alt_memory_vs_width.md",

@@ -8,15 +8,18 @@ use figures::files::{book_src, stale, write_all};
 use std::process::ExitCode;
 use std::time::Instant;
 
-const USAGE: &str = "usage: cargo run -p figures [-- --check]\n\
+const USAGE: &str = "usage: cargo run -p figures [-- --check | --measure]\n\
   Regenerates the book's charts (src/figures/) and quoted numbers (src/generated/).\n\
-  --check   write nothing; exit 1 if any committed file is out of date";
+  --check     write nothing; exit 1 if any committed file is out of date\n\
+  --measure   first time challenge 4's demo again on this machine (minutes; use --release)\n\
+              and record it in crates/figures/measured/challenge4_times.json";
 
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
-    let check = match args.iter().map(String::as_str).collect::<Vec<_>>()[..] {
-        [] => false,
-        ["--check"] => true,
+    let (check, measure) = match args.iter().map(String::as_str).collect::<Vec<_>>()[..] {
+        [] => (false, false),
+        ["--check"] => (true, false),
+        ["--measure"] => (false, true),
         ["-h" | "--help"] => {
             println!("{USAGE}");
             return ExitCode::SUCCESS;
@@ -26,6 +29,16 @@ fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
+    if measure {
+        let saved = figures::measured::measure().and_then(|r| figures::measured::save(&r));
+        match saved {
+            Ok(path) => println!("measured: {}", path.display()),
+            Err(e) => {
+                eprintln!("figures: error: {e:#}");
+                return ExitCode::from(2);
+            }
+        }
+    }
     match run(check) {
         Ok(true) => ExitCode::SUCCESS,
         Ok(false) => ExitCode::from(1),

@@ -648,3 +648,70 @@ fn strategies_table(base: &MlpConfig, rows: u64, command: &str, explain: bool) -
     }
     Ok(out)
 }
+
+/// Challenge 4's recorded times: for each setup, every strategy's planned peak and its time
+/// per epoch on each backing, with the machine, the date and the command that measured them.
+pub fn challenge4_times() -> Result<String> {
+    use crate::measured::{self, distinct, planned_rows};
+    let record = measured::load()?;
+    let mut out = String::new();
+    for setup in &record.setups {
+        let runs = &setup.runs;
+        let Some(first) = runs.first() else {
+            continue;
+        };
+        writeln!(
+            out,
+            "`cargo run --release -p challenge4 -- {}`, each strategy timed on a sample of {} \
+             rows (1 epoch, one update per epoch):\n",
+            first.args[2..].join(" "),
+            grouped(first.sample_rows)
+        )?;
+        let mut header = "| strategy | peak allocated (full size) | fits? |".to_string();
+        let mut rule = "| :--- | ---: | :--- |".to_string();
+        for run in runs {
+            write!(header, " {}: time per epoch | vs none |", run.backend)?;
+            rule.push_str(" ---: | ---: |");
+        }
+        writeln!(out, "{header}\n{rule}")?;
+        for row in planned_rows(setup.layers)?
+            .iter()
+            .filter(|r| distinct(r, setup.layers))
+        {
+            write!(
+                out,
+                "| {} | {} | {} |",
+                row.name,
+                format_bytes(row.peak_allocated),
+                if row.fits { "yes" } else { "no" }
+            )?;
+            for run in runs {
+                let times = run.rows.iter().find(|r| r.name == row.name);
+                match times.and_then(|t| t.seconds_per_epoch.zip(t.relative_to_none)) {
+                    Some((s, r)) => write!(out, " {s:.2} s | ×{r:.2} |")?,
+                    None => write!(out, " not measured | — |")?,
+                }
+            }
+            writeln!(out)?;
+        }
+        writeln!(out)?;
+    }
+    let devices: Vec<String> = record
+        .setups
+        .iter()
+        .flat_map(|s| s.runs.iter())
+        .map(|r| format!("{}: {}", r.backend, r.device))
+        .collect::<std::collections::BTreeSet<_>>()
+        .into_iter()
+        .collect();
+    writeln!(
+        out,
+        "Measured on {} ({}), {}, by `{}`. Peaks are planned afresh every time the book's \
+         figures are generated; the times are this one measurement.",
+        record.machine,
+        devices.join("; "),
+        record.date,
+        record.command
+    )?;
+    Ok(out)
+}

@@ -227,3 +227,40 @@ fn challenge4_claims() {
         .unwrap();
     assert!(without > best.accumulation);
 }
+
+/// Challenge 4's page on the recorded times (`figures -- --measure`): accumulation is no
+/// slower with one hidden layer and slower with nine; checkpointing costs something, and at
+/// most its share of recomputed forward pass (a step is at least one forward pass); mixed
+/// precision costs less on wgpu, which converts in the shader, than on cpu, in software.
+#[test]
+fn challenge4_time_claims() {
+    use figures::measured::{load, planned_rows};
+    let record = load().unwrap();
+    let relative = |setup: usize, backend: &str, name: &str| {
+        let run = record.setups[setup]
+            .runs
+            .iter()
+            .find(|r| r.backend == backend)?;
+        let row = run.rows.iter().find(|r| r.name.starts_with(name)).unwrap();
+        Some(row.relative_to_none.expect("timed"))
+    };
+    let accumulate = |setup| relative(setup, "cpu", "accumulation").unwrap();
+    assert!(accumulate(0) <= 1.05, "{}", accumulate(0));
+    assert!(accumulate(1) > 1.0, "{}", accumulate(1));
+    let layers = record.setups[1].layers;
+    let share = planned_rows(layers)
+        .unwrap()
+        .into_iter()
+        .find(|r| r.name.starts_with("checkpointing,"))
+        .unwrap()
+        .extra_forward_passes;
+    let checkpoint = relative(1, "cpu", "checkpointing,").unwrap();
+    assert!(
+        checkpoint > 1.0 && checkpoint <= 1.0 + share,
+        "{checkpoint} vs 1 + {share}"
+    );
+    if let Some(wgpu) = relative(0, "wgpu", "mixed precision") {
+        let cpu = relative(0, "cpu", "mixed precision").unwrap();
+        assert!(wgpu < cpu, "wgpu {wgpu} vs cpu {cpu}");
+    }
+}

@@ -2,6 +2,7 @@
 
 pub mod batch;
 pub mod depth;
+pub mod strategies;
 pub mod timeline;
 pub mod width;
 
