@@ -104,6 +104,34 @@ pub fn alt(index: usize) -> Result<String> {
     ))
 }
 
+/// One of the two panels: rows stacked from 0 to `top`, no y axis labels (the left panel
+/// writes the strategies' names itself), x from 0 to `x_max` with ticks as `{prefix}{x}`.
+fn panel<'a, 'b>(
+    area: &'a DrawingArea<SVGBackend<'b>, plotters::coord::Shift>,
+    y_label_area: u32,
+    x_max: f64,
+    top: f64,
+    desc: &str,
+    prefix: &str,
+) -> Result<::charts::Chart<'a, 'b, plotters::coord::types::RangedCoordf64>> {
+    let mut chart = ChartBuilder::on(area)
+        .margin(12)
+        .x_label_area_size(58)
+        .y_label_area_size(y_label_area)
+        .build_cartesian_2d(0.0..x_max, 0.0..top)?;
+    mesh(
+        chart
+            .configure_mesh()
+            .x_desc(desc)
+            .x_labels(5)
+            .y_labels(0)
+            .disable_y_mesh()
+            .x_label_formatter(&|x| format!("{prefix}{x:.0}")),
+    )
+    .draw()?;
+    Ok(chart)
+}
+
 const BACKEND_COLORS: [(&str, RGBColor); 2] = [("cpu", BLUE), ("wgpu", ORANGE)];
 
 fn chart(index: usize) -> Result<String> {
@@ -133,21 +161,7 @@ fn chart(index: usize) -> Result<String> {
         let top = n + 0.5;
         let at_end = || font(NOTE_PX).pos(Pos::new(HPos::Left, VPos::Center));
 
-        let mut peaks = ChartBuilder::on(&left)
-            .margin(12)
-            .x_label_area_size(58)
-            .y_label_area_size(236)
-            .build_cartesian_2d(0.0..x_peak, 0.0..top)?;
-        mesh(
-            peaks
-                .configure_mesh()
-                .x_desc("peak of one update (GiB)")
-                .x_labels(5)
-                .y_labels(0)
-                .disable_y_mesh()
-                .x_label_formatter(&|x| format!("{x:.0}")),
-        )
-        .draw()?;
+        let mut peaks = panel(&left, 236, x_peak, top, "peak of one update (GiB)", "")?;
         let capacity = gib(card());
         for (i, bar) in bars.iter().enumerate() {
             let color = if bar.fits { GREEN } else { VERMILION };
@@ -180,21 +194,8 @@ fn chart(index: usize) -> Result<String> {
                 ),
         ))?;
 
-        let mut times = ChartBuilder::on(&right)
-            .margin(12)
-            .x_label_area_size(58)
-            .y_label_area_size(8)
-            .build_cartesian_2d(0.0..x_rel, 0.0..top)?;
-        mesh(
-            times
-                .configure_mesh()
-                .x_desc(format!("time ÷ plain step's ({} rows)", grouped(sample)))
-                .x_labels(5)
-                .y_labels(0)
-                .disable_y_mesh()
-                .x_label_formatter(&|x| format!("×{x:.0}")),
-        )
-        .draw()?;
+        let desc = format!("time ÷ plain step's ({} rows)", grouped(sample));
+        let mut times = panel(&right, 8, x_rel, top, &desc, "×")?;
         times.draw_series(DashedLineSeries::new(
             [(1.0, 0.0), (1.0, top)],
             6,
