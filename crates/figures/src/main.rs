@@ -66,7 +66,9 @@ fn run(check: bool) -> anyhow::Result<bool> {
         for s in &stale {
             println!("stale: {s}");
         }
-        if !stale.is_empty() {
+        if stale.is_empty() {
+            println!("{} files current", rendered.len());
+        } else {
             println!("run `cargo run -p figures` and commit src/figures and src/generated");
         }
         return Ok(stale.is_empty());
