@@ -123,6 +123,11 @@ pub const ARTIFACTS: &[Artifact] = &[
         render: snippets::challenge4_times,
     },
     Artifact {
+        path: "generated/demo_times.md",
+        about: "table: the instructors' commands, timed by `figures -- --measure` (machine, date)",
+        render: snippets::demo_times,
+    },
+    Artifact {
         path: "generated/alt_memory_vs_width.md",
         about: "inline: alt text of memory_vs_width.svg",
         render: || Ok(ALT_MEMORY_VS_WIDTH.to_string()),

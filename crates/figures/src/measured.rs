@@ -71,7 +71,51 @@ pub struct Record {
     /// The processor and its cores.
     pub machine: String,
     pub setups: Vec<SetupTimes>,
+    /// The instructor's commands, timed (the instructors' page).
+    pub demos: Vec<DemoTime>,
 }
+
+/// One instructor's command, timed as a workshop runs it: the debug build, already built.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct DemoTime {
+    /// Where it runs, relative to the repository root (`.` for the root).
+    pub dir: String,
+    pub command: String,
+    /// Median wall time over `runs` runs.
+    pub seconds: f64,
+    pub runs: usize,
+    /// Its exit status (the grader of an unsolved exercise fails, on purpose).
+    pub success: bool,
+    /// `/proc/loadavg`'s first three fields before it ran.
+    pub load_average: String,
+}
+
+/// The instructors' page's commands: (folder, command line).
+pub const DEMO_COMMANDS: &[(&str, &str)] = &[
+    (".", "cargo run -p challenge1"),
+    (".", "cargo run -p challenge1 -- --backend plan"),
+    (".", "cargo run -p challenge1 -- --backend wgpu"),
+    (".", "cargo run -p challenge2"),
+    (".", "cargo run -p challenge2 -- --optimizer adam"),
+    (
+        ".",
+        "cargo run -p challenge2 -- --backend cpu --device-memory 64MiB --hidden 512",
+    ),
+    (".", "cargo run -p challenge3"),
+    (".", "cargo run -p challenge3 -- --scenario leak"),
+    (".", "cargo run -p challenge3 -- --scenario fragmentation"),
+    (".", "cargo run -p challenge4"),
+    ("exercises/challenge1", "cargo test --test grade"),
+];
+
+/// The default demos, which the issue and the pages promise finish in under 5 seconds on a
+/// machine without a GPU (after the build).
+pub const DEFAULT_DEMOS: [&str; 4] = [
+    "cargo run -p challenge1",
+    "cargo run -p challenge2",
+    "cargo run -p challenge3",
+    "cargo run -p challenge4",
+];
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct SetupTimes {
@@ -143,6 +187,16 @@ fn check(record: &Record) -> Result<()> {
             SETUPS.len()
         )));
     }
+    let timed: Vec<(&str, &str)> = record
+        .demos
+        .iter()
+        .map(|d| (d.dir.as_str(), d.command.as_str()))
+        .collect();
+    if timed != DEMO_COMMANDS {
+        return Err(stale(format!(
+            "the instructors' commands are now {DEMO_COMMANDS:?}, the record timed {timed:?}"
+        )));
+    }
     for (setup, timed) in record.setups.iter().zip(&SETUPS) {
         if setup.layers != timed.layers {
             return Err(stale(format!(
@@ -210,7 +264,73 @@ pub fn measure() -> Result<Record> {
         date: today(),
         machine: machine(),
         setups,
+        demos: time_demos()?,
     })
+}
+
+/// The repository's root (this crate is `crates/figures`).
+fn root() -> std::path::PathBuf {
+    std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+fn cargo(dir: &str, command: &str) -> std::process::Command {
+    let mut words = command.split_whitespace().skip(1);
+    let mut cmd = std::process::Command::new(std::env::var("CARGO").unwrap_or("cargo".into()));
+    cmd.current_dir(root().join(dir))
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null());
+    // `-q` after the subcommand: cargo's own lines are not the demo's time.
+    if let Some(sub) = words.next() {
+        cmd.arg(sub).arg("-q");
+    }
+    cmd.args(words);
+    cmd
+}
+
+/// Times [`DEMO_COMMANDS`] after building them: the median of 3 runs, or 1 for a run over
+/// 5 seconds.
+fn time_demos() -> Result<Vec<DemoTime>> {
+    eprintln!("building the demos (debug, as a workshop runs them)");
+    for (dir, command) in [
+        (
+            ".",
+            "cargo build -p challenge1 -p challenge2 -p challenge3 -p challenge4",
+        ),
+        ("exercises/challenge1", "cargo test --test grade --no-run"),
+    ] {
+        let status = cargo(dir, command).status()?;
+        if !status.success() {
+            bail!("`{command}` failed in {dir}");
+        }
+    }
+    let mut times = Vec::new();
+    for (dir, command) in DEMO_COMMANDS {
+        eprintln!("timing: {command} (in {dir})");
+        let load_average = std::fs::read_to_string("/proc/loadavg")
+            .map(|l| l.split_whitespace().take(3).collect::<Vec<_>>().join(" "))
+            .unwrap_or_default();
+        let mut seconds = Vec::new();
+        let mut success = true;
+        while seconds.len() < 3 {
+            let start = std::time::Instant::now();
+            let status = cargo(dir, command).status()?;
+            seconds.push(start.elapsed().as_secs_f64());
+            success &= status.success();
+            if seconds[0] > 5.0 {
+                break;
+            }
+        }
+        seconds.sort_by(f64::total_cmp);
+        times.push(DemoTime {
+            dir: dir.to_string(),
+            command: command.to_string(),
+            seconds: seconds[seconds.len() / 2],
+            runs: seconds.len(),
+            success,
+            load_average,
+        });
+    }
+    Ok(times)
 }
 
 fn backend_times(args: Vec<String>, json: &Value) -> Result<BackendTimes> {

@@ -264,3 +264,18 @@ fn challenge4_time_claims() {
         assert!(wgpu < cpu, "wgpu {wgpu} vs cpu {cpu}");
     }
 }
+
+/// The instructors' page: every default demo finished in under 5 seconds after the build,
+/// and every demo succeeded (only the unsolved exercise's grader fails, on purpose).
+#[test]
+fn demo_time_claims() {
+    use figures::measured::{DEFAULT_DEMOS, load};
+    let record = load().unwrap();
+    for command in DEFAULT_DEMOS {
+        let d = record.demos.iter().find(|d| d.command == command).unwrap();
+        assert!(d.seconds < 5.0, "{command}: {} s", d.seconds);
+    }
+    for d in &record.demos {
+        assert_eq!(d.success, d.command.contains("--test grade"), "{}", d.command);
+    }
+}

@@ -10,7 +10,7 @@ use common::*;
 use grading::challenge4::{
     Checkpointing, FITS, NOTHING_NEEDLESS, Precision, SAME_BATCH, Settings, grade,
 };
-use grading::{Opt, Outcome, Setup, challenge4_answers, seed};
+use grading::{Opt, Setup, challenge4_answers, seed};
 
 #[path = "../../../exercises/challenge4/solution/answer.rs"]
 mod solution;
