@@ -10,8 +10,8 @@ use gpumem::size::{format_bytes, parse_bytes};
 /// How the caching allocator behaves.
 #[derive(Debug, Clone, Default, Args)]
 pub struct AllocatorArgs {
-    /// Never split cached blocks of at least SIZE (PyTorch's max_split_size_mb); must be
-    /// more than 20 MiB. Unset: every block may be split.
+    /// Never split cached blocks of at least SIZE (PyTorch's max_split_size_mb); at least
+    /// 20 MiB. Unset: every block may be split.
     #[arg(long, value_name = "SIZE", value_parser = parse_max_split_size)]
     pub max_split_size: Option<u64>,
 
@@ -70,13 +70,14 @@ pub fn describe(config: &AllocatorConfig) -> String {
     }
 }
 
-/// A size above 20 MiB: PyTorch refuses `max_split_size_mb` of 20 or less, because a block
-/// that small is never split anyway (large requests under 10 MiB get 20 MiB segments).
+/// At least 20 MiB, as PyTorch requires of `max_split_size_mb` (older versions: more than
+/// 20): a smaller limit would keep even the 20 MiB segments of small large-pool requests
+/// whole.
 pub fn parse_max_split_size(s: &str) -> Result<u64, String> {
     let bytes = parse_bytes(s).map_err(|e| e.to_string())?;
-    if bytes <= LARGE_BUFFER {
+    if bytes < LARGE_BUFFER {
         return Err(format!(
-            "the max split size must be more than {} (PyTorch's max_split_size_mb must be > 20), got {}",
+            "the max split size must be at least {} (PyTorch's max_split_size_mb has the same minimum, 20), got {}",
             format_bytes(LARGE_BUFFER),
             if bytes < 1024 {
                 format!("{bytes} B")
@@ -150,8 +151,8 @@ mod tests {
             (&["--gc-threshold", "-0.5"], "between 0 and 1"),
             (&["--gc-threshold", "nan"], "between 0 and 1"),
             (&["--gc-threshold", "lots"], "not a number"),
-            (&["--max-split-size", "0"], "more than 20.00 MiB"),
-            (&["--max-split-size", "20MiB"], "more than 20.00 MiB"),
+            (&["--max-split-size", "0"], "at least 20.00 MiB"),
+            (&["--max-split-size", "19MiB"], "at least 20.00 MiB"),
             (&["--max-split-size", "16XB"], "`XB` is not a unit"),
         ] {
             let e = parse(args).unwrap_err();

@@ -15,9 +15,10 @@ use serde::Serialize;
 use serde_json::json;
 
 const MIB: u64 = 1 << 20;
-/// The remedies' settings when the user gave none: a split limit well under the activations
-/// (any value above 20 MiB and below them works), and PyTorch's documented example threshold.
-const MAX_SPLIT: u64 = 64 * MIB;
+/// The remedies' settings when the user gave none: the smallest split limit PyTorch allows
+/// (any value from 20 MiB up to the activations' size works), and PyTorch's documented
+/// example threshold.
+const MAX_SPLIT: u64 = 20 * MIB;
 const GC_THRESHOLD: f64 = 0.8;
 
 /// One of the allocator's remedies, as the demo tries it.

@@ -169,7 +169,7 @@ fn fragmentation_fails_with_memory_cached_and_each_remedy_succeeds() {
         "--scenario",
         "fragmentation",
         "--max-split-size",
-        "64MiB",
+        "20MiB",
         "--out",
         &path,
     ]);
@@ -194,7 +194,7 @@ fn help_shows_the_defaults() {
 fn bad_input_is_a_clear_error() {
     let cases: &[(&[&str], &str)] = &[
         (&["--gc-threshold", "1.5"], "between 0 and 1"),
-        (&["--max-split-size", "0"], "more than 20.00 MiB"),
+        (&["--max-split-size", "0"], "at least 20.00 MiB"),
         (&["--max-split-size", "16XB"], "`XB` is not a unit"),
         (&["--scenario", "oops"], "invalid value 'oops'"),
         (&["--epochs", "0"], "at least 1"),

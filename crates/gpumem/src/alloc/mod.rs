@@ -131,7 +131,7 @@ impl Default for AllocatorConfig {
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum ConfigError {
     #[error(
-        "max split size must be more than {} (PyTorch's max_split_size_mb must be > 20), got {}",
+        "max split size must be at least {} (PyTorch's max_split_size_mb has the same minimum, 20), got {}",
         crate::size::format_bytes(LARGE_BUFFER),
         crate::size::format_bytes(*.0)
     )]
@@ -147,7 +147,7 @@ pub enum ConfigError {
 impl AllocatorConfig {
     pub fn validate(&self) -> Result<(), ConfigError> {
         if let Some(m) = self.max_split_size {
-            if m <= LARGE_BUFFER {
+            if m < LARGE_BUFFER {
                 return Err(ConfigError::MaxSplitTooSmall(m));
             }
         }

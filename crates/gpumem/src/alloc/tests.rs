@@ -188,15 +188,16 @@ fn max_split_size_keeps_oversize_blocks_whole() {
 }
 
 #[test]
-fn max_split_size_must_exceed_20_mib() {
-    let bad = AllocatorConfig {
-        max_split_size: Some(20 * MIB),
+fn max_split_size_is_at_least_20_mib() {
+    let with = |m| AllocatorConfig {
+        max_split_size: Some(m),
         ..Default::default()
     };
     assert!(matches!(
-        Allocator::new(TestStore::default(), bad),
+        Allocator::new(TestStore::default(), with(20 * MIB - 512)),
         Err(ConfigError::MaxSplitTooSmall(_))
     ));
+    assert!(Allocator::new(TestStore::default(), with(20 * MIB)).is_ok());
     for t in [0.0, 1.0, 1.5, -0.1, f64::NAN] {
         let bad = AllocatorConfig {
             gc_threshold: Some(t),
