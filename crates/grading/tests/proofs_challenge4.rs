@@ -10,7 +10,7 @@ use common::*;
 use grading::challenge4::{
     Checkpointing, FITS, NOTHING_NEEDLESS, Precision, SAME_BATCH, Settings, grade,
 };
-use grading::{Opt, Setup, challenge4_answers, seed};
+use grading::{Setup, challenge4_answers, seed};
 
 #[path = "../../../exercises/challenge4/solution/answer.rs"]
 mod solution;
@@ -283,7 +283,6 @@ fn a_report_names_expected_got_and_hint() {
     ] {
         assert!(text.contains(part), "{part}:\n{text}");
     }
-    let _ = Opt::Sgd;
 }
 
 /// The same proofs over 40 seeds of random cases (slow in a debug build: about a minute).
