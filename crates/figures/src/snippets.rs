@@ -74,14 +74,7 @@ pub fn challenge1_full_batch() -> Result<String> {
         grouped(LESSON_WIDTH),
         grouped(FULL)
     );
-    for (name, bytes) in [
-        ("parameters", e.parameters),
-        ("gradients", e.gradients),
-        ("optimizer state", e.optimizer_state),
-        ("input batch", e.input_batch),
-        ("activations", e.activations),
-        ("temporaries", e.temporaries),
-    ] {
+    for (name, bytes) in e.categories() {
         writeln!(out, "| {name} | {} |", format_bytes(bytes))?;
     }
     writeln!(

@@ -7,6 +7,8 @@ use crate::size::MemorySpec;
 use gpumem_kernels::KernelLimits;
 use std::rc::Rc;
 
+pub use gpumem_kernels::testing::adapter_required;
+
 /// One GPU for a test, whose devices share compiled kernels (compiling them takes seconds
 /// on lavapipe).
 pub struct TestGpu {

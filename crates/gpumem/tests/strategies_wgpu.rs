@@ -22,42 +22,18 @@ fn strategy(accumulation: u64, checkpointing: Checkpointing) -> Strategy {
 }
 
 /// Relative error against the cpu, with small entries measured against 1 % of the largest.
-fn max_rel(got: &[f32], want: &[f32]) -> f32 {
-    let scale = want.iter().fold(0f32, |m, v| m.max(v.abs()));
+fn max_rel(got: &[f64], want: &[f64]) -> f64 {
+    let scale = want.iter().fold(0f64, |m, v| m.max(v.abs()));
     got.iter()
         .zip(want)
-        .map(|(g, w)| (g - w).abs() / w.abs().max(0.01 * scale).max(f32::MIN_POSITIVE))
-        .fold(0.0, f32::max)
+        .map(|(g, w)| (g - w).abs() / w.abs().max(0.01 * scale).max(f64::MIN_POSITIVE))
+        .fold(0.0, f64::max)
 }
 
 /// One step of `config` on cpu and on wgpu from the same weights: loss, rows classified
 /// correctly, and every gradient must agree.
 fn agrees_with_cpu(gpu: &TestGpu, config: &MlpConfig, data: &Split) {
-    let cpu = Device::cpu(1 << 30);
-    let wgpu = gpu.device(MemorySpec::Bytes(1 << 30));
-    let mut on_cpu = Mlp::new(&cpu, config, 3).unwrap();
-    let mut on_gpu = Mlp::new(&wgpu, config, 3).unwrap();
-    let rc = on_cpu.train_step(Batch::Data(data)).unwrap();
-    let rg = on_gpu.train_step(Batch::Data(data)).unwrap();
-    let what = format!("{:?}", config.strategy);
-    let (lc, lg) = (rc.loss.unwrap(), rg.loss.unwrap());
-    assert!(
-        (lc - lg).abs() <= 1e-4 * lc.abs(),
-        "{what}: loss cpu {lc}, wgpu {lg}"
-    );
-    assert_eq!(rc.correct, rg.correct, "{what}: rows classified correctly");
-    assert_eq!(rc.recomputed_layers, rg.recomputed_layers, "{what}");
-    for (l, (g, c)) in on_gpu
-        .gradients()
-        .iter()
-        .zip(on_cpu.gradients())
-        .enumerate()
-    {
-        for (name, gt, ct) in [("weight", &g.weight, &c.weight), ("bias", &g.bias, &c.bias)] {
-            let err = max_rel(&gt.read().unwrap(), &ct.read().unwrap());
-            assert!(err <= 1e-3, "{what}: layer{l}.{name}.grad off by {err}");
-        }
-    }
+    agrees_with_cpu_within(gpu, config, data, (1e-4, 1e-3, 0), 0);
 }
 
 fn config(strategy: Strategy) -> MlpConfig {
@@ -120,13 +96,6 @@ fn agrees_with_cpu_within(
     );
     assert_eq!(rc.skipped, rg.skipped, "{what}: step skipped");
     assert_eq!(rc.recomputed_layers, rg.recomputed_layers, "{what}");
-    let rel = |g: &[f64], c: &[f64]| {
-        let scale = c.iter().fold(0f64, |m, v| m.max(v.abs()));
-        g.iter()
-            .zip(c)
-            .map(|(g, c)| (g - c).abs() / c.abs().max(0.01 * scale).max(f64::MIN_POSITIVE))
-            .fold(0.0, f64::max)
-    };
     for (l, (g, c)) in on_gpu
         .gradients()
         .iter()
@@ -134,7 +103,7 @@ fn agrees_with_cpu_within(
         .enumerate()
     {
         for (name, gt, ct) in [("weight", &g.weight, &c.weight), ("bias", &g.bias, &c.bias)] {
-            let err = rel(&gt.read_f64().unwrap(), &ct.read_f64().unwrap());
+            let err = max_rel(&gt.read_f64().unwrap(), &ct.read_f64().unwrap());
             assert!(err <= grad_tol, "{what}: layer{l}.{name}.grad off by {err}");
         }
     }
@@ -148,7 +117,7 @@ fn agrees_with_cpu_within(
         "{what}: loss scale"
     );
     for (l, (g, c)) in on_gpu.layers().iter().zip(on_cpu.layers()).enumerate() {
-        let err = rel(&g.weight.read_f64().unwrap(), &c.weight.read_f64().unwrap());
+        let err = max_rel(&g.weight.read_f64().unwrap(), &c.weight.read_f64().unwrap());
         assert!(
             err <= grad_tol,
             "{what}: layer{l}.weight after {} steps off by {err}",

@@ -60,6 +60,22 @@ impl Settings {
             checkpointing: Checkpointing::Off,
         }
     }
+
+    /// `batch` rows in `steps` micro-batches the way the engine splits them, at `precision`
+    /// with `checkpointing`.
+    pub fn split(
+        batch: u64,
+        steps: u64,
+        precision: Precision,
+        checkpointing: Checkpointing,
+    ) -> Settings {
+        Settings {
+            precision,
+            micro_batch: batch.div_ceil(steps),
+            accumulation_steps: steps,
+            checkpointing,
+        }
+    }
 }
 
 impl fmt::Display for Settings {
@@ -171,12 +187,7 @@ pub fn example(setup: &Setup, card_bytes: u64) -> Option<(Settings, u64)> {
             {
                 continue;
             }
-            let s = Settings {
-                precision,
-                micro_batch: setup.batch.div_ceil(steps),
-                accumulation_steps: steps,
-                checkpointing,
-            };
+            let s = Settings::split(setup.batch, steps, precision, checkpointing);
             let (config, rows) = run(setup, &s);
             let peak = estimate(&config, rows).ok()?.peak_allocated;
             if peak <= budget {
@@ -452,11 +463,8 @@ fn grade_choice(report: &mut Report, answers: &Answers, setup: Setup, card_bytes
 fn equation_cases(rng: &mut impl rand::Rng) -> Vec<(Setup, Settings)> {
     use Checkpointing::{Every, Off, Sqrt};
     use Precision::{Float32, Float64, Mixed};
-    let s = |precision, batch: u64, steps: u64, checkpointing| Settings {
-        precision,
-        micro_batch: batch.div_ceil(steps),
-        accumulation_steps: steps,
-        checkpointing,
+    let s = |precision, batch: u64, steps: u64, checkpointing| {
+        Settings::split(batch, steps, precision, checkpointing)
     };
     let lesson = Setup::lesson(2000, 1, FULL, Opt::Sgd);
     let wide = Setup::lesson(5000, 5, 32, Opt::Adam);
@@ -569,12 +577,7 @@ fn robust(setup: &Setup, card_bytes: u64) -> bool {
     let last = (chosen.accumulation_steps + 1).min(setup.batch);
     (1..=last).all(|steps| {
         FAMILIES.iter().all(|&(precision, checkpointing)| {
-            let s = Settings {
-                precision,
-                micro_batch: setup.batch.div_ceil(steps),
-                accumulation_steps: steps,
-                checkpointing,
-            };
+            let s = Settings::split(setup.batch, steps, precision, checkpointing);
             let (c, r) = run(setup, &s);
             let Ok(e) = estimate(&c, r) else {
                 return false;

@@ -174,8 +174,8 @@ pub(crate) fn prelude(compute: Compute, bindings: &[(&str, Store)], layout: Layo
     s
 }
 
-/// The WGSL type of one quad of `store`.
-fn quad_type(store: Store) -> &'static str {
+/// The WGSL type of one quad of `store` (a matrix operand's vec4 element).
+pub(crate) fn quad_type(store: Store) -> &'static str {
     match store {
         Store::F32 => "vec4<f32>",
         Store::F64 => "vec4<f64>",

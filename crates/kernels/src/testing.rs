@@ -5,14 +5,18 @@ use crate::gpu::{Gpu, GpuOptions};
 /// Env var that turns "no adapter, skipping" into a test failure (CI sets it to 1).
 pub const REQUIRE_ADAPTER_ENV: &str = "GPUMEM_REQUIRE_ADAPTER";
 
+/// Whether `GPUMEM_REQUIRE_ADAPTER=1`: a test that needs an adapter must fail without one.
+pub fn adapter_required() -> bool {
+    std::env::var(REQUIRE_ADAPTER_ENV).is_ok_and(|v| v.trim() == "1")
+}
+
 /// Opens a device for a test. Without an adapter: `None` and a skip notice on stderr,
 /// or a panic when `GPUMEM_REQUIRE_ADAPTER=1`, so CI cannot pass by skipping.
 pub fn gpu() -> Option<Gpu> {
     match Gpu::new(&GpuOptions::default()) {
         Ok(gpu) => Some(gpu),
         Err(e) => {
-            let required = std::env::var(REQUIRE_ADAPTER_ENV).is_ok_and(|v| v.trim() == "1");
-            if required {
+            if adapter_required() {
                 panic!("{REQUIRE_ADAPTER_ENV}=1 but no usable GPU adapter: {e}");
             }
             eprintln!("skipping GPU test: {e} (set {REQUIRE_ADAPTER_ENV}=1 to make this fail)");

@@ -210,6 +210,8 @@ fn wgpu_times_every_precision_the_adapter_has() {
     ]);
     let t = text(&o);
     if !o.status.success() {
+        // No adapter: fine on a laptop, a failure where CI requires one.
+        assert!(!gpumem::testing::adapter_required(), "{t}");
         assert!(t.contains("--backend wgpu"), "{t}");
         assert!(!t.contains("panicked"), "{t}");
         return;

@@ -15,7 +15,7 @@
 
 use std::fmt::Write as _;
 
-use crate::shader::{Compute, Store, enables};
+use crate::shader::{Compute, Store, enables, quad_type};
 
 /// Rows of C per tile (a multiple of 32) and vec4 columns per invocation; `TILE_M` and
 /// `COLS_PER_INVOCATION` in matmul.rs must match.
@@ -79,18 +79,6 @@ impl Gen {
     }
 }
 
-/// The vec4 array type of a matrix operand.
-fn vec_decl(store: Store) -> &'static str {
-    match store {
-        Store::F32 => "vec4<f32>",
-        Store::F64 => "vec4<f64>",
-        Store::F16 => "vec4<f16>",
-        Store::F16Packed => "vec2<u32>",
-        // Never generated: labels are no matmul operand.
-        Store::U32 => "vec4<u32>",
-    }
-}
-
 /// Load (and for C store) helpers for operands that are not read as is.
 fn helpers(g: &Gen) -> String {
     let v = g.v;
@@ -110,7 +98,7 @@ fn helpers(g: &Gen) -> String {
             ),
             other => (
                 format!("return {v}({x}[i]);"),
-                format!("{x}[i] = {}(v);", vec_decl(other)),
+                format!("{x}[i] = {}(v);", quad_type(other)),
             ),
         };
         let _ = writeln!(s, "fn ld{x}(i: u32) -> {v} {{\n    {ld}\n}}");
@@ -234,9 +222,9 @@ fn put4(row: u32, col: u32, v: {v}) {{
     }}
 }}
 ",
-        vec_decl(spec.a),
-        vec_decl(spec.b),
-        vec_decl(spec.c),
+        quad_type(spec.a),
+        quad_type(spec.b),
+        quad_type(spec.c),
         if all_f32 {
             String::new()
         } else {
