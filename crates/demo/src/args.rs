@@ -12,7 +12,7 @@ use gpumem::train::BatchSize;
 pub struct DeviceArgs {
     /// Memory of the card: a size (`16GiB`, `512MB`, `1e9`) or `native` for what the
     /// backing really has. The default is the lesson's card, which reports 15.90 GiB.
-    #[arg(long, value_name = "SIZE", default_value = "16282MiB", value_parser = parse_memory)]
+    #[arg(long, value_name = "SIZE", default_value = gpumem::lesson::CARD_ARG, value_parser = parse_memory)]
     pub device_memory: MemorySpec,
 
     /// auto: a hardware GPU through wgpu if there is one, else the cpu backing. wgpu: any

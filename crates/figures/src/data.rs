@@ -3,6 +3,7 @@
 //! which performs every allocation of a step without running a kernel — so the same numbers
 //! come out on every machine, in milliseconds, for cards no machine here has.
 
+use gpumem::lesson::{CARD_BYTES, planning_on_card, planning_unlimited};
 use anyhow::{Context, Result, anyhow};
 use gpumem::alloc::{EventKind, MIN_LARGE_ALLOC, OutOfMemory};
 use gpumem::data::LESSON_TRAINING_EVENTS;
@@ -25,32 +26,6 @@ pub const MAX_DEPTH: u64 = 400;
 /// No hidden layer of the lesson's network is wider than this on the card (one layer of
 /// width `w` at a small batch needs about 300·w bytes).
 pub const MAX_WIDTH: u64 = 1 << 28;
-
-/// The lesson's card: 15.90 GiB.
-pub fn card() -> u64 {
-    match MemorySpec::LESSON_CARD {
-        MemorySpec::Bytes(b) => b,
-        MemorySpec::Native => unreachable!("the lesson's card has a fixed size"),
-    }
-}
-
-/// A `plan` device on the lesson's card: out of memory where the lesson's GPU was.
-pub fn on_card() -> DeviceOptions {
-    plan(MemorySpec::LESSON_CARD)
-}
-
-/// A `plan` device too large to fill (1 PiB), to measure setups beyond the card.
-pub fn unbounded() -> DeviceOptions {
-    plan(MemorySpec::Bytes(1 << 50))
-}
-
-fn plan(memory: MemorySpec) -> DeviceOptions {
-    DeviceOptions {
-        backend: Backend::Plan,
-        memory,
-        ..Default::default()
-    }
-}
 
 pub fn adam() -> Optimizer {
     Optimizer::adam(0.001)
@@ -116,7 +91,7 @@ pub fn depth_curve(optimizer: Optimizer, max_layers: u64, every: u64) -> Result<
     let points = depths
         .map(|layers| {
             let m = measure(
-                &unbounded(),
+                &planning_unlimited(),
                 &network(DEEP_WIDTH, layers, optimizer),
                 DEEP_BATCH,
             )?;
@@ -148,7 +123,7 @@ pub struct DeepestFit {
 /// neighbours of the boundary.
 pub fn deepest_fit(optimizer: Optimizer) -> Result<DeepestFit> {
     let base = network(DEEP_WIDTH, 1, optimizer);
-    let search = deepest_network(&on_card(), &base, DEEP_BATCH, MAX_DEPTH)
+    let search = deepest_network(&planning_on_card(), &base, DEEP_BATCH, MAX_DEPTH)
         .with_context(|| describe(&base, DEEP_BATCH))?;
     let layers = search
         .best
@@ -172,7 +147,7 @@ pub fn deepest_fit(optimizer: Optimizer) -> Result<DeepestFit> {
         step,
         oom,
         failed_in: next.failed_in.unwrap_or("step"),
-        equation_layers: deepest_that_fits(&base, DEEP_BATCH, card(), MAX_DEPTH).unwrap_or(0),
+        equation_layers: deepest_that_fits(&base, DEEP_BATCH, CARD_BYTES, MAX_DEPTH).unwrap_or(0),
     })
 }
 
@@ -195,7 +170,7 @@ pub struct LargestBatch {
 
 pub fn largest_batch_on_card(width: u64) -> Result<Option<LargestBatch>> {
     let config = MlpConfig::lesson(width);
-    let search = largest_batch(&on_card(), &config, LESSON_TRAINING_EVENTS)
+    let search = largest_batch(&planning_on_card(), &config, LESSON_TRAINING_EVENTS)
         .with_context(|| describe(&config, LESSON_TRAINING_EVENTS))?;
     search
         .best
@@ -213,7 +188,7 @@ pub fn largest_batch_on_card(width: u64) -> Result<Option<LargestBatch>> {
 pub fn widest_on_card(layers: u64, batch: u64) -> Result<Option<u64>> {
     let search = search_largest(MAX_WIDTH, |w| {
         measure_step(
-            &on_card(),
+            &planning_on_card(),
             &network(w, layers, Optimizer::LESSON),
             batch,
             SEED,
@@ -226,7 +201,7 @@ pub fn widest_on_card(layers: u64, batch: u64) -> Result<Option<u64>> {
 /// The widest hidden layers whose predicted peak allocated fits on the card.
 pub fn widest_by_equation(layers: u64, batch: u64) -> Result<Option<u64>> {
     largest_where(MAX_WIDTH, |w| {
-        Ok(equation(&network(w, layers, Optimizer::LESSON), batch)?.peak_allocated <= card())
+        Ok(equation(&network(w, layers, Optimizer::LESSON), batch)?.peak_allocated <= CARD_BYTES)
     })
 }
 
@@ -234,7 +209,7 @@ pub fn widest_by_equation(layers: u64, batch: u64) -> Result<Option<u64>> {
 /// tensors share) that one step of the lesson's network at `batch` rows takes from the
 /// device, on the card, after the model is built.
 pub fn activation_segments(batch: u64) -> Result<usize> {
-    let device = Device::new(&on_card())?;
+    let device = Device::new(&planning_on_card())?;
     let mut mlp = Mlp::new(&device, &MlpConfig::lesson(LESSON_WIDTH), SEED)?;
     device.start_trace();
     mlp.train_step(Batch::Planned(batch))
@@ -284,7 +259,7 @@ pub struct Timeline {
 /// Records the allocator's trace on a `plan` device of the lesson's card while `config` is
 /// built and trained for `steps` steps of `batch` rows.
 pub fn timeline(config: &MlpConfig, batch: u64, steps: u32) -> Result<Timeline> {
-    let device = Device::new(&on_card())?;
+    let device = Device::new(&planning_on_card())?;
     let mut trace = gpumem::alloc::Trace::default();
     let mut phases = Vec::new();
     let mut record = |name: String, part: gpumem::alloc::Trace| {

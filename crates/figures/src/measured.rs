@@ -9,7 +9,8 @@
 //! setups: when the engine's memory or the demo's strategies change, the record is stale and
 //! the staleness test fails until it is measured again.
 
-use crate::data::{LESSON_WIDTH, card};
+use gpumem::lesson::{CARD_BYTES};
+use crate::data::LESSON_WIDTH;
 use anyhow::{Context, Result, anyhow, bail};
 use challenge4::strategies::{self, Accumulation, Planner, Row};
 use gpumem::data::LESSON_TRAINING_EVENTS as FULL;
@@ -154,7 +155,7 @@ pub fn base(layers: u64) -> MlpConfig {
 pub fn planned_rows(layers: u64) -> Result<Vec<Row>> {
     let (f32, sqrt) = (Precision::Float32, Checkpointing::Sqrt);
     let base = base(layers);
-    let plan = Planner::new(card());
+    let plan = Planner::new(CARD_BYTES);
     let k = strategies::micro_batches(&plan, &base, FULL, f32, Accumulation::Auto, sqrt)?;
     let mut rows = strategies::rows(&base, f32, k, sqrt);
     for row in &mut rows {

@@ -2,11 +2,9 @@
 //! `{{#include ../generated/NAME.md}}`. Tables and paragraphs end with a newline; one-value
 //! snippets (`card_capacity.md`, …) have none, so they can sit inside a sentence.
 
+use gpumem::lesson::{CARD_BYTES, planning_on_card, planning_unlimited};
 use crate::alts;
-use crate::data::{
-    self, DEEP_BATCH, DEEP_WIDTH, LESSON_WIDTH, LargestBatch, card, equation, measure, network,
-    on_card, optimizer_name, unbounded,
-};
+use crate::data::{self, DEEP_BATCH, DEEP_WIDTH, LESSON_WIDTH, LargestBatch, equation, measure, network, optimizer_name};
 use crate::epochs;
 use crate::style::grouped;
 use anyhow::{Result, anyhow};
@@ -30,7 +28,7 @@ pub fn estimate_table() -> Result<String> {
     let mut equal = 0;
     for (config, batch) in &setups {
         let predicted = equation(config, *batch)?.peak_allocated;
-        let measured = measure(&unbounded(), config, *batch)?.peak_allocated;
+        let measured = measure(&planning_unlimited(), config, *batch)?.peak_allocated;
         let same = predicted == measured;
         equal += usize::from(same);
         writeln!(
@@ -62,7 +60,7 @@ pub fn estimate_table() -> Result<String> {
 pub fn challenge1_full_batch() -> Result<String> {
     let config = MlpConfig::lesson(LESSON_WIDTH);
     let e = equation(&config, FULL)?;
-    let step = measure(&on_card(), &config, FULL)?;
+    let step = measure(&planning_on_card(), &config, FULL)?;
     let oom = step
         .oom
         .ok_or_else(|| anyhow!("the full training set fits on the card: challenge 1 is moot"))?;
@@ -85,7 +83,7 @@ pub fn challenge1_full_batch() -> Result<String> {
     writeln!(
         out,
         "On the {} card, one step on `plan` fails while allocating `{}`:\n\n```text\n{oom}\n```\n",
-        format_bytes(card()),
+        format_bytes(CARD_BYTES),
         oom.label
     )?;
     writeln!(
@@ -106,7 +104,7 @@ pub fn challenge2_depth() -> Result<String> {
          | optimizer | deepest that fits | its peak allocated | its peak reserved | the equation's deepest |\n\
          | :--- | ---: | ---: | ---: | ---: |\n",
         grouped(DEEP_WIDTH),
-        format_bytes(card())
+        format_bytes(CARD_BYTES)
     );
     let mut remarks = Vec::new();
     for optimizer in [Optimizer::LESSON, data::adam()] {
@@ -164,7 +162,7 @@ pub fn widest_on_card() -> Result<String> {
         let widest = data::widest_on_card(layers, BATCH)?
             .ok_or_else(|| anyhow!("no width fits with {layers} layers"))?;
         let peak = measure(
-            &on_card(),
+            &planning_on_card(),
             &network(widest, layers, Optimizer::LESSON),
             BATCH,
         )?;
@@ -179,7 +177,7 @@ pub fn widest_on_card() -> Result<String> {
     }
     Ok(format!(
         "At a batch of {BATCH} rows with SGD on the {} card:\n\n{out}",
-        format_bytes(card())
+        format_bytes(CARD_BYTES)
     ))
 }
 
@@ -195,7 +193,7 @@ pub fn figure_alts() -> Result<String> {
 
 /// `15.90 GiB`.
 pub fn card_capacity() -> Result<String> {
-    Ok(format_bytes(card()))
+    Ok(format_bytes(CARD_BYTES))
 }
 
 /// The full training set's predicted peak, e.g. `17.50 GiB`.
@@ -207,7 +205,7 @@ pub fn full_batch_peak() -> Result<String> {
 
 /// What the failing full-batch step tried to allocate, e.g. `8.74 GiB`.
 pub fn full_batch_tried() -> Result<String> {
-    let step = measure(&on_card(), &MlpConfig::lesson(LESSON_WIDTH), FULL)?;
+    let step = measure(&planning_on_card(), &MlpConfig::lesson(LESSON_WIDTH), FULL)?;
     let oom = step
         .oom
         .ok_or_else(|| anyhow!("the full training set fits on the card"))?;
@@ -235,7 +233,7 @@ fn largest_batch() -> Result<LargestBatch> {
 
 /// The full training set as one batch of the lesson's network, on the card: its error.
 fn full_batch_error() -> Result<OutOfMemory> {
-    measure(&on_card(), &MlpConfig::lesson(LESSON_WIDTH), FULL)?
+    measure(&planning_on_card(), &MlpConfig::lesson(LESSON_WIDTH), FULL)?
         .oom
         .ok_or_else(|| anyhow!("the full training set fits on the card: challenge 1 is moot"))
 }
@@ -313,7 +311,7 @@ pub fn lesson_five_layers() -> Result<String> {
     const LESSON_LAYERS: u64 = 5;
     let share = |o: Optimizer| -> Result<(u64, String)> {
         let peak = equation(&network(DEEP_WIDTH, LESSON_LAYERS, o), DEEP_BATCH)?.peak_allocated;
-        let percent = 100.0 * peak as f64 / card() as f64;
+        let percent = 100.0 * peak as f64 / CARD_BYTES as f64;
         Ok((peak, format!("{percent:.0}\u{a0}%")))
     };
     let (sgd, sgd_share) = share(Optimizer::LESSON)?;
@@ -322,7 +320,7 @@ pub fn lesson_five_layers() -> Result<String> {
         "{} with SGD and {} with Adam: {sgd_share} and {adam_share} of the {} card",
         format_bytes(sgd),
         format_bytes(adam),
-        format_bytes(card())
+        format_bytes(CARD_BYTES)
     ))
 }
 
@@ -543,7 +541,7 @@ fn strategies_table(base: &MlpConfig, rows: u64, command: &str, explain: bool) -
     use gpumem::fit::{CHEAPEST_RULE, checkpointing_has_effect};
     use gpumem::mlp::{Checkpointing, Precision, Strategy};
     let (f32, sqrt) = (Precision::Float32, Checkpointing::Sqrt);
-    let plan = Planner::new(card());
+    let plan = Planner::new(CARD_BYTES);
     // The demo's defaults: float32, `--accumulation auto`, `--checkpoint sqrt`.
     let k = strategies::micro_batches(&plan, base, rows, f32, Accumulation::Auto, sqrt)?;
     let mut out = format!(
@@ -555,7 +553,7 @@ fn strategies_table(base: &MlpConfig, rows: u64, command: &str, explain: bool) -
         if base.layers == 1 { "" } else { "s" },
         grouped(base.hidden),
         grouped(rows),
-        format_bytes(card()),
+        format_bytes(CARD_BYTES),
     );
     let write = |out: &mut String, mut row: Row| -> Result<()> {
         row.plan(&plan, base, rows)?;

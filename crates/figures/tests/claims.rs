@@ -1,11 +1,10 @@
 //! The alt texts (`src/alts.rs`) describe the charts in words; these tests keep the words
 //! true if the engine's numbers move.
 
+use gpumem::lesson::{CARD_BYTES, planning_on_card, planning_unlimited};
 use figures::charts::timeline::timeline_setup;
 use figures::charts::width::{BATCH, MAX_WIDTH};
-use figures::data::{
-    self, DEEP_BATCH, DEEP_WIDTH, LESSON_WIDTH, card, equation, measure, network, unbounded,
-};
+use figures::data::{self, DEEP_BATCH, DEEP_WIDTH, LESSON_WIDTH, equation, measure, network};
 use gpumem::data::LESSON_TRAINING_EVENTS as FULL;
 use gpumem::mlp::{MlpConfig, Optimizer};
 
@@ -15,10 +14,10 @@ fn batch_chart_claims() {
     let full = equation(&config, FULL).unwrap();
     // Parameters and gradients too small to see; the full set lands above the line.
     assert!(full.parameters + full.gradients < 1 << 20);
-    assert!(full.peak_allocated > card());
+    assert!(full.peak_allocated > CARD_BYTES);
     // The measured peak allocated is the top of the stack.
     for b in data::batch_sizes(1) {
-        let m = measure(&unbounded(), &config, b).unwrap();
+        let m = measure(&planning_unlimited(), &config, b).unwrap();
         assert_eq!(
             m.peak_allocated,
             equation(&config, b).unwrap().peak_allocated
@@ -29,9 +28,9 @@ fn batch_chart_claims() {
     // reserved bytes reach the capacity.
     let largest = data::largest_batch_on_card(LESSON_WIDTH).unwrap().unwrap();
     assert!(largest.rows < FULL * 9 / 10, "{}", largest.rows);
-    let at = measure(&data::on_card(), &config, largest.rows).unwrap();
+    let at = measure(&planning_on_card(), &config, largest.rows).unwrap();
     assert_eq!(at.peak_reserved, largest.step.peak_reserved);
-    assert!(at.peak_reserved > card() / 100 * 95);
+    assert!(at.peak_reserved > CARD_BYTES / 100 * 95);
 }
 
 #[test]
@@ -68,9 +67,9 @@ fn depth_chart_claims() {
     }
     for o in [Optimizer::LESSON, data::adam()] {
         let fit = data::deepest_fit(o).unwrap();
-        assert!(fit.step.peak_reserved <= card());
+        assert!(fit.step.peak_reserved <= CARD_BYTES);
         let more = measure(
-            &data::on_card(),
+            &planning_on_card(),
             &network(DEEP_WIDTH, fit.layers + 1, o),
             DEEP_BATCH,
         )
@@ -88,7 +87,7 @@ fn timeline_chart_claims() {
     let after_first = t.events[step2 - 1].1;
     // Reserved is flat after the first step, and below the card.
     assert!(t.events[step2..].iter().all(|e| e.1 == after_first));
-    assert!(after_first < card());
+    assert!(after_first < CARD_BYTES);
     // Allocated rises and falls inside each later step.
     let inside: Vec<u64> = t.events[step2..].iter().map(|e| e.0).collect();
     assert!(inside.iter().max() > inside.first());
@@ -101,7 +100,7 @@ fn timeline_chart_claims() {
 fn monitoring_page_claims() {
     let largest = data::largest_batch_on_card(LESSON_WIDTH).unwrap().unwrap();
     let (allocated, reserved) = (largest.step.peak_allocated, largest.step.peak_reserved);
-    assert!(reserved > card() - (64 << 20), "{reserved}");
+    assert!(reserved > CARD_BYTES - (64 << 20), "{reserved}");
     let unused = (reserved - allocated) as f64 / reserved as f64;
     assert!((0.28..0.38).contains(&unused), "{unused}");
 
@@ -109,8 +108,8 @@ fn monitoring_page_claims() {
     assert_eq!(data::activation_segments(jump - 1).unwrap(), 2);
     assert_eq!(data::activation_segments(jump).unwrap(), 3);
     let config = MlpConfig::lesson(LESSON_WIDTH);
-    let before = measure(&data::on_card(), &config, jump - 1).unwrap();
-    let at = measure(&data::on_card(), &config, jump).unwrap();
+    let before = measure(&planning_on_card(), &config, jump - 1).unwrap();
+    let at = measure(&planning_on_card(), &config, jump).unwrap();
     assert!(before.fits() && at.fits());
     let activation = jump * LESSON_WIDTH * 4;
     assert!(at.peak_reserved - before.peak_reserved >= activation);
@@ -182,7 +181,7 @@ fn challenge4_claims() {
     use gpumem::fit::{cheapest, fitting_strategies, measure_update};
     use gpumem::mlp::{Checkpointing, Precision, Strategy};
     let both = [Precision::Float32, Precision::Mixed];
-    let card = data::on_card();
+    let card = planning_on_card();
     let one = MlpConfig::lesson(LESSON_WIDTH);
     let fits = fitting_strategies(&card, &one, FULL, Checkpointing::Sqrt, &both).unwrap();
     let best = cheapest(&fits).unwrap();

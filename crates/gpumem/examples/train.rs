@@ -17,7 +17,7 @@ struct Args {
     #[arg(long, default_value = "auto")]
     backend: Backend,
     /// Memory of the card (`native` for what the backing has).
-    #[arg(long, default_value = "16282MiB")]
+    #[arg(long, default_value = gpumem::lesson::CARD_ARG)]
     device_memory: MemorySpec,
     /// Width of the hidden layers.
     #[arg(long, default_value_t = 100)]

@@ -207,15 +207,7 @@ mod tests {
     use super::*;
     use crate::data::LESSON_TRAINING_EVENTS as FULL;
     use crate::mlp::Optimizer;
-    use crate::size::MemorySpec;
-
-    fn plan(bytes: u64) -> DeviceOptions {
-        DeviceOptions {
-            backend: Backend::Plan,
-            memory: MemorySpec::Bytes(bytes),
-            ..Default::default()
-        }
-    }
+    use crate::lesson::{planning_device as plan, planning_on_card, planning_unlimited};
 
     fn strategy(precision: Precision, accumulation: u64, checkpointing: Checkpointing) -> Strategy {
         Strategy {
@@ -247,8 +239,8 @@ mod tests {
                 ] {
                     for k in [9, 31] {
                         let c = config.clone().with_strategy(strategy(precision, k, ck));
-                        let full = measure_step(&plan(1 << 50), &c, batch, 0).unwrap();
-                        let fast = measure_update(&plan(1 << 50), &c, batch, 0).unwrap();
+                        let full = measure_step(&planning_unlimited(), &c, batch, 0).unwrap();
+                        let fast = measure_update(&planning_unlimited(), &c, batch, 0).unwrap();
                         let what = format!("{c:?} at {batch}");
                         assert_eq!(fast.peak_allocated, full.peak_allocated, "{what}");
                         assert_eq!(fast.peak_reserved, full.peak_reserved, "{what}");
@@ -293,7 +285,7 @@ mod tests {
 
     #[test]
     fn the_lessons_full_batch_fits_cheapest_with_mixed_precision() {
-        let card = plan(16_282 << 20);
+        let card = planning_on_card();
         let config = MlpConfig::lesson(2000);
         let all = [Precision::Float32, Precision::Mixed];
         let fits = fitting_strategies(&card, &config, FULL, Checkpointing::Sqrt, &all).unwrap();

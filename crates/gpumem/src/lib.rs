@@ -7,6 +7,7 @@ pub mod device;
 pub mod estimate;
 pub mod exec;
 pub mod fit;
+pub mod lesson;
 pub mod measure;
 pub mod mlp;
 pub mod report;

@@ -9,11 +9,7 @@ use proptest::prelude::*;
 use proptest::strategy::Strategy;
 
 fn plan() -> DeviceOptions {
-    DeviceOptions {
-        backend: Backend::Plan,
-        memory: MemorySpec::Bytes(1 << 50),
-        ..Default::default()
-    }
+    gpumem::lesson::planning_unlimited()
 }
 
 fn measured_peak(options: &DeviceOptions, config: &MlpConfig, batch: u64) -> u64 {

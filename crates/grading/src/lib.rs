@@ -1,4 +1,8 @@
-//! Graders for the book's exercises.
+//! What the exercises' graders share. Each grader lives with its challenge
+//! (`exercises/challengeN/src/grader.rs`); this crate holds their common parts: calling a
+//! learner's function without crashing on `todo!()` ([`attempt`]), the report it prints
+//! ([`Report`]), the setups the exercises talk about ([`Setup`]), what graders ask the engine
+//! ([`measure`]) and what every proof of a grader asserts ([`proofs`]).
 //!
 //! Each exercise asks the learner for a few functions. A grader calls them on fixed and
 //! random setups and compares what comes back with what the engine *measures* — allocator
@@ -6,16 +10,13 @@
 //! Every check prints what was expected, what came back and a hint. A function that still
 //! says `todo!()` is reported as "not attempted yet", not as a crash.
 
-pub mod challenge1;
-pub mod challenge2;
-pub mod challenge3;
-pub mod challenge4;
-mod measure;
+pub mod measure;
+pub mod proofs;
 mod report;
 mod setup;
 
 pub use report::{Check, Outcome, Report};
-pub use setup::{Opt, Setup};
+pub use setup::{Opt, Setup, card};
 
 use std::panic::{self, AssertUnwindSafe};
 use std::sync::Mutex;

@@ -2,36 +2,24 @@
 //! allocator's statistics and its trace of events.
 
 use gpumem::alloc::{EventKind, Trace};
-use gpumem::device::DeviceOptions;
 use gpumem::measure::{StepMemory, measure_step, measure_step_on};
 use gpumem::mlp::{MlpConfig, Optimizer};
-use gpumem::{Backend, Device, MemorySpec};
-
-/// A card too large to run out: for measuring what a step needs.
-const UNLIMITED: u64 = 1 << 56;
-
-/// A `plan` device of `capacity` bytes.
-pub fn plan(capacity: u64) -> DeviceOptions {
-    DeviceOptions {
-        backend: Backend::Plan,
-        memory: MemorySpec::Bytes(capacity),
-        ..Default::default()
-    }
-}
+use gpumem::Device;
+use gpumem::lesson::{UNLIMITED_BYTES, planning_device};
 
 /// One planned step of `config` at `batch` rows on a card of `capacity` bytes.
 pub fn step(config: &MlpConfig, batch: u64, capacity: u64) -> StepMemory {
-    measure_step(&plan(capacity), config, batch, 0).expect("graders only plan valid setups")
+    measure_step(&planning_device(capacity), config, batch, 0).expect("graders only plan valid setups")
 }
 
 /// One planned step on an unlimited card: what the setup needs.
 pub fn needs(config: &MlpConfig, batch: u64) -> StepMemory {
-    step(config, batch, UNLIMITED)
+    step(config, batch, UNLIMITED_BYTES)
 }
 
 /// The allocator's events for building `config` and running one step at `batch` rows.
 pub fn trace(config: &MlpConfig, batch: u64) -> Trace {
-    let device = Device::plan(UNLIMITED);
+    let device = Device::plan(UNLIMITED_BYTES);
     device.start_trace();
     measure_step_on(&device, config, batch, 0).expect("graders only plan valid setups");
     device.take_trace()

@@ -3,7 +3,7 @@
 /// Returns an error (not a panic) when a check misses, so the report is all you see.
 #[test]
 fn learner_answer() -> Result<(), String> {
-    let report = grading::challenge1::grade(&challenge1::answers(), grading::seed());
+    let report = challenge1::grader::grade(&challenge1::answers(), grading::seed());
     println!("{report}");
     if report.passed() {
         Ok(())

@@ -3,7 +3,7 @@
 /// Returns an error (not a panic) when a check misses, so the report is all you see.
 #[test]
 fn learner_answer() -> Result<(), String> {
-    let report = grading::challenge2::grade(&challenge2::answers(), grading::seed());
+    let report = challenge2::grader::grade(&challenge2::answers(), grading::seed());
     println!("{report}");
     if report.passed() {
         Ok(())

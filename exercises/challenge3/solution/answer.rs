@@ -4,7 +4,7 @@
 use gpumem::Error;
 use gpumem::data::Split;
 use gpumem::mlp::{Batch, Mlp, StepOutputs};
-use grading::challenge3::Step;
+use challenge3::grader::Step;
 
 const MIB: u64 = 1 << 20;
 

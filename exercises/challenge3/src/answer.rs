@@ -22,7 +22,7 @@
 use gpumem::Error;
 use gpumem::data::Split;
 use gpumem::mlp::{Batch, Mlp, StepOutputs};
-use grading::challenge3::Step;
+use challenge3::grader::Step;
 
 // ANCHOR: rounded_size
 /// The size of the block the allocator hands out for a request of `requested` bytes.

@@ -82,7 +82,7 @@ impl Scenario {
         match self {
             // The lesson's network at its batch size on the lesson's card.
             Scenario::Train => Defaults {
-                card: "16282MiB",
+                card: gpumem::lesson::CARD_ARG,
                 hidden: 2000,
                 layers: 1,
                 batch: 32,
@@ -140,7 +140,7 @@ impl Setup {
     ) -> anyhow::Result<Setup> {
         let cmd = with_defaults(
             Cli::command(),
-            &[("samples", "2000"), ("device_memory", "16282MiB")],
+            &[("samples", "2000"), ("device_memory", gpumem::lesson::CARD_ARG)],
         );
         let matches = cmd.try_get_matches_from(args)?;
         let cli = Cli::from_arg_matches(&matches)?;

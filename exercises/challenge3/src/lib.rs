@@ -8,7 +8,12 @@
 //! ([`runner`]), each scenario's runs ([`leak`], [`fragmentation`]) and its settings after a
 //! scenario's defaults ([`Setup`], [`Scenario::planned`]).
 
+// The learner's answer and the reference solution name the grader's types as
+// `challenge3::grader::…`, here and in the proofs that include them.
+extern crate self as challenge3;
+
 pub mod answer;
+pub mod grader;
 pub mod fragmentation;
 mod instructor;
 pub mod leak;
@@ -19,6 +24,6 @@ pub(crate) use instructor::write_timeline;
 pub use instructor::{Scenario, Setup, run};
 
 /// The learner's functions, for the grader.
-pub fn answers() -> grading::challenge3::Answers {
-    grading::challenge3_answers!(answer)
+pub fn answers() -> grader::Answers {
+    answers_of!(answer)
 }

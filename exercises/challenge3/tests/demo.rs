@@ -75,7 +75,7 @@ fn the_timeline_is_valid_svg_drawn_from_the_trace() {
     assert!(v["events"].as_u64().unwrap() > 100);
     assert_eq!(meta["allocated"]["max"], v["trace_peak_allocated"]);
     assert_eq!(meta["reserved"]["max"], v["trace_peak_reserved"]);
-    assert_eq!(meta["capacity"].as_u64(), Some(16_282 << 20));
+    assert_eq!(meta["capacity"].as_u64(), Some(gpumem::lesson::CARD_BYTES));
     // Both series are drawn: a step chart has two points per plotted point, plus the end.
     let points = meta["points"].as_u64().unwrap() as usize;
     let reserved = series_points(&doc, "#E69F00");

@@ -3,7 +3,7 @@
 /// Returns an error (not a panic) when a check misses, so the report is all you see.
 #[test]
 fn learner_answer() -> Result<(), String> {
-    let report = grading::challenge3::grade(&challenge3::answers(), grading::seed());
+    let report = challenge3::grader::grade(&challenge3::answers(), grading::seed());
     println!("{report}");
     if report.passed() {
         Ok(())

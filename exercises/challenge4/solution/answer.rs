@@ -1,7 +1,7 @@
 //! Challenge 4 — a reference solution.
 #![allow(unused_imports)]
 
-use grading::challenge4::{Checkpointing, Precision, Settings};
+use challenge4::grader::{Checkpointing, Precision, Settings};
 use grading::{Opt, Setup};
 
 // ANCHOR: peak_bytes

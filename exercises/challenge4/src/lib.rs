@@ -7,13 +7,18 @@
 //! The demo is a library too ([`run`]), and so are its measurements ([`strategies`]): the
 //! book's tables of each strategy's planned peak come from the same code.
 
+// The learner's answer and the reference solution name the grader's types as
+// `challenge4::grader::…`, here and in the proofs that include them.
+extern crate self as challenge4;
+
 pub mod answer;
+pub mod grader;
 mod instructor;
 pub mod strategies;
 
 pub use instructor::run;
 
 /// The learner's functions, for the grader.
-pub fn answers() -> grading::challenge4::Answers {
-    grading::challenge4_answers!(answer)
+pub fn answers() -> grader::Answers {
+    answers_of!(answer)
 }

@@ -10,14 +10,12 @@ use gpumem::fit::{
 };
 use gpumem::measure::StepMemory;
 use gpumem::mlp::{Batch, Checkpointing, Mlp, MlpConfig, Optimizer, Precision, Strategy};
-use gpumem::size::{MemorySpec, format_bytes};
+use gpumem::size::format_bytes;
 use gpumem::train::BatchSize;
 use gpumem::{Backend, Device};
+use gpumem::lesson::{planning_device, planning_unlimited};
 use serde::Serialize;
 use std::time::{Duration, Instant};
-
-/// A card too large to run out: for what a step needs.
-const UNLIMITED: u64 = 1 << 56;
 
 /// `--accumulation`: a number of micro-batches, or the fewest that fit.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -36,17 +34,9 @@ impl Planner {
         Planner { card }
     }
 
-    fn options(bytes: u64) -> DeviceOptions {
-        DeviceOptions {
-            backend: Backend::Plan,
-            memory: MemorySpec::Bytes(bytes),
-            ..Default::default()
-        }
-    }
-
     /// The card, as the plan backing's options.
     pub fn card(&self) -> DeviceOptions {
-        Self::options(self.card)
+        planning_device(self.card)
     }
 
     /// One update on the card, and what it needs (its peaks on a card that never runs out).
@@ -59,14 +49,14 @@ impl Planner {
         let needs = if on_card.fits() {
             on_card.clone()
         } else {
-            measure_update(&Self::options(UNLIMITED), config, rows, 0)?
+            measure_update(&planning_unlimited(), config, rows, 0)?
         };
         Ok((on_card, needs))
     }
 
     /// The planned peak allocated of one update on a card that never runs out.
     pub fn needs(&self, config: &MlpConfig, rows: u64) -> Result<u64, Error> {
-        Ok(measure_update(&Self::options(UNLIMITED), config, rows, 0)?.peak_allocated)
+        Ok(measure_update(&planning_unlimited(), config, rows, 0)?.peak_allocated)
     }
 }
 

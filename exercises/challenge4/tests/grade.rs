@@ -3,7 +3,7 @@
 /// Returns an error (not a panic) when a check misses, so the report is all you see.
 #[test]
 fn learner_answer() -> Result<(), String> {
-    let report = grading::challenge4::grade(&challenge4::answers(), grading::seed());
+    let report = challenge4::grader::grade(&challenge4::answers(), grading::seed());
     println!("{report}");
     if report.passed() {
         Ok(())

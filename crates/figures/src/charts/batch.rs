@@ -1,9 +1,10 @@
 //! `memory_vs_batch.svg`: what one training step of the lesson's network needs as the batch
 //! grows from one row to the whole training set (challenge 1).
 
+use gpumem::lesson::{CARD_BYTES, planning_unlimited};
 use super::{capacity_line, note};
 use crate::alts::ALT_MEMORY_VS_BATCH;
-use crate::data::{self, LESSON_WIDTH, batch_sizes, card, equation, measure, unbounded};
+use crate::data::{self, LESSON_WIDTH, batch_sizes, equation, measure};
 use crate::style::palette::{BLUE, GREEN, ORANGE, PURPLE, SKY, VERMILION, YELLOW};
 use crate::style::{INK, TITLE_PX, font, gib, grouped, legend, mesh, rows_label, svg};
 use anyhow::Result;
@@ -47,18 +48,18 @@ pub fn memory_vs_batch() -> Result<String> {
         .map(|&b| {
             Ok((
                 b as f64,
-                gib(measure(&unbounded(), &config, b)?.peak_reserved),
+                gib(measure(&planning_unlimited(), &config, b)?.peak_reserved),
             ))
         })
         .collect::<Result<_>>()?;
     let measured: Vec<(u64, u64)> = batch_sizes(1)
         .into_iter()
-        .map(|b| Ok((b, measure(&unbounded(), &config, b)?.peak_allocated)))
+        .map(|b| Ok((b, measure(&planning_unlimited(), &config, b)?.peak_allocated)))
         .collect::<Result<_>>()?;
     let full = equation(&config, FULL)?;
-    let full_reserved = measure(&unbounded(), &config, FULL)?.peak_reserved;
+    let full_reserved = measure(&planning_unlimited(), &config, FULL)?.peak_reserved;
     let largest = data::largest_batch_on_card(LESSON_WIDTH)?;
-    let top = reserved.iter().map(|p| p.1).fold(gib(card()), f64::max);
+    let top = reserved.iter().map(|p| p.1).fold(gib(CARD_BYTES), f64::max);
     let y_max = (top * 1.1 / 5.0).ceil() * 5.0;
     let (x0, x1) = (1.0, 3.0e6);
 
@@ -175,7 +176,7 @@ pub fn memory_vs_batch() -> Result<String> {
 
         // The legend sits left, just under the capacity line, where every series is still ~0.
         let (_, height) = chart.plotting_area().dim_in_pixel();
-        let below_capacity = ((1.0 - gib(card()) / y_max) * f64::from(height)) as i32 + 14;
+        let below_capacity = ((1.0 - gib(CARD_BYTES) / y_max) * f64::from(height)) as i32 + 14;
         legend(
             chart
                 .configure_series_labels()

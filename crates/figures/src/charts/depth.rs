@@ -2,9 +2,10 @@
 //! width 5000 at batch 32, for SGD and Adam, with the deepest network that fits the card
 //! (challenge 2).
 
+use gpumem::lesson::{CARD_BYTES};
 use super::{capacity_line, note};
 use crate::alts::ALT_MEMORY_VS_DEPTH;
-use crate::data::{self, DEEP_BATCH, DEEP_WIDTH, DeepestFit, card, optimizer_name};
+use crate::data::{self, DEEP_BATCH, DEEP_WIDTH, DeepestFit, optimizer_name};
 use crate::style::palette::{BLUE, VERMILION};
 use crate::style::{INK, TITLE_PX, font, gib, grouped, legend, mesh, svg};
 use anyhow::Result;
@@ -26,7 +27,7 @@ pub fn memory_vs_depth() -> Result<String> {
     let top = curves
         .iter()
         .flat_map(|c| c.points.iter().map(|p| gib(p.2)))
-        .fold(gib(card()), f64::max);
+        .fold(gib(CARD_BYTES), f64::max);
     let y_max = (top * 1.05 / 5.0).ceil() * 5.0;
     let x_max = max_layers as f64 + 1.0;
 

@@ -11,7 +11,7 @@ pub use depth::memory_vs_depth;
 pub use timeline::{alloc_timeline, leak_timeline};
 pub use width::memory_vs_width;
 
-use crate::data::card;
+use gpumem::lesson::{CARD_BYTES};
 use ::charts::{Chart, capacity_line_in};
 use anyhow::Result;
 use plotters::prelude::*;
@@ -26,5 +26,5 @@ fn capacity_line<X: Ranged<ValueType = f64>>(
     x1: f64,
     label_x: f64,
 ) -> Result<()> {
-    capacity_line_in(chart, card(), crate::style::GIB, (x0, x1), label_x)
+    capacity_line_in(chart, CARD_BYTES, crate::style::GIB, (x0, x1), label_x)
 }

@@ -3,7 +3,7 @@
 //! measured time per epoch relative to the plain step's (right, one bar per backing).
 //! Peaks are planned afresh; times come from the record of `figures -- --measure`.
 
-use crate::data::card;
+use gpumem::lesson::{CARD_BYTES};
 use crate::measured::{self, BackendTimes, SetupTimes};
 use crate::style::palette::{BLUE, GREEN, ORANGE, VERMILION};
 use crate::style::{CAPACITY, INK, NOTE_PX, TICK_PX, TITLE_PX, font, gib, grouped, mesh, svg};
@@ -97,7 +97,7 @@ pub fn alt(index: usize) -> Result<String> {
          each strategy's measured time per epoch relative to the plain step's, {}.",
         setup.layers,
         if setup.layers == 1 { "" } else { "s" },
-        format_bytes(card()),
+        format_bytes(CARD_BYTES),
         format_bytes(none.peak),
         fitting.join(", "),
         times.join("; ")
@@ -139,7 +139,7 @@ fn chart(index: usize) -> Result<String> {
     let n = bars.len() as f64;
     // Row i's band is [y, y + 1) with the first row on top.
     let y = |i: usize| n - 1.0 - i as f64;
-    let peak_max = bars.iter().map(|b| gib(b.peak)).fold(gib(card()), f64::max);
+    let peak_max = bars.iter().map(|b| gib(b.peak)).fold(gib(CARD_BYTES), f64::max);
     let x_peak = (peak_max * 1.25 / 10.0).ceil() * 10.0;
     let rel_max = setup
         .runs
@@ -162,7 +162,7 @@ fn chart(index: usize) -> Result<String> {
         let at_end = || font(NOTE_PX).pos(Pos::new(HPos::Left, VPos::Center));
 
         let mut peaks = panel(&left, 236, x_peak, top, "peak of one update (GiB)", "")?;
-        let capacity = gib(card());
+        let capacity = gib(CARD_BYTES);
         for (i, bar) in bars.iter().enumerate() {
             let color = if bar.fits { GREEN } else { VERMILION };
             let end = gib(bar.peak);
@@ -188,7 +188,7 @@ fn chart(index: usize) -> Result<String> {
         peaks.draw_series(std::iter::once(
             EmptyElement::at((capacity, n + 0.25))
                 + Text::new(
-                    format!("capacity {}", format_bytes(card())),
+                    format!("capacity {}", format_bytes(CARD_BYTES)),
                     (6, 0),
                     at_end().color(&CAPACITY),
                 ),

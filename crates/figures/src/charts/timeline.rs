@@ -2,6 +2,7 @@
 //! network built and trained for a few steps (`alloc_timeline.svg`), and challenge 3's leaking
 //! loop epoch by epoch (`leak_timeline.svg`).
 
+use gpumem::lesson::{CARD_BYTES};
 use crate::alts::{ALT_ALLOC_TIMELINE, alt_leak_timeline};
 use crate::data::{self, LESSON_WIDTH, network, optimizer_name};
 use crate::epochs;
@@ -36,7 +37,7 @@ pub fn alloc_timeline() -> Result<String> {
     );
     timeline_svg(&TimelineChart {
         trace: &t.trace,
-        capacity: Some(data::card()),
+        capacity: Some(CARD_BYTES),
         title: &title,
         alt: ALT_ALLOC_TIMELINE,
         phases: &t.phases,

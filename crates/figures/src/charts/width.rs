@@ -1,9 +1,10 @@
 //! `memory_vs_width.svg`: peak memory against hidden width for 1, 3 and 5 hidden layers at
 //! batch 32 — the hidden-to-hidden weights grow with the square of the width.
 
+use gpumem::lesson::{CARD_BYTES, planning_unlimited};
 use super::{capacity_line, note};
 use crate::alts::ALT_MEMORY_VS_WIDTH;
-use crate::data::{self, card, equation, measure, network, unbounded};
+use crate::data::{self, equation, measure, network};
 use crate::style::palette::{BLUE, ORANGE, VERMILION};
 use crate::style::{INK, TITLE_PX, font, gib, grouped, legend, mesh, svg};
 use anyhow::Result;
@@ -33,7 +34,7 @@ pub fn memory_vs_width() -> Result<String> {
         let measured: Vec<(f64, f64)> = (1..=MAX_WIDTH / 5000)
             .map(|i| {
                 let w = i * 5000;
-                let m = measure(&unbounded(), &network(w, layers, Optimizer::LESSON), BATCH)?;
+                let m = measure(&planning_unlimited(), &network(w, layers, Optimizer::LESSON), BATCH)?;
                 Ok((w as f64, gib(m.peak_allocated)))
             })
             .collect::<Result<_>>()?;
@@ -43,7 +44,7 @@ pub fn memory_vs_width() -> Result<String> {
     let top = lines
         .iter()
         .flat_map(|l| l.2.iter().map(|p| p.1))
-        .fold(gib(card()), f64::max);
+        .fold(gib(CARD_BYTES), f64::max);
     let y_max = (top * 1.08 / 5.0).ceil() * 5.0;
     let x_max = MAX_WIDTH as f64;
 

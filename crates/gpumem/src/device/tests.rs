@@ -46,7 +46,7 @@ fn the_default_card_is_the_lessons() {
         ..Default::default()
     })
     .unwrap();
-    assert_eq!(dev.capacity(), Some(16_282 * MIB));
+    assert_eq!(dev.capacity(), Some(crate::lesson::CARD_BYTES));
     assert_eq!(
         crate::size::format_bytes(dev.capacity().unwrap()),
         "15.90 GiB"
@@ -128,7 +128,7 @@ fn bad_shapes_are_errors_not_panics() {
 
 #[test]
 fn out_of_memory_names_the_device_and_the_figures() {
-    let dev = Device::plan(16_282 * MIB);
+    let dev = Device::plan(crate::lesson::CARD_BYTES);
     let _a = Tensor::new(&dev, 1_173_000, 2000, DType::F32, "z1").unwrap();
     let e = Tensor::new(&dev, 1_173_000, 2000, DType::F32, "a1").unwrap_err();
     let oom = e.as_oom().expect("out of memory");

@@ -4,12 +4,13 @@
 //! for the backward pass, and whether a whole training step fits on a card. Each answer is
 //! compared with what the engine measures on planned steps.
 
-use crate::measure::{needs, requested, step, trace};
-use crate::setup::card;
-use crate::{Opt, Report, Setup, attempt};
+use grading::measure::{needs, requested, step, trace};
+use grading::card;
+use grading::{Opt, Report, Setup, attempt};
 use gpumem::data::LESSON_TRAINING_EVENTS as FULL;
 use gpumem::mlp::MlpConfig;
-use gpumem::size::{MemorySpec, format_bytes};
+use gpumem::lesson::CARD_BYTES;
+use gpumem::size::format_bytes;
 use rand::{RngExt, SeedableRng};
 
 /// The learner's functions.
@@ -22,9 +23,9 @@ pub struct Answers {
 
 /// `Answers` from a module that defines the three functions.
 #[macro_export]
-macro_rules! challenge1_answers {
+macro_rules! answers_of {
     ($($m:ident)::+) => {
-        $crate::challenge1::Answers {
+        $crate::grader::Answers {
             activation_bytes: $($m)::+::activation_bytes,
             stored_activation_bytes: $($m)::+::stored_activation_bytes,
             fits: $($m)::+::fits,
@@ -33,14 +34,6 @@ macro_rules! challenge1_answers {
 }
 
 const GIB: u64 = 1 << 30;
-
-/// The lesson's card as the engine emulates it.
-pub fn lesson_card() -> u64 {
-    match MemorySpec::LESSON_CARD {
-        MemorySpec::Bytes(b) => b,
-        MemorySpec::Native => unreachable!("the lesson card has a size"),
-    }
-}
 
 fn is_activation(label: &str) -> bool {
     label
@@ -127,10 +120,10 @@ pub fn grade(answers: &Answers, seed: u64) -> Report {
 /// before rounding. A learner's memory equation decides them either way.
 fn fit_cases(rng: &mut impl rand::Rng) -> Vec<(Setup, u64)> {
     let fixed = [
-        (Setup::lesson(2000, 1, FULL, Opt::Sgd), lesson_card()),
-        (Setup::lesson(2000, 1, 32, Opt::Sgd), lesson_card()),
+        (Setup::lesson(2000, 1, FULL, Opt::Sgd), CARD_BYTES),
+        (Setup::lesson(2000, 1, 32, Opt::Sgd), CARD_BYTES),
         (Setup::lesson(2000, 1, FULL, Opt::Sgd), 40 * GIB),
-        (Setup::lesson(5000, 30, 32, Opt::Adam), lesson_card()),
+        (Setup::lesson(5000, 30, 32, Opt::Adam), CARD_BYTES),
         (Setup::lesson(5000, 30, 32, Opt::Adam), 8 * GIB),
         (Setup::lesson(5000, 30, 32, Opt::Sgd), 8 * GIB),
         (Setup::lesson(3000, 2, 200_000, Opt::Sgd), 8 * GIB),
@@ -141,7 +134,7 @@ fn fit_cases(rng: &mut impl rand::Rng) -> Vec<(Setup, u64)> {
         2 * GIB,
         4 * GIB,
         8 * GIB,
-        lesson_card(),
+        CARD_BYTES,
         24 * GIB,
         40 * GIB,
         80 * GIB,

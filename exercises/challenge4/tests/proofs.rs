@@ -2,24 +2,24 @@
 //! is "not attempted", and plausible wrong answers fail on the check they get wrong, with a
 //! hint that points at the mistake.
 //!
-//! If you solved the exercise in place, the stub proof fails because the stub is no longer a
-//! stub: `git checkout -- exercises/challenge4/src/answer.rs` restores it.
+//! Built only with the `proofs` feature (the repository's test command turns it on). The stub
+//! graded here is `src/answer.rs` as git's HEAD has it (see `build.rs`), so solving the
+//! exercise in place does not break these proofs.
 
-mod common;
-use common::*;
-use grading::challenge4::{
+use grading::proofs::*;
+use challenge4::grader::{
     Checkpointing, FITS, NOTHING_NEEDLESS, Precision, SAME_BATCH, Settings, grade,
 };
-use grading::{Setup, challenge4_answers, seed};
+use challenge4::answers_of;
+use grading::{Setup, seed};
 
-#[path = "../../../exercises/challenge4/solution/answer.rs"]
+#[path = "../solution/answer.rs"]
 mod solution;
-#[path = "../../../exercises/challenge4/src/answer.rs"]
-mod stub;
+include!(concat!(env!("OUT_DIR"), "/shipped_stub.rs"));
 
 #[test]
 fn the_reference_solution_passes() {
-    let report = grade(&challenge4_answers!(solution), seed());
+    let report = grade(&answers_of!(solution), seed());
     assert!(report.passed(), "{report}");
     assert!(report.checks.len() >= 40, "{}", report.checks.len());
     // Every rule is exercised on fixed and random cases.
@@ -32,7 +32,7 @@ fn the_reference_solution_passes() {
 #[test]
 fn the_reference_solution_passes_other_seeds() {
     for seed in [1, 7, 99] {
-        let report = grade(&challenge4_answers!(solution), seed);
+        let report = grade(&answers_of!(solution), seed);
         assert!(report.passed(), "seed {seed}:\n{report}");
     }
 }
@@ -41,7 +41,7 @@ fn the_reference_solution_passes_other_seeds() {
 fn the_reference_solution_needs_every_strategy_somewhere() {
     // The cases ask for each strategy (and for none): a grader whose cases one strategy
     // could always solve would not teach the others.
-    let report = grade(&challenge4_answers!(solution), seed());
+    let report = grade(&answers_of!(solution), seed());
     let chosen: Vec<&str> = report
         .checks
         .iter()
@@ -63,7 +63,7 @@ fn the_reference_solution_needs_every_strategy_somewhere() {
 
 #[test]
 fn the_shipped_stub_is_not_attempted() {
-    not_attempted(&grade(&challenge4_answers!(stub), seed()));
+    not_attempted(&grade(&answers_of!(stub), seed()));
 }
 
 /// Halving the batch until it fits, instead of accumulating: another training run.
@@ -211,7 +211,7 @@ mod checkpoints_only {
 #[test]
 fn a_smaller_batch_fails_the_batch_rule() {
     fails_on(
-        &grade(&challenge4_answers!(smaller_batch), seed()),
+        &grade(&answers_of!(smaller_batch), seed()),
         SAME_BATCH,
         "different training run",
     );
@@ -220,7 +220,7 @@ fn a_smaller_batch_fails_the_batch_rule() {
 #[test]
 fn everything_on_fails_the_needless_rule() {
     fails_on(
-        &grade(&challenge4_answers!(everything_on), seed()),
+        &grade(&answers_of!(everything_on), seed()),
         NOTHING_NEEDLESS,
         "not needed only costs",
     );
@@ -229,7 +229,7 @@ fn everything_on_fails_the_needless_rule() {
 #[test]
 fn mixed_precision_halving_everything_fails_the_equation() {
     fails_on(
-        &grade(&challenge4_answers!(mixed_halves_everything), seed()),
+        &grade(&answers_of!(mixed_halves_everything), seed()),
         "peak_bytes",
         "stay float32",
     );
@@ -238,7 +238,7 @@ fn mixed_precision_halving_everything_fails_the_equation() {
 #[test]
 fn choosing_as_if_mixed_precision_halved_everything_does_not_fit() {
     let report = grade(
-        &challenge4_answers!(mixed_halves_everything_when_choosing),
+        &answers_of!(mixed_halves_everything_when_choosing),
         seed(),
     );
     fails_on(&report, FITS, "optimizer's state stay float32");
@@ -248,7 +248,7 @@ fn choosing_as_if_mixed_precision_halved_everything_does_not_fit() {
 #[test]
 fn a_rounded_down_micro_batch_fails_the_batch_rule() {
     fails_on(
-        &grade(&challenge4_answers!(floor_micro_batch), seed()),
+        &grade(&answers_of!(floor_micro_batch), seed()),
         SAME_BATCH,
         "⌈batch / accumulation_steps⌉",
     );
@@ -256,7 +256,7 @@ fn a_rounded_down_micro_batch_fails_the_batch_rule() {
 
 #[test]
 fn too_many_micro_batches_fail_the_needless_rule() {
-    let report = grade(&challenge4_answers!(too_many_micro_batches), seed());
+    let report = grade(&answers_of!(too_many_micro_batches), seed());
     fails_on(&report, NOTHING_NEEDLESS, "fewest micro-batches");
     assert!(report.to_string().contains("micro-batch ("), "{report}");
 }
@@ -264,7 +264,7 @@ fn too_many_micro_batches_fail_the_needless_rule() {
 #[test]
 fn forgetting_the_recomputed_segment_fails_the_equation() {
     fails_on(
-        &grade(&challenge4_answers!(checkpoints_only), seed()),
+        &grade(&answers_of!(checkpoints_only), seed()),
         "peak_bytes",
         "segments + segment length",
     );
@@ -272,7 +272,7 @@ fn forgetting_the_recomputed_segment_fails_the_equation() {
 
 #[test]
 fn a_report_names_expected_got_and_hint() {
-    let report = grade(&challenge4_answers!(everything_on), seed());
+    let report = grade(&answers_of!(everything_on), seed());
     let text = report.to_string();
     for part in [
         "expected:",
@@ -291,20 +291,20 @@ fn a_report_names_expected_got_and_hint() {
 #[ignore]
 fn every_proof_holds_for_many_seeds() {
     for seed in 0..40 {
-        let report = grade(&challenge4_answers!(solution), seed);
+        let report = grade(&answers_of!(solution), seed);
         assert!(report.passed(), "seed {seed}:\n{report}");
         for (answers, group) in [
-            (challenge4_answers!(everything_on), NOTHING_NEEDLESS),
+            (answers_of!(everything_on), NOTHING_NEEDLESS),
             (
-                challenge4_answers!(too_many_micro_batches),
+                answers_of!(too_many_micro_batches),
                 NOTHING_NEEDLESS,
             ),
             (
-                challenge4_answers!(mixed_halves_everything_when_choosing),
+                answers_of!(mixed_halves_everything_when_choosing),
                 FITS,
             ),
-            (challenge4_answers!(floor_micro_batch), SAME_BATCH),
-            (challenge4_answers!(smaller_batch), SAME_BATCH),
+            (answers_of!(floor_micro_batch), SAME_BATCH),
+            (answers_of!(smaller_batch), SAME_BATCH),
         ] {
             let r = grade(&answers, seed);
             assert!(!r.passed(), "seed {seed}: a wrong answer passed");

@@ -4,10 +4,10 @@
 //! and the deepest network whose training step fits a card. Answers are compared with the
 //! engine's planned models and steps.
 
-use crate::challenge1::lesson_card;
-use crate::measure::{needs, plan, requested, trace};
-use crate::setup::card;
-use crate::{Opt, Report, Setup, attempt};
+use gpumem::lesson::{CARD_BYTES, planning_device};
+use grading::measure::{needs, requested, trace};
+use grading::card;
+use grading::{Opt, Report, Setup, attempt};
 use gpumem::measure::deepest_network;
 use gpumem::size::format_bytes;
 use rand::{RngExt, SeedableRng};
@@ -22,9 +22,9 @@ pub struct Answers {
 
 /// `Answers` from a module that defines the three functions.
 #[macro_export]
-macro_rules! challenge2_answers {
+macro_rules! answers_of {
     ($($m:ident)::+) => {
-        $crate::challenge2::Answers {
+        $crate::grader::Answers {
             parameter_count: $($m)::+::parameter_count,
             model_bytes: $($m)::+::model_bytes,
             deepest_fit: $($m)::+::deepest_fit,
@@ -118,7 +118,7 @@ pub fn grade(answers: &Answers, seed: u64) -> Report {
     }
 
     for (setup, card_bytes) in depth_cases(&mut rng) {
-        let found = deepest_network(&plan(card_bytes), &setup.config(), setup.batch, MAX_LAYERS)
+        let found = deepest_network(&planning_device(card_bytes), &setup.config(), setup.batch, MAX_LAYERS)
             .expect("graders only plan valid setups")
             .best
             .unwrap_or(0);
@@ -147,14 +147,14 @@ pub fn grade(answers: &Answers, seed: u64) -> Report {
 /// equation finds the same depth.
 fn depth_cases(rng: &mut impl rand::Rng) -> Vec<(Setup, u64)> {
     let fixed = [
-        (Setup::lesson(5000, 1, 32, Opt::Adam), lesson_card()),
+        (Setup::lesson(5000, 1, 32, Opt::Adam), CARD_BYTES),
         (Setup::lesson(2000, 1, 32, Opt::Sgd), 4 * GIB),
         (Setup::lesson(1000, 1, 100_000, Opt::Sgd), 8 * GIB),
         (Setup::lesson(4096, 1, 4096, Opt::Adam), 24 * GIB),
-        (Setup::lesson(5000, 1, 32, Opt::Sgd), lesson_card()),
+        (Setup::lesson(5000, 1, 32, Opt::Sgd), CARD_BYTES),
     ];
     let mut cases: Vec<(Setup, u64)> = fixed.into_iter().filter(|(s, c)| robust(s, *c)).collect();
-    let cards = [GIB, 4 * GIB, 8 * GIB, lesson_card(), 24 * GIB];
+    let cards = [GIB, 4 * GIB, 8 * GIB, CARD_BYTES, 24 * GIB];
     let want = cases.len() + 5;
     while cases.len() < want {
         let optimizer = if rng.random_bool(0.5) {
@@ -173,7 +173,7 @@ fn depth_cases(rng: &mut impl rand::Rng) -> Vec<(Setup, u64)> {
 }
 
 fn robust(setup: &Setup, card: u64) -> bool {
-    let Ok(search) = deepest_network(&plan(card), &setup.config(), setup.batch, MAX_LAYERS) else {
+    let Ok(search) = deepest_network(&planning_device(card), &setup.config(), setup.batch, MAX_LAYERS) else {
         return false;
     };
     let Some(depth) = search.best.filter(|&d| d < MAX_LAYERS) else {

@@ -10,7 +10,7 @@
 //! with twice as many steps: a loop that keeps nothing alive peaks at the same bytes every
 //! time. It must still train: its per-epoch losses must match a plain loop's.
 
-use crate::{NoValue, Report, attempt};
+use grading::{NoValue, Report, attempt};
 use gpumem::alloc::{Allocator, AllocatorConfig, BlockAddr, segment_size};
 use gpumem::data::{Dataset, Split};
 use gpumem::device::Backing;
@@ -49,9 +49,9 @@ pub struct Answers {
 
 /// `Answers` from a module that defines the four functions.
 #[macro_export]
-macro_rules! challenge3_answers {
+macro_rules! answers_of {
     ($($m:ident)::+) => {
-        $crate::challenge3::Answers {
+        $crate::grader::Answers {
             rounded_size: $($m)::+::rounded_size,
             segment_for: $($m)::+::segment_for,
             memory_after: $($m)::+::memory_after,

@@ -2,22 +2,22 @@
 //! fails (part 1 "not attempted", part 2 because its loop leaks), and plausible wrong answers
 //! fail on the function they get wrong, with a hint that points at the mistake.
 //!
-//! If you solved the exercise in place, the stub proof fails because the stub is no longer a
-//! stub: `git checkout -- exercises/challenge3/src/answer.rs` restores it.
+//! Built only with the `proofs` feature (the repository's test command turns it on). The stub
+//! graded here is `src/answer.rs` as git's HEAD has it (see `build.rs`), so solving the
+//! exercise in place does not break these proofs.
 
-mod common;
-use common::*;
-use grading::challenge3::grade;
-use grading::{Outcome, challenge3_answers, seed};
+use grading::proofs::*;
+use challenge3::grader::grade;
+use challenge3::answers_of;
+use grading::{Outcome, seed};
 
-#[path = "../../../exercises/challenge3/solution/answer.rs"]
+#[path = "../solution/answer.rs"]
 mod solution;
-#[path = "../../../exercises/challenge3/src/answer.rs"]
-mod stub;
+include!(concat!(env!("OUT_DIR"), "/shipped_stub.rs"));
 
 #[test]
 fn the_reference_solution_passes() {
-    let report = grade(&challenge3_answers!(solution), seed());
+    let report = grade(&answers_of!(solution), seed());
     assert!(report.passed(), "{report}");
     assert!(report.checks.len() >= 60, "{}", report.checks.len());
 }
@@ -25,14 +25,14 @@ fn the_reference_solution_passes() {
 #[test]
 fn the_reference_solution_passes_other_seeds() {
     for s in [1, 7, 99] {
-        let report = grade(&challenge3_answers!(solution), s);
+        let report = grade(&answers_of!(solution), s);
         assert!(report.passed(), "seed {s}:\n{report}");
     }
 }
 
 #[test]
 fn the_shipped_stub_fails_kindly() {
-    let report = grade(&challenge3_answers!(stub), seed());
+    let report = grade(&answers_of!(stub), seed());
     assert!(!report.passed());
     for c in &report.checks {
         match c.function {
@@ -77,7 +77,7 @@ mod no_small_segment {
 /// A simulation where a small request reserves only its rounded size.
 mod small_reserves_itself {
     pub use crate::solution::{rounded_size, segment_for, train};
-    use grading::challenge3::Step;
+    use challenge3::grader::Step;
     pub fn memory_after(steps: &[Step]) -> Vec<(u64, u64)> {
         // Small requests: reserved grows by the block; large ones as the solution says.
         let mut out: Vec<(u64, u64)> = Vec::new();
@@ -99,7 +99,7 @@ mod small_reserves_itself {
 /// Thinking a free gives memory back to the device.
 mod free_returns_memory {
     pub use crate::solution::{rounded_size, segment_for, train};
-    use grading::challenge3::Step;
+    use challenge3::grader::Step;
     pub fn memory_after(steps: &[Step]) -> Vec<(u64, u64)> {
         // Reserved follows allocated down on every free.
         let solved = crate::solution::memory_after(steps);
@@ -182,7 +182,7 @@ mod no_training {
 #[test]
 fn forgetting_the_rounding_fails() {
     fails_on(
-        &grade(&challenge3_answers!(no_rounding), seed()),
+        &grade(&answers_of!(no_rounding), seed()),
         "rounded_size",
         "512",
     );
@@ -191,12 +191,12 @@ fn forgetting_the_rounding_fails() {
 #[test]
 fn a_small_request_without_its_segment_fails() {
     fails_on(
-        &grade(&challenge3_answers!(no_small_segment), seed()),
+        &grade(&answers_of!(no_small_segment), seed()),
         "segment_for",
         "2 MiB",
     );
     fails_on(
-        &grade(&challenge3_answers!(small_reserves_itself), seed()),
+        &grade(&answers_of!(small_reserves_itself), seed()),
         "memory_after",
         "2 MiB",
     );
@@ -205,7 +205,7 @@ fn a_small_request_without_its_segment_fails() {
 #[test]
 fn thinking_free_returns_memory_fails() {
     fails_on(
-        &grade(&challenge3_answers!(free_returns_memory), seed()),
+        &grade(&answers_of!(free_returns_memory), seed()),
         "memory_after",
         "empty_cache",
     );
@@ -214,12 +214,12 @@ fn thinking_free_returns_memory_fails() {
 #[test]
 fn a_fix_that_still_leaks_fails() {
     fails_on(
-        &grade(&challenge3_answers!(empty_cache_fix), seed()),
+        &grade(&answers_of!(empty_cache_fix), seed()),
         "train",
         "empty_cache() cannot help",
     );
     fails_on(
-        &grade(&challenge3_answers!(per_epoch_history), seed()),
+        &grade(&answers_of!(per_epoch_history), seed()),
         "train",
         "grows with every step",
     );
@@ -228,7 +228,7 @@ fn a_fix_that_still_leaks_fails() {
 #[test]
 fn a_loop_that_does_not_train_fails() {
     fails_on(
-        &grade(&challenge3_answers!(no_training), seed()),
+        &grade(&answers_of!(no_training), seed()),
         "train",
         "train on every batch",
     );

@@ -18,11 +18,10 @@
 //!    choice keeps about 5 % of the card for the allocator's rounding, and is not punished
 //!    for it.)
 
-use crate::challenge1::lesson_card;
-use crate::measure::plan;
-use crate::report::{Check, Outcome};
-use crate::setup::card;
-use crate::{NoValue, Opt, Report, Setup, attempt};
+use gpumem::lesson::{CARD_BYTES, UNLIMITED_BYTES, planning_device};
+use grading::{Check, Outcome};
+use grading::card;
+use grading::{NoValue, Opt, Report, Setup, attempt};
 use gpumem::data::LESSON_TRAINING_EVENTS as FULL;
 use gpumem::estimate::estimate;
 use gpumem::fit::{checkpointing_has_effect, measure_update};
@@ -109,9 +108,9 @@ pub struct Answers {
 
 /// `Answers` from a module that defines the two functions.
 #[macro_export]
-macro_rules! challenge4_answers {
+macro_rules! answers_of {
     ($($m:ident)::+) => {
-        $crate::challenge4::Answers {
+        $crate::grader::Answers {
             peak_bytes: $($m)::+::peak_bytes,
             choose_settings: $($m)::+::choose_settings,
         }
@@ -119,9 +118,6 @@ macro_rules! challenge4_answers {
 }
 
 const GIB: u64 = 1 << 30;
-
-/// A card too large to run out: for what a step needs.
-const UNLIMITED: u64 = 1 << 56;
 
 /// How far `peak_bytes` may be from the engine's peak (its rounding-free part) and pass.
 pub const TOLERANCE: f64 = 0.01;
@@ -172,7 +168,7 @@ fn same_batch(batch: u64, s: &Settings) -> bool {
 
 /// One update planned on a card of `capacity` bytes.
 fn planned(config: &MlpConfig, rows: u64, capacity: u64) -> Result<StepMemory, String> {
-    measure_update(&plan(capacity), config, rows, 0).map_err(|e| e.to_string())
+    measure_update(&planning_device(capacity), config, rows, 0).map_err(|e| e.to_string())
 }
 
 /// The grader's own settings for `setup` on `card`, by the engine's memory equation and the
@@ -268,7 +264,7 @@ fn equation_hint(settings: &Settings) -> String {
 
 fn grade_peak_bytes(report: &mut Report, answers: &Answers, setup: Setup, settings: Settings) {
     let (config, rows) = run(&setup, &settings);
-    let expected = planned(&config, rows, UNLIMITED)
+    let expected = planned(&config, rows, UNLIMITED_BYTES)
         .expect("the grader's cases are valid")
         .peak_requested;
     let got = attempt(|| (answers.peak_bytes)(setup, settings)).map(|v| {
@@ -327,7 +323,7 @@ fn grade_choice(report: &mut Report, answers: &Answers, setup: Setup, card_bytes
     let (config, rows) = run(&setup, &settings);
     let valid = (|| {
         let m = planned(&config, rows, card_bytes)?;
-        let needs = planned(&config, rows, UNLIMITED)?.peak_allocated;
+        let needs = planned(&config, rows, UNLIMITED_BYTES)?.peak_allocated;
         Ok::<_, String>((m, needs))
     })();
 
@@ -428,7 +424,7 @@ fn grade_choice(report: &mut Report, answers: &Answers, setup: Setup, card_bytes
         let needless: Vec<String> = without
             .into_iter()
             .filter_map(|(name, c, r)| {
-                let needs = planned(&c, r, UNLIMITED).ok()?.peak_allocated;
+                let needs = planned(&c, r, UNLIMITED_BYTES).ok()?.peak_allocated;
                 (needs <= budget).then(|| {
                     format!(
                         "{name} is not needed: without it the step needs {} ({} of the card)",
@@ -506,14 +502,14 @@ fn equation_cases(rng: &mut impl rand::Rng) -> Vec<(Setup, Settings)> {
 fn choice_cases(rng: &mut impl rand::Rng) -> Vec<(Setup, u64)> {
     let fixed = [
         // The lesson's full batch: mixed precision alone, or 2 micro-batches.
-        (Setup::lesson(2000, 1, FULL, Opt::Sgd), lesson_card()),
+        (Setup::lesson(2000, 1, FULL, Opt::Sgd), CARD_BYTES),
         // Already fits: nothing to switch on.
-        (Setup::lesson(2000, 1, 32, Opt::Sgd), lesson_card()),
+        (Setup::lesson(2000, 1, 32, Opt::Sgd), CARD_BYTES),
         // Deep and wide batch: mixed precision and checkpointing together.
         (Setup::lesson(1000, 16, 200_000, Opt::Sgd), 4 * GIB),
         // The model is large: halving "everything" would seem to fit, but Adam's state does
         // not shrink.
-        (Setup::lesson(5000, 20, 50_000, Opt::Adam), lesson_card()),
+        (Setup::lesson(5000, 20, 50_000, Opt::Adam), CARD_BYTES),
         // An odd batch that only accumulation fits: micro-batches of unequal size.
         (Setup::lesson(2000, 1, 999_999, Opt::Adam), 4 * GIB),
         (Setup::lesson(4000, 2, 300_001, Opt::Sgd), 8 * GIB),
@@ -524,7 +520,7 @@ fn choice_cases(rng: &mut impl rand::Rng) -> Vec<(Setup, u64)> {
         2 * GIB,
         4 * GIB,
         8 * GIB,
-        lesson_card(),
+        CARD_BYTES,
         24 * GIB,
         40 * GIB,
         80 * GIB,

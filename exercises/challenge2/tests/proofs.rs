@@ -1,0 +1,108 @@
+//! Proofs that challenge 2's grader grades (as rustlings does for its exercises): the
+//! reference solution passes, the shipped stub fails as "not attempted", and plausible wrong
+//! answers fail on the function they get wrong, with a hint that points at the mistake.
+//!
+//! Built only with the `proofs` feature (the repository's test command turns it on). The stub
+//! graded here is `src/answer.rs` as git's HEAD has it (see `build.rs`), so solving the
+//! exercise in place does not break these proofs.
+
+use challenge2::answers_of;
+use challenge2::grader::grade;
+use grading::proofs::*;
+use grading::{Opt, Setup, seed};
+
+#[path = "../solution/answer.rs"]
+mod solution;
+include!(concat!(env!("OUT_DIR"), "/shipped_stub.rs"));
+
+#[test]
+fn the_reference_solution_passes() {
+    let report = grade(&answers_of!(solution), seed());
+    assert!(report.passed(), "{report}");
+    assert!(report.checks.len() >= 20, "{}", report.checks.len());
+}
+
+#[test]
+fn the_shipped_stub_is_not_attempted() {
+    not_attempted(&grade(&answers_of!(stub), seed()));
+}
+
+/// Weights only.
+mod no_biases {
+    pub use crate::solution::{deepest_fit, model_bytes};
+    pub fn parameter_count(inputs: u64, width: u64, layers: u64, classes: u64) -> u64 {
+        inputs * width + (layers - 1) * width * width + width * classes
+    }
+}
+
+/// Parameters only: no gradients, no optimizer state.
+mod no_gradients {
+    use super::*;
+    pub use crate::solution::{deepest_fit, parameter_count};
+    pub fn model_bytes(s: Setup) -> u64 {
+        parameter_count(s.inputs, s.width, s.layers, s.classes) * 4
+    }
+}
+
+/// Bits instead of bytes.
+mod bits {
+    use super::*;
+    pub use crate::solution::{deepest_fit, parameter_count};
+    pub fn model_bytes(s: Setup) -> u64 {
+        let copies = if s.optimizer == Opt::Adam { 4 } else { 2 };
+        parameter_count(s.inputs, s.width, s.layers, s.classes) * 32 * copies
+    }
+}
+
+/// Only the model: as if a large batch cost nothing.
+mod no_activations {
+    use super::*;
+    pub use crate::solution::{model_bytes, parameter_count};
+    pub fn deepest_fit(s: Setup, card: u64) -> u64 {
+        let mut layers = 0;
+        while model_bytes(Setup {
+            layers: layers + 1,
+            ..s
+        }) <= card
+        {
+            layers += 1;
+        }
+        layers
+    }
+}
+
+#[test]
+fn forgetting_biases_fails() {
+    fails_on(
+        &grade(&answers_of!(no_biases), seed()),
+        "parameter_count",
+        "biases",
+    );
+}
+
+#[test]
+fn forgetting_gradients_fails() {
+    fails_on(
+        &grade(&answers_of!(no_gradients), seed()),
+        "model_bytes",
+        "gradient",
+    );
+}
+
+#[test]
+fn bits_instead_of_bytes_fail() {
+    fails_on(
+        &grade(&answers_of!(bits), seed()),
+        "model_bytes",
+        "4 bytes",
+    );
+}
+
+#[test]
+fn ignoring_activations_fails() {
+    fails_on(
+        &grade(&answers_of!(no_activations), seed()),
+        "deepest_fit",
+        "activation",
+    );
+}
