@@ -3,16 +3,16 @@
 //! which performs every allocation of a step without running a kernel — so the same numbers
 //! come out on every machine, in milliseconds, for cards no machine here has.
 
-use gpumem::lesson::{CARD_BYTES, planning_on_card, planning_unlimited};
 use anyhow::{Context, Result, anyhow};
 use gpumem::alloc::{EventKind, MIN_LARGE_ALLOC, OutOfMemory};
 use gpumem::data::LESSON_TRAINING_EVENTS;
 use gpumem::estimate::{Estimate, block_bytes, deepest_that_fits, estimate};
+use gpumem::lesson::{CARD_BYTES, planning_on_card, planning_unlimited};
 use gpumem::measure::{
     Search, StepMemory, deepest_network, largest_batch, largest_where, measure_step, search_largest,
 };
 use gpumem::mlp::{Batch, Mlp, MlpConfig, Optimizer};
-use gpumem::{Backend, Device, DeviceOptions, MemorySpec};
+use gpumem::{Device, DeviceOptions};
 
 /// The seed of every measured step (on `plan` it changes nothing; kept fixed all the same).
 pub const SEED: u64 = 1;

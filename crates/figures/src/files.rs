@@ -1,6 +1,6 @@
 //! Writing the artifacts into the book, and checking that the committed ones are current.
 
-use crate::ARTIFACTS;
+use crate::artifacts::ARTIFACTS;
 use anyhow::{Context, Result};
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};

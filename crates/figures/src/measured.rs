@@ -9,15 +9,19 @@
 //! setups: when the engine's memory or the demo's strategies change, the record is stale and
 //! the staleness test fails until it is measured again.
 
-use gpumem::lesson::{CARD_BYTES};
 use crate::data::LESSON_WIDTH;
 use anyhow::{Context, Result, anyhow, bail};
 use challenge4::strategies::{self, Accumulation, Planner, Row};
 use gpumem::data::LESSON_TRAINING_EVENTS as FULL;
 use gpumem::fit::checkpointing_has_effect;
+use gpumem::lesson::CARD_BYTES;
 use gpumem::mlp::{Checkpointing, MlpConfig, Precision};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
+
+/// Challenge 4's deeper setup: Challenge 1's full batch with this many hidden layers, where
+/// checkpointing has layers to drop (`cargo run -p challenge4 -- --layers 9`).
+pub const CHALLENGE4_DEEP_LAYERS: u64 = 9;
 
 /// Where the record lives: beside the crate that renders it (not under the book's
 /// `src/generated/`, which holds only what `cargo run -p figures` writes).
@@ -56,7 +60,7 @@ pub const SETUPS: [TimedSetup; 2] = [
         backends: &["cpu", "wgpu"],
     },
     TimedSetup {
-        layers: crate::snippets::CHALLENGE4_DEEP_LAYERS,
+        layers: CHALLENGE4_DEEP_LAYERS,
         args: &["--time-samples", "1024"],
         backends: &["cpu"],
     },

@@ -1,11 +1,11 @@
 //! The alt texts (`src/alts.rs`) describe the charts in words; these tests keep the words
 //! true if the engine's numbers move.
 
-use gpumem::lesson::{CARD_BYTES, planning_on_card, planning_unlimited};
 use figures::charts::timeline::timeline_setup;
 use figures::charts::width::{BATCH, MAX_WIDTH};
 use figures::data::{self, DEEP_BATCH, DEEP_WIDTH, LESSON_WIDTH, equation, measure, network};
 use gpumem::data::LESSON_TRAINING_EVENTS as FULL;
+use gpumem::lesson::{CARD_BYTES, planning_on_card, planning_unlimited};
 use gpumem::mlp::{MlpConfig, Optimizer};
 
 #[test]
@@ -177,7 +177,7 @@ fn challenge3_claims() {
 /// fits alone, and the cheapest combination uses all three strategies.
 #[test]
 fn challenge4_claims() {
-    use figures::snippets::CHALLENGE4_DEEP_LAYERS;
+    use figures::measured::CHALLENGE4_DEEP_LAYERS;
     use gpumem::fit::{cheapest, fitting_strategies, measure_update};
     use gpumem::mlp::{Checkpointing, Precision, Strategy};
     let both = [Precision::Float32, Precision::Mixed];

@@ -206,8 +206,8 @@ pub fn cheapest(fits: &[Fit]) -> Option<&Fit> {
 mod tests {
     use super::*;
     use crate::data::LESSON_TRAINING_EVENTS as FULL;
-    use crate::mlp::Optimizer;
     use crate::lesson::{planning_device as plan, planning_on_card, planning_unlimited};
+    use crate::mlp::Optimizer;
 
     fn strategy(precision: Precision, accumulation: u64, checkpointing: Checkpointing) -> Strategy {
         Strategy {

@@ -64,6 +64,9 @@ mod tests {
     fn planning_devices_plan() {
         let d = planning_on_card();
         assert_eq!((d.backend, d.memory), (Backend::Plan, CARD));
-        assert_eq!(planning_unlimited().memory, MemorySpec::Bytes(UNLIMITED_BYTES));
+        assert_eq!(
+            planning_unlimited().memory,
+            MemorySpec::Bytes(UNLIMITED_BYTES)
+        );
     }
 }

@@ -1,15 +1,16 @@
 //! What the graders ask the engine: planned steps on fresh devices, read through the
 //! allocator's statistics and its trace of events.
 
+use gpumem::Device;
 use gpumem::alloc::{EventKind, Trace};
+use gpumem::lesson::{UNLIMITED_BYTES, planning_device};
 use gpumem::measure::{StepMemory, measure_step, measure_step_on};
 use gpumem::mlp::{MlpConfig, Optimizer};
-use gpumem::Device;
-use gpumem::lesson::{UNLIMITED_BYTES, planning_device};
 
 /// One planned step of `config` at `batch` rows on a card of `capacity` bytes.
 pub fn step(config: &MlpConfig, batch: u64, capacity: u64) -> StepMemory {
-    measure_step(&planning_device(capacity), config, batch, 0).expect("graders only plan valid setups")
+    measure_step(&planning_device(capacity), config, batch, 0)
+        .expect("graders only plan valid setups")
 }
 
 /// One planned step on an unlimited card: what the setup needs.

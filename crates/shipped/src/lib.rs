@@ -158,7 +158,15 @@ mod tests {
             && git(&root, &["add", "."])
             && git(
                 &root,
-                &["-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "stub"],
+                &[
+                    "-c",
+                    "user.name=t",
+                    "-c",
+                    "user.email=t@t",
+                    "commit",
+                    "-qm",
+                    "stub",
+                ],
             );
         if !committed {
             eprintln!("skipped: git is not available");

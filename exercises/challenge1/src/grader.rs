@@ -4,13 +4,13 @@
 //! for the backward pass, and whether a whole training step fits on a card. Each answer is
 //! compared with what the engine measures on planned steps.
 
-use grading::measure::{needs, requested, step, trace};
-use grading::card;
-use grading::{Opt, Report, Setup, attempt};
 use gpumem::data::LESSON_TRAINING_EVENTS as FULL;
-use gpumem::mlp::MlpConfig;
 use gpumem::lesson::CARD_BYTES;
+use gpumem::mlp::MlpConfig;
 use gpumem::size::format_bytes;
+use grading::card;
+use grading::measure::{needs, requested, step, trace};
+use grading::{Opt, Report, Setup, attempt};
 use rand::{RngExt, SeedableRng};
 
 /// The learner's functions.

@@ -5,11 +5,11 @@
 //! engine's planned models and steps.
 
 use gpumem::lesson::{CARD_BYTES, planning_device};
-use grading::measure::{needs, requested, trace};
-use grading::card;
-use grading::{Opt, Report, Setup, attempt};
 use gpumem::measure::deepest_network;
 use gpumem::size::format_bytes;
+use grading::card;
+use grading::measure::{needs, requested, trace};
+use grading::{Opt, Report, Setup, attempt};
 use rand::{RngExt, SeedableRng};
 
 /// The learner's functions.
@@ -118,10 +118,15 @@ pub fn grade(answers: &Answers, seed: u64) -> Report {
     }
 
     for (setup, card_bytes) in depth_cases(&mut rng) {
-        let found = deepest_network(&planning_device(card_bytes), &setup.config(), setup.batch, MAX_LAYERS)
-            .expect("graders only plan valid setups")
-            .best
-            .unwrap_or(0);
+        let found = deepest_network(
+            &planning_device(card_bytes),
+            &setup.config(),
+            setup.batch,
+            MAX_LAYERS,
+        )
+        .expect("graders only plan valid setups")
+        .best
+        .unwrap_or(0);
         report.compare(
             "deepest_fit",
             format!(
@@ -173,7 +178,12 @@ fn depth_cases(rng: &mut impl rand::Rng) -> Vec<(Setup, u64)> {
 }
 
 fn robust(setup: &Setup, card: u64) -> bool {
-    let Ok(search) = deepest_network(&planning_device(card), &setup.config(), setup.batch, MAX_LAYERS) else {
+    let Ok(search) = deepest_network(
+        &planning_device(card),
+        &setup.config(),
+        setup.batch,
+        MAX_LAYERS,
+    ) else {
         return false;
     };
     let Some(depth) = search.best.filter(|&d| d < MAX_LAYERS) else {

@@ -91,11 +91,7 @@ fn forgetting_gradients_fails() {
 
 #[test]
 fn bits_instead_of_bytes_fail() {
-    fails_on(
-        &grade(&answers_of!(bits), seed()),
-        "model_bytes",
-        "4 bytes",
-    );
+    fails_on(&grade(&answers_of!(bits), seed()), "model_bytes", "4 bytes");
 }
 
 #[test]

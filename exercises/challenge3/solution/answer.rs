@@ -1,10 +1,10 @@
 //! Challenge 3 — a reference solution.
 #![allow(unused_imports)]
 
+use challenge3::grader::Step;
 use gpumem::Error;
 use gpumem::data::Split;
 use gpumem::mlp::{Batch, Mlp, StepOutputs};
-use challenge3::grader::Step;
 
 const MIB: u64 = 1 << 20;
 

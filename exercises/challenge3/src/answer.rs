@@ -19,10 +19,10 @@
 //! `git checkout -- exercises/challenge3/src/answer.rs`.
 #![allow(unused_variables, unused_imports)]
 
+use challenge3::grader::Step;
 use gpumem::Error;
 use gpumem::data::Split;
 use gpumem::mlp::{Batch, Mlp, StepOutputs};
-use challenge3::grader::Step;
 
 // ANCHOR: rounded_size
 /// The size of the block the allocator hands out for a request of `requested` bytes.

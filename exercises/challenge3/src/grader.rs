@@ -10,12 +10,12 @@
 //! with twice as many steps: a loop that keeps nothing alive peaks at the same bytes every
 //! time. It must still train: its per-epoch losses must match a plain loop's.
 
-use grading::{NoValue, Report, attempt};
 use gpumem::alloc::{Allocator, AllocatorConfig, BlockAddr, segment_size};
 use gpumem::data::{Dataset, Split};
 use gpumem::device::Backing;
 use gpumem::mlp::{Batch, Mlp, MlpConfig};
 use gpumem::{Backend, Device, DeviceOptions, Error, MemorySpec};
+use grading::{NoValue, Report, attempt};
 use rand::{RngExt, SeedableRng};
 use std::fmt;
 

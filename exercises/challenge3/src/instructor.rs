@@ -140,7 +140,10 @@ impl Setup {
     ) -> anyhow::Result<Setup> {
         let cmd = with_defaults(
             Cli::command(),
-            &[("samples", "2000"), ("device_memory", gpumem::lesson::CARD_ARG)],
+            &[
+                ("samples", "2000"),
+                ("device_memory", gpumem::lesson::CARD_ARG),
+            ],
         );
         let matches = cmd.try_get_matches_from(args)?;
         let cli = Cli::from_arg_matches(&matches)?;

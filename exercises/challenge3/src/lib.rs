@@ -13,8 +13,8 @@
 extern crate self as challenge3;
 
 pub mod answer;
-pub mod grader;
 pub mod fragmentation;
+pub mod grader;
 mod instructor;
 pub mod leak;
 pub mod runner;

@@ -6,9 +6,9 @@
 //! graded here is `src/answer.rs` as git's HEAD has it (see `build.rs`), so solving the
 //! exercise in place does not break these proofs.
 
-use grading::proofs::*;
-use challenge3::grader::grade;
 use challenge3::answers_of;
+use challenge3::grader::grade;
+use grading::proofs::*;
 use grading::{Outcome, seed};
 
 #[path = "../solution/answer.rs"]

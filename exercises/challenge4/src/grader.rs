@@ -18,16 +18,16 @@
 //!    choice keeps about 5 % of the card for the allocator's rounding, and is not punished
 //!    for it.)
 
-use gpumem::lesson::{CARD_BYTES, UNLIMITED_BYTES, planning_device};
-use grading::{Check, Outcome};
-use grading::card;
-use grading::{NoValue, Opt, Report, Setup, attempt};
 use gpumem::data::LESSON_TRAINING_EVENTS as FULL;
 use gpumem::estimate::estimate;
 use gpumem::fit::{checkpointing_has_effect, measure_update};
+use gpumem::lesson::{CARD_BYTES, UNLIMITED_BYTES, planning_device};
 use gpumem::measure::StepMemory;
 use gpumem::mlp::{MlpConfig, Strategy};
 use gpumem::size::format_bytes;
+use grading::card;
+use grading::{Check, Outcome};
+use grading::{NoValue, Opt, Report, Setup, attempt};
 use rand::{RngExt, SeedableRng};
 use std::fmt;
 

@@ -8,12 +8,12 @@ use gpumem::estimate::{Estimate, estimate};
 use gpumem::fit::{
     Cost, Fit, checkpointing_has_effect, fewest_micro_batches, fitting_strategies, measure_update,
 };
+use gpumem::lesson::{planning_device, planning_unlimited};
 use gpumem::measure::StepMemory;
 use gpumem::mlp::{Batch, Checkpointing, Mlp, MlpConfig, Optimizer, Precision, Strategy};
 use gpumem::size::format_bytes;
 use gpumem::train::BatchSize;
 use gpumem::{Backend, Device};
-use gpumem::lesson::{planning_device, planning_unlimited};
 use serde::Serialize;
 use std::time::{Duration, Instant};
 

@@ -6,11 +6,11 @@
 //! graded here is `src/answer.rs` as git's HEAD has it (see `build.rs`), so solving the
 //! exercise in place does not break these proofs.
 
-use grading::proofs::*;
+use challenge4::answers_of;
 use challenge4::grader::{
     Checkpointing, FITS, NOTHING_NEEDLESS, Precision, SAME_BATCH, Settings, grade,
 };
-use challenge4::answers_of;
+use grading::proofs::*;
 use grading::{Setup, seed};
 
 #[path = "../solution/answer.rs"]
@@ -237,10 +237,7 @@ fn mixed_precision_halving_everything_fails_the_equation() {
 
 #[test]
 fn choosing_as_if_mixed_precision_halved_everything_does_not_fit() {
-    let report = grade(
-        &answers_of!(mixed_halves_everything_when_choosing),
-        seed(),
-    );
+    let report = grade(&answers_of!(mixed_halves_everything_when_choosing), seed());
     fails_on(&report, FITS, "optimizer's state stay float32");
     assert!(report.to_string().contains("out of memory"), "{report}");
 }
@@ -295,14 +292,8 @@ fn every_proof_holds_for_many_seeds() {
         assert!(report.passed(), "seed {seed}:\n{report}");
         for (answers, group) in [
             (answers_of!(everything_on), NOTHING_NEEDLESS),
-            (
-                answers_of!(too_many_micro_batches),
-                NOTHING_NEEDLESS,
-            ),
-            (
-                answers_of!(mixed_halves_everything_when_choosing),
-                FITS,
-            ),
+            (answers_of!(too_many_micro_batches), NOTHING_NEEDLESS),
+            (answers_of!(mixed_halves_everything_when_choosing), FITS),
             (answers_of!(floor_micro_batch), SAME_BATCH),
             (answers_of!(smaller_batch), SAME_BATCH),
         ] {

@@ -1,19 +1,27 @@
 //! `memory_vs_batch.svg`: what one training step of the lesson's network needs as the batch
 //! grows from one row to the whole training set (challenge 1).
 
-use gpumem::lesson::{CARD_BYTES, planning_unlimited};
 use super::{capacity_line, note};
-use crate::alts::ALT_MEMORY_VS_BATCH;
 use crate::data::{self, LESSON_WIDTH, batch_sizes, equation, measure};
 use crate::style::palette::{BLUE, GREEN, ORANGE, PURPLE, SKY, VERMILION, YELLOW};
 use crate::style::{INK, TITLE_PX, font, gib, grouped, legend, mesh, rows_label, svg};
 use anyhow::Result;
 use gpumem::data::LESSON_TRAINING_EVENTS as FULL;
 use gpumem::estimate::Estimate;
+use gpumem::lesson::{CARD_BYTES, planning_unlimited};
 use gpumem::mlp::MlpConfig;
 use gpumem::size::format_bytes;
 use plotters::element::DashedPathElement;
 use plotters::prelude::*;
+
+/// The chart's alt text: what it shows, for readers who cannot see it.
+pub const ALT_MEMORY_VS_BATCH: &str = "Stacked area chart of the peak memory of one training \
+step of the lesson's network (one hidden layer of 2000) against the batch size, on a log scale \
+from 1 row to all 1 173 000 rows: parameters and gradients are too small to see, activations \
+and temporaries grow in proportion to the batch with the measured peak allocated exactly on \
+top of the stack, and the measured peak reserved climbs above it for the largest batches, \
+reaching the card's 15.90 GiB capacity line at the largest batch that fits, well short of the \
+whole training set, which as one batch lands above the line.";
 
 /// A category's name, its bytes in an estimate, and its colour.
 type Category = (&'static str, fn(&Estimate) -> u64, RGBColor);
@@ -54,7 +62,12 @@ pub fn memory_vs_batch() -> Result<String> {
         .collect::<Result<_>>()?;
     let measured: Vec<(u64, u64)> = batch_sizes(1)
         .into_iter()
-        .map(|b| Ok((b, measure(&planning_unlimited(), &config, b)?.peak_allocated)))
+        .map(|b| {
+            Ok((
+                b,
+                measure(&planning_unlimited(), &config, b)?.peak_allocated,
+            ))
+        })
         .collect::<Result<_>>()?;
     let full = equation(&config, FULL)?;
     let full_reserved = measure(&planning_unlimited(), &config, FULL)?.peak_reserved;

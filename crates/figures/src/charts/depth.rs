@@ -2,15 +2,21 @@
 //! width 5000 at batch 32, for SGD and Adam, with the deepest network that fits the card
 //! (challenge 2).
 
-use gpumem::lesson::{CARD_BYTES};
 use super::{capacity_line, note};
-use crate::alts::ALT_MEMORY_VS_DEPTH;
 use crate::data::{self, DEEP_BATCH, DEEP_WIDTH, DeepestFit, optimizer_name};
 use crate::style::palette::{BLUE, VERMILION};
 use crate::style::{INK, TITLE_PX, font, gib, grouped, legend, mesh, svg};
 use anyhow::Result;
+use gpumem::lesson::CARD_BYTES;
 use gpumem::mlp::Optimizer;
 use plotters::prelude::*;
+
+/// The chart's alt text: what it shows, for readers who cannot see it.
+pub const ALT_MEMORY_VS_DEPTH: &str = "Line chart of peak allocated and peak reserved memory, \
+which nearly coincide, against the number of hidden layers of width 5000 at batch 32, for SGD \
+and for Adam: both rise in straight lines, Adam's about twice as steeply because it keeps two \
+more values per parameter, and a marker on each shows the deepest network that still fits \
+under the card's 15.90 GiB capacity line.";
 
 pub fn memory_vs_depth() -> Result<String> {
     let optimizers = [(Optimizer::LESSON, BLUE), (data::adam(), VERMILION)];

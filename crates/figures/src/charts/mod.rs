@@ -1,4 +1,7 @@
-//! The book's charts, one module each; every function returns a finished SVG document.
+//! The book's charts, one module each; every function returns a finished SVG document. Each
+//! chart owns its alt text (one sentence that says what it shows, for readers who cannot see
+//! it); pages include it from `src/generated/alt_NAME.md`. Where a chart's numbers come from a
+//! run, its alt text is built from the same run.
 
 pub mod batch;
 pub mod depth;
@@ -11,9 +14,9 @@ pub use depth::memory_vs_depth;
 pub use timeline::{alloc_timeline, leak_timeline};
 pub use width::memory_vs_width;
 
-use gpumem::lesson::{CARD_BYTES};
 use ::charts::{Chart, capacity_line_in};
 use anyhow::Result;
+use gpumem::lesson::CARD_BYTES;
 use plotters::prelude::*;
 
 pub(crate) use ::charts::note;
@@ -27,4 +30,17 @@ fn capacity_line<X: Ranged<ValueType = f64>>(
     label_x: f64,
 ) -> Result<()> {
     capacity_line_in(chart, CARD_BYTES, crate::style::GIB, (x0, x1), label_x)
+}
+
+/// Every chart's file stem and alt text, in the order the book shows them.
+pub fn alts() -> Result<Vec<(&'static str, String)>> {
+    Ok(vec![
+        ("memory_vs_batch", batch::ALT_MEMORY_VS_BATCH.to_string()),
+        ("memory_vs_width", width::ALT_MEMORY_VS_WIDTH.to_string()),
+        ("memory_vs_depth", depth::ALT_MEMORY_VS_DEPTH.to_string()),
+        ("alloc_timeline", timeline::ALT_ALLOC_TIMELINE.to_string()),
+        ("leak_timeline", timeline::alt_leak_timeline()?),
+        ("challenge4_strategies", strategies::alt(0)?),
+        ("challenge4_deep", strategies::alt(1)?),
+    ])
 }

@@ -3,11 +3,11 @@
 //! measured time per epoch relative to the plain step's (right, one bar per backing).
 //! Peaks are planned afresh; times come from the record of `figures -- --measure`.
 
-use gpumem::lesson::{CARD_BYTES};
 use crate::measured::{self, BackendTimes, SetupTimes};
 use crate::style::palette::{BLUE, GREEN, ORANGE, VERMILION};
 use crate::style::{CAPACITY, INK, NOTE_PX, TICK_PX, TITLE_PX, font, gib, grouped, mesh, svg};
 use anyhow::{Result, anyhow};
+use gpumem::lesson::CARD_BYTES;
 use gpumem::size::format_bytes;
 use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, Pos, VPos};
@@ -139,7 +139,10 @@ fn chart(index: usize) -> Result<String> {
     let n = bars.len() as f64;
     // Row i's band is [y, y + 1) with the first row on top.
     let y = |i: usize| n - 1.0 - i as f64;
-    let peak_max = bars.iter().map(|b| gib(b.peak)).fold(gib(CARD_BYTES), f64::max);
+    let peak_max = bars
+        .iter()
+        .map(|b| gib(b.peak))
+        .fold(gib(CARD_BYTES), f64::max);
     let x_peak = (peak_max * 1.25 / 10.0).ceil() * 10.0;
     let rel_max = setup
         .runs

@@ -1,15 +1,21 @@
 //! `memory_vs_width.svg`: peak memory against hidden width for 1, 3 and 5 hidden layers at
 //! batch 32 — the hidden-to-hidden weights grow with the square of the width.
 
-use gpumem::lesson::{CARD_BYTES, planning_unlimited};
 use super::{capacity_line, note};
-use crate::alts::ALT_MEMORY_VS_WIDTH;
 use crate::data::{self, equation, measure, network};
 use crate::style::palette::{BLUE, ORANGE, VERMILION};
 use crate::style::{INK, TITLE_PX, font, gib, grouped, legend, mesh, svg};
 use anyhow::Result;
+use gpumem::lesson::{CARD_BYTES, planning_unlimited};
 use gpumem::mlp::Optimizer;
 use plotters::prelude::*;
+
+/// The chart's alt text: what it shows, for readers who cannot see it.
+pub const ALT_MEMORY_VS_WIDTH: &str = "Line chart of the peak memory of one training step at \
+batch 32 with SGD against the hidden width, for 1, 3 and 5 hidden layers: with one hidden \
+layer memory grows only in proportion to the width and stays near zero, while with 3 and 5 \
+layers the hidden-to-hidden weights make it grow with the square of the width until it \
+crosses the card's 15.90 GiB capacity line, where a marker gives the widest layers that fit.";
 
 /// The batch of every point.
 pub const BATCH: u64 = 32;
@@ -34,7 +40,11 @@ pub fn memory_vs_width() -> Result<String> {
         let measured: Vec<(f64, f64)> = (1..=MAX_WIDTH / 5000)
             .map(|i| {
                 let w = i * 5000;
-                let m = measure(&planning_unlimited(), &network(w, layers, Optimizer::LESSON), BATCH)?;
+                let m = measure(
+                    &planning_unlimited(),
+                    &network(w, layers, Optimizer::LESSON),
+                    BATCH,
+                )?;
                 Ok((w as f64, gib(m.peak_allocated)))
             })
             .collect::<Result<_>>()?;

@@ -1,0 +1,248 @@
+//! Every file `figures` generates, in the order it writes them.
+
+use crate::{charts, pages};
+use anyhow::Result;
+
+/// One generated file.
+pub struct Artifact {
+    /// Where it goes, relative to the book's `src/` folder.
+    pub path: &'static str,
+    /// What it shows, in a few words (printed when written).
+    pub about: &'static str,
+    /// Its contents.
+    pub render: fn() -> Result<String>,
+}
+
+/// Every generated file, charts first.
+pub const ARTIFACTS: &[Artifact] = &[
+    Artifact {
+        path: "figures/memory_vs_batch.svg",
+        about: "peak memory of one step vs batch size (1 row to the full set), stacked by category, measured points, capacity",
+        render: charts::memory_vs_batch,
+    },
+    Artifact {
+        path: "figures/memory_vs_width.svg",
+        about: "peak memory vs hidden width at batch 32 for 1, 3 and 5 hidden layers, capacity",
+        render: charts::memory_vs_width,
+    },
+    Artifact {
+        path: "figures/memory_vs_depth.svg",
+        about: "peak allocated and reserved vs depth at width 5000, batch 32, SGD and Adam, deepest fit",
+        render: charts::memory_vs_depth,
+    },
+    Artifact {
+        path: "figures/alloc_timeline.svg",
+        about: "allocated and reserved after every allocator event over model creation and 3 steps",
+        render: charts::alloc_timeline,
+    },
+    Artifact {
+        path: "figures/leak_timeline.svg",
+        about: "challenge 3: allocated and reserved over every event of the leaking loop, epoch by epoch, to its out-of-memory",
+        render: charts::leak_timeline,
+    },
+    Artifact {
+        path: "figures/challenge4_strategies.svg",
+        about: "challenge 4: each strategy's planned peak vs the card, and its measured time vs the plain step (cpu, wgpu)",
+        render: charts::strategies::challenge4_strategies,
+    },
+    Artifact {
+        path: "figures/challenge4_deep.svg",
+        about: "challenge 4 with 9 hidden layers: the same, where checkpointing has layers to drop (cpu)",
+        render: charts::strategies::challenge4_deep,
+    },
+    Artifact {
+        path: "generated/estimate_table.md",
+        about: "table: the equation's peak vs the measured peak for every reference setup",
+        render: pages::memory_equation::estimate_table,
+    },
+    Artifact {
+        path: "generated/challenge1_full_batch.md",
+        about: "challenge 1: the full training set as one batch, by category, the OOM, the largest batch",
+        render: pages::challenge_1::challenge1_full_batch,
+    },
+    Artifact {
+        path: "generated/challenge2_depth.md",
+        about: "challenge 2: the deepest network that fits (width 5000, batch 32), SGD and Adam, vs the equation",
+        render: pages::challenge_2::challenge2_depth,
+    },
+    Artifact {
+        path: "generated/widest_on_card.md",
+        about: "table: the widest hidden layers that fit at batch 32 for 1, 3 and 5 layers",
+        render: pages::networks::widest_on_card,
+    },
+    Artifact {
+        path: "generated/figure_alts.md",
+        about: "list: every figure's alt text",
+        render: pages::figure_alts,
+    },
+    Artifact {
+        path: "generated/alt_memory_vs_batch.md",
+        about: "inline: alt text of memory_vs_batch.svg",
+        render: || Ok(charts::batch::ALT_MEMORY_VS_BATCH.to_string()),
+    },
+    Artifact {
+        path: "generated/alt_leak_timeline.md",
+        about: "inline: alt text of leak_timeline.svg",
+        render: charts::timeline::alt_leak_timeline,
+    },
+    Artifact {
+        path: "generated/alt_challenge4_strategies.md",
+        about: "inline: alt text of challenge4_strategies.svg",
+        render: || charts::strategies::alt(0),
+    },
+    Artifact {
+        path: "generated/alt_challenge4_deep.md",
+        about: "inline: alt text of challenge4_deep.svg",
+        render: || charts::strategies::alt(1),
+    },
+    Artifact {
+        path: "generated/challenge4_times.md",
+        about: "challenge 4: the recorded times of every strategy (machine, date, command), from `figures -- --measure`",
+        render: pages::challenge_4::challenge4_times,
+    },
+    Artifact {
+        path: "generated/demo_times.md",
+        about: "table: the instructors' commands, timed by `figures -- --measure` (machine, date)",
+        render: pages::instructors::demo_times,
+    },
+    Artifact {
+        path: "generated/alt_memory_vs_width.md",
+        about: "inline: alt text of memory_vs_width.svg",
+        render: || Ok(charts::width::ALT_MEMORY_VS_WIDTH.to_string()),
+    },
+    Artifact {
+        path: "generated/alt_memory_vs_depth.md",
+        about: "inline: alt text of memory_vs_depth.svg",
+        render: || Ok(charts::depth::ALT_MEMORY_VS_DEPTH.to_string()),
+    },
+    Artifact {
+        path: "generated/alt_alloc_timeline.md",
+        about: "inline: alt text of alloc_timeline.svg",
+        render: || Ok(charts::timeline::ALT_ALLOC_TIMELINE.to_string()),
+    },
+    Artifact {
+        path: "generated/card_capacity.md",
+        about: "inline: the card's capacity",
+        render: pages::card_capacity,
+    },
+    Artifact {
+        path: "generated/full_batch_peak.md",
+        about: "inline: the equation's peak for the full training set as one batch",
+        render: pages::memory_equation::full_batch_peak,
+    },
+    Artifact {
+        path: "generated/full_batch_tried.md",
+        about: "inline: what the full-batch step tried to allocate when it ran out",
+        render: pages::memory_equation::full_batch_tried,
+    },
+    Artifact {
+        path: "generated/largest_batch_on_card.md",
+        about: "inline: the largest batch of the lesson's network that fits on the card (rows)",
+        render: pages::challenge_1::largest_batch_on_card,
+    },
+    Artifact {
+        path: "generated/deepest_sgd.md",
+        about: "inline: the deepest network (width 5000, batch 32, SGD) that fits",
+        render: pages::challenge_2::deepest_sgd,
+    },
+    Artifact {
+        path: "generated/deepest_adam.md",
+        about: "inline: the deepest network (width 5000, batch 32, Adam) that fits",
+        render: pages::challenge_2::deepest_adam,
+    },
+    Artifact {
+        path: "generated/full_batch_oom.md",
+        about: "block: challenge 1's out-of-memory message alone (the full batch on the card)",
+        render: pages::monitoring::full_batch_oom,
+    },
+    Artifact {
+        path: "generated/full_batch_allocated.md",
+        about: "inline: allocated when the full batch ran out (the message's \"already allocated\")",
+        render: pages::monitoring::full_batch_allocated,
+    },
+    Artifact {
+        path: "generated/full_batch_free.md",
+        about: "inline: the free bytes in the full batch's message (capacity − reserved)",
+        render: pages::monitoring::full_batch_free,
+    },
+    Artifact {
+        path: "generated/full_batch_reserved.md",
+        about: "inline: reserved when the full batch ran out (the message's \"reserved in total\")",
+        render: pages::monitoring::full_batch_reserved,
+    },
+    Artifact {
+        path: "generated/full_batch_input.md",
+        about: "inline: the full batch's input-batch bytes (features and labels of every row)",
+        render: pages::challenge_1::full_batch_input,
+    },
+    Artifact {
+        path: "generated/largest_batch_peak_allocated.md",
+        about: "inline: peak allocated of the step at the largest batch that fits the card",
+        render: pages::challenge_1::largest_batch_peak_allocated,
+    },
+    Artifact {
+        path: "generated/largest_batch_peak_reserved.md",
+        about: "inline: peak reserved of the step at the largest batch that fits the card",
+        render: pages::challenge_1::largest_batch_peak_reserved,
+    },
+    Artifact {
+        path: "generated/reserved_jump_batch.md",
+        about: "inline: the first batch (rows) whose step needs a third activation-sized segment",
+        render: pages::monitoring::reserved_jump_batch,
+    },
+    Artifact {
+        path: "generated/reserved_jump_commands.md",
+        about: "block: the two challenge1 commands one row below and at the reserved jump",
+        render: pages::monitoring::reserved_jump_commands,
+    },
+    Artifact {
+        path: "generated/challenge2_oom.md",
+        about: "block: challenge 2's out-of-memory message at one layer too many (SGD)",
+        render: pages::challenge_2::challenge2_oom,
+    },
+    Artifact {
+        path: "generated/lesson_five_layers.md",
+        about: "inline: what 5 hidden layers of 5000 need at batch 32 with SGD and Adam, and their share of the card",
+        render: pages::challenge_2::lesson_five_layers,
+    },
+    Artifact {
+        path: "generated/per_layer_bytes.md",
+        about: "inline: what each extra hidden layer of 5000 adds to the peak at batch 32 with SGD",
+        render: pages::networks::per_layer_bytes,
+    },
+    Artifact {
+        path: "generated/challenge3_leak.md",
+        about: "challenge 3: the leaking vs the fixed loop on a 4 MiB card — epochs, outcome, peaks",
+        render: pages::challenge_3::challenge3_leak,
+    },
+    Artifact {
+        path: "generated/challenge3_fragmentation.md",
+        about: "challenge 3: the fragmented cache's message and the remedies (outcome, segment allocations and frees)",
+        render: pages::challenge_3::challenge3_fragmentation,
+    },
+    Artifact {
+        path: "generated/challenge4_strategies.md",
+        about: "challenge 4: each strategy's planned peak on challenge 1's full batch, and the cheapest that fits (no times)",
+        render: pages::challenge_4::challenge4_strategies,
+    },
+    Artifact {
+        path: "generated/challenge4_deep.md",
+        about: "challenge 4: the same with 9 hidden layers, where checkpointing has layers to drop (no times)",
+        render: pages::challenge_4::challenge4_deep,
+    },
+    Artifact {
+        path: "generated/challenge4_deep_layers.md",
+        about: "inline: the hidden layers of challenge 4's deeper setup (the pages' `-- --layers N`)",
+        render: pages::challenge_4::challenge4_deep_layers,
+    },
+    Artifact {
+        path: "generated/demo_challenge1.txt",
+        about: "transcript: what `cargo run -p challenge1 -- --backend plan` prints",
+        render: pages::instructors::demo_challenge1,
+    },
+    Artifact {
+        path: "generated/demo_challenge2.txt",
+        about: "transcript: what `cargo run -p challenge2 -- --backend plan` prints",
+        render: pages::instructors::demo_challenge2,
+    },
+];

@@ -1,0 +1,75 @@
+//! Challenge 1 (`challenge-1.md`): the whole training set as one batch, and the largest batch
+//! that fits.
+
+use crate::data::{LESSON_WIDTH, equation, measure};
+use crate::style::grouped;
+use anyhow::{Result, anyhow};
+use gpumem::data::LESSON_TRAINING_EVENTS as FULL;
+use gpumem::lesson::{CARD_BYTES, planning_on_card};
+use gpumem::mlp::MlpConfig;
+use gpumem::size::format_bytes;
+use std::fmt::Write as _;
+
+use super::largest_batch;
+
+/// Challenge 1: the whole training set as one batch, by category, and what the card says.
+pub fn challenge1_full_batch() -> Result<String> {
+    let config = MlpConfig::lesson(LESSON_WIDTH);
+    let e = equation(&config, FULL)?;
+    let step = measure(&planning_on_card(), &config, FULL)?;
+    let oom = step
+        .oom
+        .ok_or_else(|| anyhow!("the full training set fits on the card: challenge 1 is moot"))?;
+    let largest = largest_batch()?;
+    let mut out = format!(
+        "The lesson's network (2 features, one hidden layer of {}, 2 classes, SGD) with all \
+         {} training rows as one batch, by the memory equation:\n\n\
+         | memory | bytes |\n| :--- | ---: |\n",
+        grouped(LESSON_WIDTH),
+        grouped(FULL)
+    );
+    for (name, bytes) in e.categories() {
+        writeln!(out, "| {name} | {} |", format_bytes(bytes))?;
+    }
+    writeln!(
+        out,
+        "| **peak allocated** | **{}** |\n",
+        format_bytes(e.peak_allocated)
+    )?;
+    writeln!(
+        out,
+        "On the {} card, one step on `plan` fails while allocating `{}`:\n\n```text\n{oom}\n```\n",
+        format_bytes(CARD_BYTES),
+        oom.label
+    )?;
+    writeln!(
+        out,
+        "The largest batch that fits is {} rows: its step peaks at {} allocated and {} reserved.",
+        grouped(largest.rows),
+        format_bytes(largest.step.peak_allocated),
+        format_bytes(largest.step.peak_reserved)
+    )?;
+    Ok(out)
+}
+
+/// The full batch's features and labels on the card, e.g. `13.42 MiB`.
+pub fn full_batch_input() -> Result<String> {
+    Ok(format_bytes(
+        equation(&MlpConfig::lesson(LESSON_WIDTH), FULL)?.input_batch,
+    ))
+}
+
+/// The largest batch of the lesson's network that fits on the card, e.g. `710 410`.
+pub fn largest_batch_on_card() -> Result<String> {
+    Ok(grouped(largest_batch()?.rows))
+}
+
+/// The step at the largest batch that fits: its peak allocated.
+pub fn largest_batch_peak_allocated() -> Result<String> {
+    Ok(format_bytes(largest_batch()?.step.peak_allocated))
+}
+
+/// The step at the largest batch that fits: its peak reserved.
+pub fn largest_batch_peak_reserved() -> Result<String> {
+    Ok(format_bytes(largest_batch()?.step.peak_reserved))
+}

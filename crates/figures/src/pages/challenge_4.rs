@@ -1,0 +1,214 @@
+//! Challenge 4 (`challenge-4.md`): each strategy's planned peak and recorded times.
+
+use crate::data::LESSON_WIDTH;
+use crate::style::grouped;
+use anyhow::{Result, anyhow};
+use gpumem::data::LESSON_TRAINING_EVENTS as FULL;
+use gpumem::lesson::CARD_BYTES;
+use gpumem::mlp::MlpConfig;
+use gpumem::size::format_bytes;
+use std::fmt::Write as _;
+
+/// [`crate::measured::CHALLENGE4_DEEP_LAYERS`], for the pages' `-- --layers N`.
+pub fn challenge4_deep_layers() -> Result<String> {
+    Ok(crate::measured::CHALLENGE4_DEEP_LAYERS.to_string())
+}
+
+/// Challenge 4 on its default setup, Challenge 1's full batch.
+pub fn challenge4_strategies() -> Result<String> {
+    strategies_table(
+        &MlpConfig::lesson(LESSON_WIDTH),
+        FULL,
+        "cargo run -p challenge4",
+        true,
+    )
+}
+
+/// Challenge 4 on Challenge 1's full batch with [`crate::measured::CHALLENGE4_DEEP_LAYERS`] hidden layers.
+pub fn challenge4_deep() -> Result<String> {
+    strategies_table(
+        &MlpConfig::lesson(LESSON_WIDTH).with_layers(crate::measured::CHALLENGE4_DEEP_LAYERS),
+        FULL,
+        &format!(
+            "cargo run -p challenge4 -- --layers {}",
+            crate::measured::CHALLENGE4_DEEP_LAYERS
+        ),
+        false,
+    )
+}
+
+/// Every strategy alone, then the cheapest combination that fits (and the cheapest that keeps
+/// float32), one update of `rows` rows planned at full size by the demo's own code
+/// (`challenge4::strategies`) — the memory half of `command`'s table. No times: they are
+/// measurements, not plans. With `explain`, a last sentence gives the engine's order of
+/// "cheapest".
+fn strategies_table(base: &MlpConfig, rows: u64, command: &str, explain: bool) -> Result<String> {
+    use challenge4::strategies::{self, Accumulation, Planner, Row, precision_name};
+    use gpumem::fit::{CHEAPEST_RULE, checkpointing_has_effect};
+    use gpumem::mlp::{Checkpointing, Precision, Strategy};
+    let (f32, sqrt) = (Precision::Float32, Checkpointing::Sqrt);
+    let plan = Planner::new(CARD_BYTES);
+    // The demo's defaults: float32, `--accumulation auto`, `--checkpoint sqrt`.
+    let k = strategies::micro_batches(&plan, base, rows, f32, Accumulation::Auto, sqrt)?;
+    let mut out = format!(
+        "`{command}`: {} hidden layer{} of {} (SGD), one update of {} rows on the {} card, \
+         planned at full size on `plan`:\n\n\
+         | strategy | micro-batches × rows | peak allocated | fits? | layers recomputed |\n\
+         | :--- | ---: | ---: | :--- | ---: |\n",
+        base.layers,
+        if base.layers == 1 { "" } else { "s" },
+        grouped(base.hidden),
+        grouped(rows),
+        format_bytes(CARD_BYTES),
+    );
+    let write = |out: &mut String, mut row: Row| -> Result<()> {
+        row.plan(&plan, base, rows)?;
+        writeln!(
+            out,
+            "| {} | {}\u{a0}×\u{a0}{} | {} | {} | {} |",
+            row.name,
+            row.micro_batches,
+            grouped(row.micro_batch_rows),
+            format_bytes(row.peak_allocated),
+            if row.fits { "yes" } else { "no" },
+            row.recomputed_layers
+        )?;
+        Ok(())
+    };
+    // The demo's rows of the plain step and of each strategy alone, named as the pages do.
+    let strategies_on = |s: &Strategy| {
+        usize::from(s.precision != f32)
+            + usize::from(s.accumulation > 1)
+            + usize::from(s.checkpointing != Checkpointing::Off)
+    };
+    let alone = strategies::rows(base, f32, k, sqrt)
+        .into_iter()
+        .filter(|r| strategies_on(&r.strategy) <= 1);
+    for mut row in alone {
+        // The demo's names ("none (float32)", "float64", "mixed precision"), but for
+        // accumulation and checkpointing, which the pages word their own way.
+        let s = row.strategy;
+        if s.accumulation > 1 {
+            row.name = format!("gradient accumulation\u{a0}×{k}");
+        } else if s.checkpointing != Checkpointing::Off {
+            row.name = if checkpointing_has_effect(s.checkpointing, base.layers) {
+                format!(
+                    "checkpointing, segments of ⌈√{}⌉\u{a0}=\u{a0}{}",
+                    base.layers,
+                    s.checkpointing.segment(base.layers)
+                )
+            } else {
+                format!(
+                    "checkpointing (nothing to drop with {} hidden layer{})",
+                    base.layers,
+                    if base.layers == 1 { "" } else { "s" }
+                )
+            };
+        }
+        write(&mut out, row)?;
+    }
+    let cheapest = strategies::cheapest(&plan, base, rows, sqrt)?;
+    let best = cheapest
+        .best
+        .ok_or_else(|| anyhow!("no strategy fits `{command}`"))?;
+    let best32 = cheapest.float32.filter(|f| f.strategy != best.strategy);
+    let words = |s: &Strategy| {
+        let accumulation = if s.accumulation > 1 {
+            format!(" + accumulation\u{a0}×{}", s.accumulation)
+        } else {
+            String::new()
+        };
+        let checkpointing = if checkpointing_has_effect(s.checkpointing, base.layers) {
+            format!(
+                " + checkpointing every {}",
+                s.checkpointing.segment(base.layers)
+            )
+        } else {
+            String::new()
+        };
+        format!(
+            "{}{accumulation}{checkpointing}",
+            precision_name(s.precision)
+        )
+    };
+    let name = format!("**the cheapest that fits**: {}", words(&best.strategy));
+    write(&mut out, Row::new(&name, best.strategy))?;
+    if let Some(f) = best32 {
+        let name = format!("the cheapest in float32: {}", words(&f.strategy));
+        write(&mut out, Row::new(&name, f.strategy))?;
+    }
+    if explain {
+        writeln!(
+            out,
+            "\n\"Cheapest\", as the engine's `gpumem::fit` orders them: {CHEAPEST_RULE}."
+        )?;
+    }
+    Ok(out)
+}
+
+/// Challenge 4's recorded times: for each setup, every strategy's planned peak and its time
+/// per epoch on each backing, with the machine, the date and the command that measured them.
+pub fn challenge4_times() -> Result<String> {
+    use crate::measured::{self, distinct, planned_rows};
+    let record = measured::load()?;
+    let mut out = String::new();
+    for setup in &record.setups {
+        let runs = &setup.runs;
+        let Some(first) = runs.first() else {
+            continue;
+        };
+        writeln!(
+            out,
+            "`cargo run --release -p challenge4 -- {}`, each strategy timed on a sample of {} \
+             rows (1 epoch, one update per epoch):\n",
+            first.args[2..].join(" "),
+            grouped(first.sample_rows)
+        )?;
+        let mut header = "| strategy | peak allocated (full size) | fits? |".to_string();
+        let mut rule = "| :--- | ---: | :--- |".to_string();
+        for run in runs {
+            write!(header, " {}: time per epoch | vs none |", run.backend)?;
+            rule.push_str(" ---: | ---: |");
+        }
+        writeln!(out, "{header}\n{rule}")?;
+        for row in planned_rows(setup.layers)?
+            .iter()
+            .filter(|r| distinct(r, setup.layers))
+        {
+            write!(
+                out,
+                "| {} | {} | {} |",
+                row.name,
+                format_bytes(row.peak_allocated),
+                if row.fits { "yes" } else { "no" }
+            )?;
+            for run in runs {
+                let times = run.rows.iter().find(|r| r.name == row.name);
+                match times.and_then(|t| t.seconds_per_epoch.zip(t.relative_to_none)) {
+                    Some((s, r)) => write!(out, " {s:.2} s | ×{r:.2} |")?,
+                    None => write!(out, " not measured | — |")?,
+                }
+            }
+            writeln!(out)?;
+        }
+        writeln!(out)?;
+    }
+    let devices: Vec<String> = record
+        .setups
+        .iter()
+        .flat_map(|s| s.runs.iter())
+        .map(|r| format!("{}: {}", r.backend, r.device))
+        .collect::<std::collections::BTreeSet<_>>()
+        .into_iter()
+        .collect();
+    writeln!(
+        out,
+        "Measured on {} ({}), {}, by `{}`. Peaks are planned afresh every time the book's \
+         figures are generated; the times are this one measurement.",
+        record.machine,
+        devices.join("; "),
+        record.date,
+        record.command
+    )?;
+    Ok(out)
+}

@@ -1,0 +1,53 @@
+//! For instructors (`instructors.md`): demo transcripts and timed commands.
+
+use anyhow::Result;
+use std::fmt::Write as _;
+
+use super::transcript;
+
+/// `cargo run -p challenge1 -- --backend plan`, as it prints.
+pub fn demo_challenge1() -> Result<String> {
+    transcript(|| challenge1::run(["challenge1", "--backend", "plan"]))
+}
+
+/// `cargo run -p challenge2 -- --backend plan`, as it prints.
+pub fn demo_challenge2() -> Result<String> {
+    transcript(|| challenge2::run(["challenge2", "--backend", "plan"]))
+}
+
+/// The instructors' commands, as timed by `figures -- --measure`: the table of the
+/// instructors' page, with the machine and the date.
+pub fn demo_times() -> Result<String> {
+    let record = crate::measured::load()?;
+    let mut out = String::from("| command | wall time |\n| :--- | ---: |\n");
+    for d in &record.demos {
+        let place = if d.dir == "." {
+            String::new()
+        } else {
+            format!("`cd {}`, then ", d.dir)
+        };
+        let note = if d.success {
+            ""
+        } else {
+            " (fails: the exercise is unsolved)"
+        };
+        writeln!(out, "| {place}`{}`{note} | {:.1} s |", d.command, d.seconds)?;
+    }
+    // The 1-minute load averages.
+    let loads: Vec<f64> = record
+        .demos
+        .iter()
+        .filter_map(|d| d.load_average.split_whitespace().next()?.parse().ok())
+        .collect();
+    writeln!(
+        out,
+        "\nMeasured on {}, {}, by `{}`: the debug build, already built, the median of 3 \
+         runs (1 for runs over 5 s), with a 1-minute load average of {:.2} to {:.2} before each.",
+        record.machine,
+        record.date,
+        record.command,
+        loads.iter().copied().fold(f64::INFINITY, f64::min),
+        loads.iter().copied().fold(0.0, f64::max),
+    )?;
+    Ok(out)
+}
