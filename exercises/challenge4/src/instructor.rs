@@ -8,8 +8,9 @@ use crate::strategies::{self, Accumulation, Row, Timing};
 use clap::{CommandFactory, FromArgMatches, Parser};
 use demo::{DeviceArgs, ModelArgs, Output, with_defaults};
 use gpumem::data::LESSON_TRAINING_EVENTS;
+use gpumem::device::DeviceInfo;
 use gpumem::fit::CHEAPEST_RULE;
-use gpumem::mlp::{Checkpointing, Precision};
+use gpumem::mlp::{Checkpointing, MlpConfig, Precision, Strategy};
 use gpumem::size::{MemorySpec, format_bytes};
 use gpumem::{Backend, Device};
 use serde_json::json;
@@ -98,145 +99,256 @@ pub fn run(args: impl IntoIterator<Item = impl Into<OsString> + Clone>) -> anyho
     let cmd = with_defaults(Cli::command(), &[("batch", "full")]);
     let cli = Cli::from_arg_matches(&cmd.try_get_matches_from(args)?)?;
     let out = Output::new(cli.json);
-    let base = cli.model.config();
-    base.validate()?;
-    let MemorySpec::Bytes(card) = cli.device.device_memory else {
-        anyhow::bail!(
-            "challenge4 plans every strategy at full size on the plan backing, which needs a \
-             card size: give --device-memory a size (e.g. 16GiB) instead of native"
-        );
-    };
-    let (rows, notice) = cli.model.batch_rows();
-    let opened = Device::new(&cli.device.options(cli.device.backend))?.info();
-    let timing_backend = opened.backend;
+    let demo = Demo::open(&cli, out)?;
+    let notes = demo.header();
 
-    out.line("Challenge 4 — fitting more on the card");
-    out.line(format!(
-        "device:  {} card; memory planned at full size on the plan backing",
-        format_bytes(card)
-    ));
-    out.line(match timing_backend {
-        Backend::Plan => {
-            "time:    not measured (the plan backing runs no kernels; use --backend cpu or wgpu)"
-                .to_string()
-        }
-        b => format!(
-            "time:    executed on the {b} backing ({}) on a sample of {} rows, {} epoch{}",
-            opened.reason,
-            cli.time_samples.min(cli.model.samples),
-            cli.time_epochs,
-            if cli.time_epochs == 1 { "" } else { "s" }
-        ),
-    });
-    out.line(format!(
-        "network: {} inputs → {} hidden layer(s) of {} (ReLU) → {} classes, {}, {} parameters, starting from {}",
-        base.inputs,
-        base.layers,
-        base.hidden,
-        base.classes,
-        base.optimizer,
-        base.parameter_count(),
-        cli.precision
-    ));
-    out.line(format!(
-        "batch:   {rows} rows{}",
-        if rows == cli.model.samples {
-            " (the whole training set)"
-        } else {
-            ""
-        }
-    ));
-    if let Some(n) = notice {
-        out.line(format!("note:    {n}"));
-    }
-    let mut notes = Vec::new();
-    if cli.time_samples > cli.model.samples {
-        notes.push(format!(
-            "--time-samples {} is more than the data set's {} rows; timing on all of them",
-            cli.time_samples, cli.model.samples
-        ));
-    }
-    for n in &notes {
-        out.line(format!("note:    {n}"));
-    }
-
-    // Every strategy, alone and combined: memory at full size.
-    let plan = strategies::Planner::new(card);
+    // Every strategy, alone and combined: memory at full size, time on the sample.
     let k = strategies::micro_batches(
-        &plan,
-        &base,
-        rows,
+        &demo.plan,
+        &demo.base,
+        demo.rows,
         cli.precision,
         cli.accumulation,
         cli.checkpoint,
     )?;
-    let mut table = strategies::rows(&base, cli.precision, k, cli.checkpoint);
-    let bar = demo::progress(table.len() as u64, "planning and timing", out);
-    let sample = strategies::Sample::new(
-        cli.time_samples.min(cli.model.samples),
-        cli.model.batch,
-        cli.time_epochs,
-        cli.model.seed,
-    );
-    if timing_backend != Backend::Plan {
-        // One untimed run first, so that the first row does not pay the process's warm-up.
-        sample.warm_up(&cli.device.options(timing_backend), &base);
-    }
-    let mut timed: Vec<(gpumem::mlp::Strategy, Timing)> = Vec::new();
-    for row in &mut table {
-        row.plan(&plan, &base, rows)?;
-        if timing_backend != Backend::Plan {
-            let key = row.effective(&base);
-            let timing = match timed.iter().find(|(s, _)| *s == key) {
-                Some((_, t)) => t.clone(),
-                None => {
-                    let t = sample.time(&cli.device.options(timing_backend), &base, key)?;
-                    timed.push((key, t.clone()));
-                    t
-                }
-            };
-            row.timing = Some(timing);
-        }
-        bar.inc(1);
-    }
-    bar.finish_and_clear();
+    let mut table = strategies::rows(&demo.base, cli.precision, k, cli.checkpoint);
+    let sample = demo.plan_and_time(&mut table)?;
     strategies::relative_times(&mut table);
     let equivalence = strategies::equivalence(&table);
+    demo.print_memory(&table);
+    if demo.timing_backend != Backend::Plan {
+        demo.print_times(&table, &sample, &equivalence);
+    }
+    let cheapest = strategies::cheapest(&demo.plan, &demo.base, demo.rows, cli.checkpoint)?;
+    demo.print_cheapest(&cheapest)?;
 
-    out.section(&format!(
-        "Memory of one update of {rows} rows (planned at full size on the plan backing)"
-    ));
+    // The sources' claims, measured.
+    let (base, rows) = (&demo.base, demo.rows);
+    let floats = strategies::float_comparison(&demo.plan, base, rows, cli.model.samples)?;
+    out.section("float32 against float64 (the field report: load features as float32)");
     out.table(
-        &[
-            "strategy",
-            "micro-batches × rows",
-            "peak allocated",
-            "fits?",
-            "layers recomputed",
-            "extra forward passes",
-        ],
-        &table.iter().map(Row::memory_cells).collect::<Vec<_>>(),
+        &["term", "float32", "float64", "float64 / float32"],
+        &floats.cells(),
     );
-    if let Some(oom) = table.first().and_then(|r| r.out_of_memory.as_ref()) {
-        out.line(format!(
-            "Without a strategy the update runs out of memory: {oom}."
-        ));
+    out.line(floats.verdict());
+    let mixed = strategies::mixed_comparison(&demo.plan, base, rows)?;
+    out.section("What mixed precision really saves");
+    out.table(
+        &["term", "float32", "mixed", "mixed / float32"],
+        &mixed.cells(),
+    );
+    out.line(mixed.verdict());
+
+    let strategies::Cheapest {
+        best,
+        float32: best32,
+    } = cheapest;
+    out.json(&json!({
+        "device": demo.opened,
+        "card_bytes": demo.card,
+        "memory_backend": Backend::Plan,
+        "config": base,
+        "batch": rows,
+        "samples": cli.model.samples,
+        "starting_precision": cli.precision,
+        "accumulation_micro_batches": k,
+        "checkpointing": cli.checkpoint,
+        "timing": {
+            "backend": demo.timing_backend,
+            "executed": demo.timing_backend != Backend::Plan,
+            "samples": sample.rows,
+            "epochs": sample.epochs,
+            "batch": sample.batch_rows(),
+        },
+        "rows": table,
+        "equivalence": equivalence,
+        "cheapest": best.as_ref().map(|f| strategies::fit_json(f, base, rows)),
+        "cheapest_float32": best32.as_ref().map(|f| strategies::fit_json(f, base, rows)),
+        "cheapest_rule": CHEAPEST_RULE,
+        "float32_vs_float64": floats,
+        "mixed_precision": mixed,
+        "notes": notes,
+        "lesson_training_events": LESSON_TRAINING_EVENTS,
+    }));
+    Ok(())
+}
+
+/// What every part of the demo needs: the flags, the setup, the card and the backings.
+struct Demo<'a> {
+    cli: &'a Cli,
+    out: Output,
+    base: MlpConfig,
+    card: u64,
+    rows: u64,
+    notice: Option<String>,
+    opened: DeviceInfo,
+    timing_backend: Backend,
+    plan: strategies::Planner,
+}
+
+impl<'a> Demo<'a> {
+    fn open(cli: &'a Cli, out: Output) -> anyhow::Result<Demo<'a>> {
+        let base = cli.model.config();
+        base.validate()?;
+        let MemorySpec::Bytes(card) = cli.device.device_memory else {
+            anyhow::bail!(
+                "challenge4 plans every strategy at full size on the plan backing, which needs \
+                 a card size: give --device-memory a size (e.g. 16GiB) instead of native"
+            );
+        };
+        let (rows, notice) = cli.model.batch_rows();
+        let opened = Device::new(&cli.device.options(cli.device.backend))?.info();
+        Ok(Demo {
+            cli,
+            out,
+            base,
+            card,
+            rows,
+            notice,
+            timing_backend: opened.backend,
+            opened,
+            plan: strategies::Planner::new(card),
+        })
     }
-    out.line(
-        "Accumulation runs the same rows in more, smaller passes: no extra arithmetic, but the \
-         passes run one after another. Checkpointing computes the recomputed layers twice.",
-    );
-    if table.iter().any(|r| !r.checkpointing_has_effect) {
+
+    /// The setup, where memory is planned and time measured; returns the notes it printed.
+    fn header(&self) -> Vec<String> {
+        let (cli, out, base) = (self.cli, self.out, &self.base);
+        out.line("Challenge 4 — fitting more on the card");
         out.line(format!(
-            "* With {} hidden layer{}, checkpointing has nothing to drop (no layer lies between \
-             two checkpoints): these rows are the same step without it.",
+            "device:  {} card; memory planned at full size on the plan backing",
+            format_bytes(self.card)
+        ));
+        out.line(match self.timing_backend {
+            Backend::Plan => "time:    not measured (the plan backing runs no kernels; use \
+                              --backend cpu or wgpu)"
+                .to_string(),
+            b => format!(
+                "time:    executed on the {b} backing ({}) on a sample of {} rows, {} epoch{}",
+                self.opened.reason,
+                cli.time_samples.min(cli.model.samples),
+                cli.time_epochs,
+                if cli.time_epochs == 1 { "" } else { "s" }
+            ),
+        });
+        out.line(format!(
+            "network: {} inputs → {} hidden layer(s) of {} (ReLU) → {} classes, {}, {} \
+             parameters, starting from {}",
+            base.inputs,
             base.layers,
-            if base.layers == 1 { "" } else { "s" }
+            base.hidden,
+            base.classes,
+            base.optimizer,
+            base.parameter_count(),
+            cli.precision
         ));
+        let whole = if self.rows == cli.model.samples {
+            " (the whole training set)"
+        } else {
+            ""
+        };
+        out.line(format!("batch:   {} rows{whole}", self.rows));
+        if let Some(n) = &self.notice {
+            out.line(format!("note:    {n}"));
+        }
+        let mut notes = Vec::new();
+        if cli.time_samples > cli.model.samples {
+            notes.push(format!(
+                "--time-samples {} is more than the data set's {} rows; timing on all of them",
+                cli.time_samples, cli.model.samples
+            ));
+        }
+        for n in &notes {
+            out.line(format!("note:    {n}"));
+        }
+        notes
     }
-    if timing_backend != Backend::Plan {
+
+    /// Plans every row at full size and, on a backing that executes, times it on the sample
+    /// (once per distinct effective strategy).
+    fn plan_and_time(&self, table: &mut [Row]) -> anyhow::Result<strategies::Sample> {
+        let cli = self.cli;
+        let bar = demo::progress(table.len() as u64, "planning and timing", self.out);
+        let sample = strategies::Sample::new(
+            cli.time_samples.min(cli.model.samples),
+            cli.model.batch,
+            cli.time_epochs,
+            cli.model.seed,
+        );
+        let timing = cli.device.options(self.timing_backend);
+        let executes = self.timing_backend != Backend::Plan;
+        if executes {
+            // One untimed run first, so that the first row does not pay the process's warm-up.
+            sample.warm_up(&timing, &self.base);
+        }
+        let mut timed: Vec<(Strategy, Timing)> = Vec::new();
+        for row in table.iter_mut() {
+            row.plan(&self.plan, &self.base, self.rows)?;
+            if executes {
+                let key = row.effective(&self.base);
+                let t = match timed.iter().find(|(s, _)| *s == key) {
+                    Some((_, t)) => t.clone(),
+                    None => {
+                        let t = sample.time(&timing, &self.base, key)?;
+                        timed.push((key, t.clone()));
+                        t
+                    }
+                };
+                row.timing = Some(t);
+            }
+            bar.inc(1);
+        }
+        bar.finish_and_clear();
+        Ok(sample)
+    }
+
+    fn print_memory(&self, table: &[Row]) {
+        let out = self.out;
         out.section(&format!(
-            "Time and learning on the sample (executed on {timing_backend}: {} rows, {} epoch{}, batch {})",
+            "Memory of one update of {} rows (planned at full size on the plan backing)",
+            self.rows
+        ));
+        out.table(
+            &[
+                "strategy",
+                "micro-batches × rows",
+                "peak allocated",
+                "fits?",
+                "layers recomputed",
+                "extra forward passes",
+            ],
+            &table.iter().map(Row::memory_cells).collect::<Vec<_>>(),
+        );
+        if let Some(oom) = table.first().and_then(|r| r.out_of_memory.as_ref()) {
+            out.line(format!(
+                "Without a strategy the update runs out of memory: {oom}."
+            ));
+        }
+        out.line(
+            "Accumulation runs the same rows in more, smaller passes: no extra arithmetic, but \
+             the passes run one after another. Checkpointing computes the recomputed layers \
+             twice.",
+        );
+        if table.iter().any(|r| !r.checkpointing_has_effect) {
+            let layers = self.base.layers;
+            out.line(format!(
+                "* With {layers} hidden layer{}, checkpointing has nothing to drop (no layer lies \
+                 between two checkpoints): these rows are the same step without it.",
+                if layers == 1 { "" } else { "s" }
+            ));
+        }
+    }
+
+    fn print_times(
+        &self,
+        table: &[Row],
+        sample: &strategies::Sample,
+        equivalence: &strategies::Equivalence,
+    ) {
+        let out = self.out;
+        out.section(&format!(
+            "Time and learning on the sample (executed on {}: {} rows, {} epoch{}, batch {})",
+            self.timing_backend,
             sample.rows,
             sample.epochs,
             if sample.epochs == 1 { "" } else { "s" },
@@ -259,88 +371,44 @@ pub fn run(args: impl IntoIterator<Item = impl Into<OsString> + Clone>) -> anyho
             "Measured on the sample, not at full size; compare the strategies with each other. \
              A debug build is many times slower than --release.",
         );
-        if timing_backend == Backend::Cpu {
+        if self.timing_backend == Backend::Cpu {
             out.line(
                 "On the cpu backing mixed precision costs time instead of saving it: every \
-                 float16 value is converted in software when a kernel loads or stores it. A GPU with \
-                 16-bit support converts in hardware, and many multiply 16-bit values faster.",
+                 float16 value is converted in software when a kernel loads or stores it. A GPU \
+                 with 16-bit support converts in hardware, and many multiply 16-bit values \
+                 faster.",
             );
         }
     }
 
-    // The cheapest that fits.
-    let strategies::Cheapest {
-        best,
-        float32: best32,
-    } = strategies::cheapest(&plan, &base, rows, cli.checkpoint)?;
-    out.section("The cheapest combination that fits");
-    out.line(format!("\"Cheapest\": {CHEAPEST_RULE}."));
-    match &best {
-        Some(f) => {
-            out.line(format!(
-                "→ {}: peak {} of the {} card.",
-                strategies::describe(&f.strategy, &base, rows),
-                format_bytes(f.memory.peak_allocated),
-                format_bytes(card)
-            ));
-            if let Some(f32) = best32.as_ref().filter(|b| b.strategy != f.strategy) {
+    fn print_cheapest(&self, cheapest: &strategies::Cheapest) -> anyhow::Result<()> {
+        let (out, base, rows) = (self.out, &self.base, self.rows);
+        out.section("The cheapest combination that fits");
+        out.line(format!("\"Cheapest\": {CHEAPEST_RULE}."));
+        match &cheapest.best {
+            Some(f) => {
                 out.line(format!(
-                    "  Keeping float32 (the plain step's numbers): {}: peak {}.",
-                    strategies::describe(&f32.strategy, &base, rows),
-                    format_bytes(f32.memory.peak_allocated)
+                    "→ {}: peak {} of the {} card.",
+                    strategies::describe(&f.strategy, base, rows),
+                    format_bytes(f.memory.peak_allocated),
+                    format_bytes(self.card)
                 ));
+                let other = cheapest.float32.as_ref();
+                if let Some(f32) = other.filter(|b| b.strategy != f.strategy) {
+                    out.line(format!(
+                        "  Keeping float32 (the plain step's numbers): {}: peak {}.",
+                        strategies::describe(&f32.strategy, base, rows),
+                        format_bytes(f32.memory.peak_allocated)
+                    ));
+                }
             }
+            None => out.line(format!(
+                "Nothing fits: even one row per micro-batch with every strategy runs out. The \
+                 model itself — parameters, gradients and optimizer state, {} — must shrink, or \
+                 be split across cards (model parallelism).",
+                format_bytes(gpumem::estimate::estimate(base, 1)?.persistent())
+            )),
         }
-        None => out.line(format!(
-            "Nothing fits: even one row per micro-batch with every strategy runs out. The model \
-             itself — parameters, gradients and optimizer state, {} — must shrink, or be split \
-             across cards (model parallelism).",
-            format_bytes(gpumem::estimate::estimate(&base, 1)?.persistent())
-        )),
+        Ok(())
     }
-
-    // The sources' claims, measured.
-    let floats = strategies::float_comparison(&plan, &base, rows, cli.model.samples)?;
-    out.section("float32 against float64 (the field report: load features as float32)");
-    out.table(
-        &["term", "float32", "float64", "float64 / float32"],
-        &floats.cells(),
-    );
-    out.line(floats.verdict());
-    let mixed = strategies::mixed_comparison(&plan, &base, rows)?;
-    out.section("What mixed precision really saves");
-    out.table(
-        &["term", "float32", "mixed", "mixed / float32"],
-        &mixed.cells(),
-    );
-    out.line(mixed.verdict());
-
-    out.json(&json!({
-        "device": opened,
-        "card_bytes": card,
-        "memory_backend": Backend::Plan,
-        "config": base,
-        "batch": rows,
-        "samples": cli.model.samples,
-        "starting_precision": cli.precision,
-        "accumulation_micro_batches": k,
-        "checkpointing": cli.checkpoint,
-        "timing": {
-            "backend": timing_backend,
-            "executed": timing_backend != Backend::Plan,
-            "samples": sample.rows,
-            "epochs": sample.epochs,
-            "batch": sample.batch_rows(),
-        },
-        "rows": table,
-        "equivalence": equivalence,
-        "cheapest": best.as_ref().map(|f| strategies::fit_json(f, &base, rows)),
-        "cheapest_float32": best32.as_ref().map(|f| strategies::fit_json(f, &base, rows)),
-        "cheapest_rule": CHEAPEST_RULE,
-        "float32_vs_float64": floats,
-        "mixed_precision": mixed,
-        "notes": notes,
-        "lesson_training_events": LESSON_TRAINING_EVENTS,
-    }));
-    Ok(())
 }
