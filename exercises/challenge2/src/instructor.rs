@@ -3,10 +3,11 @@
 
 use clap::{CommandFactory, FromArgMatches, Parser};
 use demo::{DeviceArgs, ModelArgs, Output, with_defaults};
-use gpumem::Device;
 use gpumem::estimate::{deepest_that_fits, estimate};
-use gpumem::measure::{StepMemory, measure_step, search_largest};
+use gpumem::measure::{Search, StepMemory, measure_step, search_largest};
+use gpumem::mlp::MlpConfig;
 use gpumem::size::format_bytes;
+use gpumem::{Device, DeviceOptions};
 use serde_json::json;
 use std::ffi::OsString;
 
@@ -46,7 +47,6 @@ pub fn run(args: impl IntoIterator<Item = impl Into<OsString> + Clone>) -> anyho
     let opened = Device::new(&cli.device.options(cli.device.backend))?.info();
     let (backend, why) =
         demo::args::heavy_backend(cli.device.backend, opened.backend, cli.device.device_memory);
-    let options = cli.device.options(backend);
     out.line("Challenge 2 — how deep before the card runs out?");
     out.line(demo::device_line(&opened));
     if let Some(why) = &why {
@@ -60,7 +60,49 @@ pub fn run(args: impl IntoIterator<Item = impl Into<OsString> + Clone>) -> anyho
         base.inputs, base.hidden, base.classes, base.optimizer
     ));
 
-    // Double the depth until a step fails, then bisect: a row per attempt.
+    let search = search_depths(&cli, &base, batch, cli.device.options(backend), out)?;
+    let mut attempts: Vec<&(u64, StepMemory)> = search.attempts.iter().collect();
+    attempts.sort_by_key(|(layers, _)| *layers);
+    print_attempts(&base, &attempts, out);
+    let first_failure = attempts.iter().find(|(_, m)| !m.fits());
+    let Some(deepest) = search.best else {
+        let oom = first_failure.and_then(|(_, m)| m.oom.as_ref());
+        anyhow::bail!(
+            "not even one hidden layer fits on this card:\n{}",
+            oom.map_or_else(|| "no report".to_string(), |o| o.to_string())
+        );
+    };
+    print_result(&base, deepest, first_failure.copied(), out);
+    let card_bytes = match opened.memory {
+        gpumem::MemorySpec::Bytes(b) => Some(b),
+        gpumem::MemorySpec::Native => None,
+    };
+    let predicted = card_bytes.and_then(|c| deepest_that_fits(&base, batch, c, max_layers));
+    let compared = compare(&base, batch, deepest, predicted, card_bytes, out)?;
+    out.json(&json!({
+        "device": opened,
+        "backend": backend,
+        "batch": batch,
+        "config": base,
+        "attempts": search.attempts.iter().map(|(l, m)| json!({"layers": l, "measured": m})).collect::<Vec<_>>(),
+        "deepest_fit": deepest,
+        "first_failure": first_failure.map(|(l, m)| json!({"layers": l, "message": m.oom.as_ref().map(|o| o.to_string())})),
+        "equation_predicts": predicted,
+        "per_layer_bytes": compared.per_layer,
+        "lesson_layers_need": compared.lesson_layers_need,
+    }));
+    Ok(())
+}
+
+/// Doubles the depth until a step fails, then bisects, with a progress bar.
+fn search_depths(
+    cli: &Cli,
+    base: &MlpConfig,
+    batch: u64,
+    options: DeviceOptions,
+    out: Output,
+) -> anyhow::Result<Search> {
+    let max_layers = cli.model.layers;
     let bar = demo::progress(
         2 * (64 - max_layers.leading_zeros() as u64) + 2,
         "trying depths",
@@ -76,8 +118,11 @@ pub fn run(args: impl IntoIterator<Item = impl Into<OsString> + Clone>) -> anyho
         )
     })?;
     bar.finish_and_clear();
-    let mut attempts: Vec<&(u64, StepMemory)> = search.attempts.iter().collect();
-    attempts.sort_by_key(|(layers, _)| *layers);
+    Ok(search)
+}
+
+/// A row per attempted depth.
+fn print_attempts(base: &MlpConfig, attempts: &[&(u64, StepMemory)], out: Output) {
     let rows: Vec<Vec<String>> = attempts
         .iter()
         .map(|(layers, m)| {
@@ -108,16 +153,15 @@ pub fn run(args: impl IntoIterator<Item = impl Into<OsString> + Clone>) -> anyho
         ],
         &rows,
     );
+}
 
-    let capacity = opened.memory;
-    let first_failure = attempts.iter().find(|(_, m)| !m.fits());
-    let Some(deepest) = search.best else {
-        let oom = first_failure.and_then(|(_, m)| m.oom.as_ref());
-        anyhow::bail!(
-            "not even one hidden layer fits on this card:\n{}",
-            oom.map_or_else(|| "no report".to_string(), |o| o.to_string())
-        );
-    };
+/// The first depth that ran out, its message, and the deepest that fits.
+fn print_result(
+    base: &MlpConfig,
+    deepest: u64,
+    first_failure: Option<&(u64, StepMemory)>,
+    out: Output,
+) {
     out.section("Result");
     match first_failure {
         Some((layers, m)) => {
@@ -137,17 +181,27 @@ pub fn run(args: impl IntoIterator<Item = impl Into<OsString> + Clone>) -> anyho
             "Every depth up to {deepest} fits (raise --layers to go further)."
         )),
     }
+}
 
-    // What the memory equation predicts, and the lesson's remark.
-    let card_bytes = match capacity {
-        gpumem::MemorySpec::Bytes(b) => Some(b),
-        gpumem::MemorySpec::Native => None,
-    };
-    let predicted = card_bytes.and_then(|c| deepest_that_fits(&base, batch, c, max_layers));
+/// What the comparison with the equation and the lesson found.
+struct Compared {
+    per_layer: u64,
+    lesson_layers_need: u64,
+}
+
+/// What the memory equation predicts, and the lesson's remark.
+fn compare(
+    base: &MlpConfig,
+    batch: u64,
+    deepest: u64,
+    predicted: Option<u64>,
+    card_bytes: Option<u64>,
+    out: Output,
+) -> anyhow::Result<Compared> {
     let per_layer = estimate(&base.clone().with_layers(2), batch)?.peak_allocated
-        - estimate(&base, batch)?.peak_allocated;
+        - estimate(base, batch)?.peak_allocated;
     let lesson = estimate(&base.clone().with_layers(LESSON_LAYERS), batch)?;
-    let one = estimate(&base, batch)?;
+    let one = estimate(base, batch)?;
     out.section("Compared with the memory equation and the lesson");
     if let Some(p) = predicted {
         out.line(format!(
@@ -167,27 +221,20 @@ pub fn run(args: impl IntoIterator<Item = impl Into<OsString> + Clone>) -> anyho
         format_bytes(per_layer - one.activations),
         format_bytes(one.activations),
     ));
+    let share = card_bytes.map_or("an unknown fraction".into(), |c| {
+        format!("{:.0} %", 100.0 * lesson.peak_allocated as f64 / c as f64)
+    });
     out.line(format!(
         "The lesson says this typically happens at about {LESSON_LAYERS} hidden layers of 5000 neurons. \
-         Here {LESSON_LAYERS} layers of {} need {} — {} of this card. At batch 32 the parameters \
+         Here {LESSON_LAYERS} layers of {} need {} — {share} of this card. At batch 32 the parameters \
          dominate, and they grow with the square of the width: the lesson's figure fits a card \
          of about {} for this optimizer, or a wider network.",
         base.hidden,
         format_bytes(lesson.peak_allocated),
-        card_bytes.map_or("an unknown fraction".into(), |c| format!("{:.0} %", 100.0 * lesson.peak_allocated as f64 / c as f64)),
         format_bytes(lesson.peak_allocated + per_layer),
     ));
-    out.json(&json!({
-        "device": opened,
-        "backend": backend,
-        "batch": batch,
-        "config": base,
-        "attempts": search.attempts.iter().map(|(l, m)| json!({"layers": l, "measured": m})).collect::<Vec<_>>(),
-        "deepest_fit": deepest,
-        "first_failure": first_failure.map(|(l, m)| json!({"layers": l, "message": m.oom.as_ref().map(|o| o.to_string())})),
-        "equation_predicts": predicted,
-        "per_layer_bytes": per_layer,
-        "lesson_layers_need": lesson.peak_allocated,
-    }));
-    Ok(())
+    Ok(Compared {
+        per_layer,
+        lesson_layers_need: lesson.peak_allocated,
+    })
 }
