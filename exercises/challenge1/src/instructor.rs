@@ -5,9 +5,10 @@ use anyhow::Context;
 use clap::{CommandFactory, FromArgMatches, Parser};
 use demo::{DeviceArgs, ModelArgs, Output, with_defaults};
 use gpumem::data::Dataset;
-use gpumem::estimate::estimate;
-use gpumem::measure::{largest_batch, measure_step};
-use gpumem::mlp::{Batch, Mlp};
+use gpumem::device::DeviceInfo;
+use gpumem::estimate::{Estimate, estimate};
+use gpumem::measure::{StepMemory, largest_batch, measure_step};
+use gpumem::mlp::{Batch, Mlp, MlpConfig};
 use gpumem::size::{MemorySpec, format_bytes};
 use gpumem::{Backend, Device};
 use serde_json::json;
@@ -64,6 +65,41 @@ pub fn run(args: impl IntoIterator<Item = impl Into<OsString> + Clone>) -> anyho
     if let Some(n) = notice {
         out.line(format!("note: {n}"));
     }
+    let full = full_batch(&cli, &info, &config, rows, &out)?;
+    out.json(&json!({
+        "device": info,
+        "config": config,
+        "warmup": warmup,
+        "attempt": {
+            "rows": rows,
+            "backend": full.backend,
+            "executed": full.attempt.executed,
+            "estimate": full.estimate,
+            "measured": full.attempt,
+            "out_of_memory_message": full.attempt.oom.as_ref().map(|o| o.to_string()),
+        },
+        "largest_batch_that_fits": full.largest,
+    }));
+    Ok(())
+}
+
+/// What the full-batch attempt planned or ran, and what fits instead.
+struct FullBatch {
+    backend: Backend,
+    estimate: Estimate,
+    attempt: StepMemory,
+    largest: Option<u64>,
+}
+
+/// One step of `rows` rows — on the plan backing unless the card is small enough to execute
+/// — with the equation beside it, and on out-of-memory the largest batch that fits.
+fn full_batch(
+    cli: &Cli,
+    info: &DeviceInfo,
+    config: &MlpConfig,
+    rows: u64,
+    out: &Output,
+) -> anyhow::Result<FullBatch> {
     let (heavy, why) =
         demo::args::heavy_backend(cli.device.backend, info.backend, cli.device.device_memory);
     let heavy_options = cli.device.options(heavy);
@@ -125,21 +161,12 @@ pub fn run(args: impl IntoIterator<Item = impl Into<OsString> + Clone>) -> anyho
             });
         }
     }
-    out.json(&json!({
-        "device": info,
-        "config": config,
-        "warmup": warmup,
-        "attempt": {
-            "rows": rows,
-            "backend": heavy,
-            "executed": attempt.executed,
-            "estimate": e,
-            "measured": attempt,
-            "out_of_memory_message": attempt.oom.as_ref().map(|o| o.to_string()),
-        },
-        "largest_batch_that_fits": largest,
-    }));
-    Ok(())
+    Ok(FullBatch {
+        backend: heavy,
+        estimate: e,
+        attempt,
+        largest,
+    })
 }
 
 /// Trains `--warmup-steps` steps at batch 32 on the opened device.
