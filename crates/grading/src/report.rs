@@ -93,6 +93,17 @@ impl Report {
         out
     }
 
+    /// A learner's test result: prints the report and returns an error (not a panic) when a
+    /// check misses, so the report is all they see.
+    pub fn verdict(&self) -> Result<(), String> {
+        println!("{self}");
+        if self.passed() {
+            Ok(())
+        } else {
+            Err(format!("{} — see the report above", self.summary()))
+        }
+    }
+
     /// One line: how many checks passed.
     pub fn summary(&self) -> String {
         let passed = self
