@@ -5,6 +5,8 @@
 pub mod alloc_args;
 pub mod args;
 pub mod output;
+/// Helpers for the demos' own tests (the `testing` feature).
+#[cfg(feature = "testing")]
 pub mod testing;
 
 pub use alloc_args::AllocatorArgs;

@@ -34,6 +34,16 @@ impl Demo {
     }
 }
 
+/// Refusals of the flags every model demo shares ([`crate::DeviceArgs`], [`crate::ModelArgs`]):
+/// `(args, what the error says)`.
+pub const SHARED_REFUSALS: &[(&[&str], &str)] = &[
+    (&["--hidden", "0"], "at least 1"),
+    (&["--batch", "-1"], "cannot be negative"),
+    (&["--device-memory", "16XB"], "`XB` is not a unit"),
+    (&["--layers", "100000000"], "at most 100000 hidden layers"),
+    (&["--backend", "cuda"], "unknown backend"),
+];
+
 /// stdout then stderr, as text.
 pub fn text(o: &Output) -> String {
     String::from_utf8_lossy(&o.stdout).to_string() + &String::from_utf8_lossy(&o.stderr)

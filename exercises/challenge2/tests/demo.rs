@@ -1,7 +1,7 @@
 //! The instructor's demo, run as a program: defaults, agreement with the memory equation
 //! and across backings, JSON, help and bad input.
 
-use demo::testing::{Demo, text};
+use demo::testing::{Demo, SHARED_REFUSALS, text};
 use std::process::Output;
 
 const DEMO: Demo = Demo(env!("CARGO_BIN_EXE_challenge2"));
@@ -66,15 +66,9 @@ fn help_shows_the_defaults() {
 
 #[test]
 fn bad_input_is_a_clear_error() {
-    let cases: &[(&[&str], &str)] = &[
-        (&["--hidden", "0"], "at least 1"),
-        (&["--batch", "-1"], "cannot be negative"),
-        (&["--device-memory", "16XB"], "`XB` is not a unit"),
-        (&["--layers", "100000000"], "at most 100000 hidden layers"),
-        (
-            &["--device-memory", "1MiB", "--backend", "plan"],
-            "not even one hidden layer fits",
-        ),
-    ];
-    DEMO.assert_refuses(cases);
+    DEMO.assert_refuses(SHARED_REFUSALS);
+    DEMO.assert_refuses(&[(
+        &["--device-memory", "1MiB", "--backend", "plan"],
+        "not even one hidden layer fits",
+    )]);
 }
