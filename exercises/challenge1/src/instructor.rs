@@ -98,7 +98,7 @@ pub fn run(args: impl IntoIterator<Item = impl Into<OsString> + Clone>) -> anyho
             info.memory
         )),
         Some(oom) => {
-            if attempt.failed_in == Some("model") {
+            if attempt.failed_in == Some(gpumem::measure::Phase::Model) {
                 anyhow::bail!(
                     "the model alone does not fit on this card, before any batch:\n{oom}"
                 );

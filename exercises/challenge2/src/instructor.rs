@@ -92,7 +92,7 @@ pub fn run(args: impl IntoIterator<Item = impl Into<OsString> + Clone>) -> anyho
                 if m.fits() {
                     "yes".into()
                 } else {
-                    format!("no (in the {})", m.failed_in.unwrap_or("step"))
+                    format!("no (in the {})", m.failed_in.unwrap_or(gpumem::measure::Phase::Step))
                 },
             ]
         })
@@ -123,7 +123,7 @@ pub fn run(args: impl IntoIterator<Item = impl Into<OsString> + Clone>) -> anyho
         Some((layers, m)) => {
             out.line(format!(
                 "{layers} hidden layers ran out of memory (in the {}):\n",
-                m.failed_in.unwrap_or("step")
+                m.failed_in.unwrap_or(gpumem::measure::Phase::Step)
             ));
             if let Some(oom) = &m.oom {
                 out.line(oom.to_string());
