@@ -111,7 +111,7 @@ pub struct DeepestFit {
     /// The first depth that did not fit, and its error.
     pub oom: OutOfMemory,
     /// Where the first failing step ran out: `"model"` or `"step"`.
-    pub failed_in: &'static str,
+    pub failed_in: gpumem::measure::Phase,
     /// The equation's answer: the most layers whose predicted peak allocated fits.
     pub equation_layers: u64,
     /// The equation's peak at the measured depth.
@@ -146,7 +146,7 @@ pub fn deepest_fit(optimizer: Optimizer) -> Result<DeepestFit> {
             .peak_allocated,
         step,
         oom,
-        failed_in: next.failed_in.unwrap_or("step"),
+        failed_in: next.failed_in.unwrap_or(gpumem::measure::Phase::Step),
         equation_layers: deepest_that_fits(&base, DEEP_BATCH, CARD_BYTES, MAX_DEPTH).unwrap_or(0),
     })
 }

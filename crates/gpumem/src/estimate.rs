@@ -12,7 +12,7 @@
 //! arithmetic only: nothing is allocated or run to get it.
 
 use crate::alloc::{LARGE_BUFFER, MIN_BLOCK, MIN_LARGE_ALLOC, ROUND_LARGE, SMALL_SIZE, round_size};
-use crate::device::Error;
+use crate::error::Error;
 use crate::mlp::MlpConfig;
 use crate::mlp::micro_batches;
 use crate::size::format_bytes;
@@ -120,7 +120,7 @@ impl Estimate {
 pub fn estimate(config: &MlpConfig, batch: u64) -> Result<Estimate, Error> {
     config.validate()?;
     if batch == 0 {
-        return Err(Error::Invalid(
+        return Err(Error::Setup(
             "the batch size must be at least 1, got 0".into(),
         ));
     }
@@ -130,7 +130,7 @@ pub fn estimate(config: &MlpConfig, batch: u64) -> Result<Estimate, Error> {
         .and_then(|row| row.checked_mul(config.layers + 4))
         .is_some_and(|total| total < u64::MAX / 4);
     if !fits {
-        return Err(Error::Invalid(format!(
+        return Err(Error::Setup(format!(
             "a batch of {batch} rows at width {} needs more bytes than 64 bits can count",
             config.hidden
         )));
@@ -352,5 +352,5 @@ pub fn deepest_that_fits(
                 .is_ok_and(|e| e.peak_allocated <= capacity),
         )
     };
-    crate::measure::largest_where(max_layers, fits).unwrap_or_else(|never| match never {})
+    crate::search::largest_where(max_layers, fits).unwrap_or_else(|never| match never {})
 }

@@ -13,7 +13,8 @@
 //!    fast 16-bit arithmetic, but it changes the numbers (float16 activations, loss scaling);
 //! 4. **least peak memory**.
 
-use crate::device::{Backend, DeviceOptions, Error};
+use crate::device::{Backend, DeviceOptions};
+use crate::error::Error;
 use crate::estimate::estimate;
 use crate::measure::{StepMemory, measure_step};
 use crate::mlp::{Checkpointing, MlpConfig, Precision, Strategy};

@@ -4,18 +4,22 @@
 pub mod alloc;
 pub mod data;
 pub mod device;
+mod error;
 pub mod estimate;
-pub mod exec;
+mod exec;
 pub mod fit;
 pub mod lesson;
 pub mod measure;
 pub mod mlp;
 pub mod report;
+mod search;
 pub mod size;
 pub mod tensor;
+#[cfg(any(test, feature = "testing"))]
 pub mod testing;
 pub mod train;
 
-pub use device::{Backend, Device, DeviceOptions, Error};
+pub use device::{Backend, Device, DeviceOptions};
+pub use error::Error;
 pub use size::{Bytes, MemorySpec};
 pub use tensor::{DType, Tensor};

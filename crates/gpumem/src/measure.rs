@@ -1,10 +1,14 @@
 //! Measuring a setup: build the model on a fresh device, run one training step, and read
 //! the allocator's statistics — or the out-of-memory error, if it did not fit.
 
+pub use crate::search::largest_where;
+
 use crate::alloc::OutOfMemory;
 use crate::data::Dataset;
-use crate::device::{Device, DeviceOptions, Error};
+use crate::device::{Device, DeviceOptions};
+use crate::error::Error;
 use crate::mlp::{Batch, Mlp, MlpConfig};
+use std::fmt;
 
 /// What one step on a fresh device used.
 #[derive(Debug, Clone, serde::Serialize)]
@@ -21,11 +25,28 @@ pub struct StepMemory {
     pub device_allocations: u64,
     /// The out-of-memory error, if the setup did not fit.
     pub oom: Option<OutOfMemory>,
-    /// Where the failure happened: `"model"` or `"step"`.
-    pub failed_in: Option<&'static str>,
+    /// Where the failure happened.
+    pub failed_in: Option<Phase>,
     /// Whether kernels ran (false on `plan`).
     pub executed: bool,
     pub loss: Option<f32>,
+}
+
+/// Where a measured setup ran out of memory: building the model, or in the step.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Phase {
+    Model,
+    Step,
+}
+
+impl fmt::Display for Phase {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.pad(match self {
+            Phase::Model => "model",
+            Phase::Step => "step",
+        })
+    }
 }
 
 impl StepMemory {
@@ -73,7 +94,7 @@ pub fn measure_step_on(
         Err(Error::OutOfMemory(o)) => {
             return Ok(snapshot(
                 Some(*o),
-                Some("model"),
+                Some(Phase::Model),
                 device.memory_allocated(),
                 None,
             ));
@@ -88,7 +109,9 @@ pub fn measure_step_on(
     };
     match mlp.train_step(rows) {
         Ok(r) => Ok(snapshot(None, None, model_allocated, r.loss)),
-        Err(Error::OutOfMemory(o)) => Ok(snapshot(Some(*o), Some("step"), model_allocated, None)),
+        Err(Error::OutOfMemory(o)) => {
+            Ok(snapshot(Some(*o), Some(Phase::Step), model_allocated, None))
+        }
         Err(e) => Err(e),
     }
 }
@@ -100,39 +123,6 @@ pub struct Search {
     pub best: Option<u64>,
     /// Every value tried, in order, with what it measured.
     pub attempts: Vec<(u64, StepMemory)>,
-}
-
-/// The largest `n` in `1..=max` for which `holds(n)`, by doubling and then bisection
-/// (`O(log n)` calls, small values first). Assumes `holds` is true up to some `n` and false
-/// after it, as "fits" is in batch size and depth.
-pub fn largest_where<E>(
-    max: u64,
-    mut holds: impl FnMut(u64) -> Result<bool, E>,
-) -> Result<Option<u64>, E> {
-    if max == 0 || !holds(1)? {
-        return Ok(None);
-    }
-    // Double until it fails (or the limit is reached), then bisect the last doubling.
-    let (mut good, mut bad) = (1u64, None);
-    while bad.is_none() && good < max {
-        let next = good.saturating_mul(2).min(max);
-        if holds(next)? {
-            good = next;
-        } else {
-            bad = Some(next);
-        }
-    }
-    if let Some(mut bad) = bad {
-        while bad - good > 1 {
-            let mid = good + (bad - good) / 2;
-            if holds(mid)? {
-                good = mid;
-            } else {
-                bad = mid;
-            }
-        }
-    }
-    Ok(Some(good))
 }
 
 /// The largest `n` in `1..=max` whose step `probe(n)` fits, with every attempt's

@@ -1,7 +1,8 @@
-//! Human-readable reports: the `memory_summary()` table.
+//! Human-readable reports: the `memory_summary()` table. Reports read the device; the
+//! device knows nothing of them.
 
 use crate::alloc::{MemoryStats, PoolStat, Stat};
-use crate::device::DeviceInfo;
+use crate::device::{Device, DeviceInfo};
 use crate::size::format_bytes;
 use std::fmt::Write;
 
@@ -39,6 +40,14 @@ fn short_bytes(b: u64) -> String {
         format!("{b} B")
     } else {
         format_bytes(b)
+    }
+}
+
+impl Device {
+    /// `torch.cuda.memory_summary()`: a table of the allocator's statistics.
+    pub fn memory_summary(&self) -> String {
+        let inner = self.borrow();
+        memory_summary(&inner.info, inner.alloc.stats())
     }
 }
 

@@ -2,7 +2,8 @@
 //! tensor alive (in a `Vec`, say) is how memory leaks in a training loop.
 
 use crate::alloc::{BlockAddr, Placement};
-use crate::device::{Backing, Device, Error};
+use crate::device::{Backing, Device};
+use crate::error::Error;
 use std::fmt;
 
 /// Element types the engine stores.
@@ -42,7 +43,7 @@ pub fn matrix_bytes(rows: u64, cols: u64, dtype: DType, label: &str) -> Result<u
     rows.checked_mul(cols)
         .and_then(|n| n.checked_mul(dtype.size()))
         .ok_or_else(|| {
-            Error::Invalid(format!(
+            Error::Setup(format!(
                 "{label}: {rows} × {cols} {dtype} values do not fit in 64 bits of bytes"
             ))
         })
@@ -78,7 +79,7 @@ impl Tensor {
         label: &str,
     ) -> Result<Tensor, Error> {
         if rows == 0 || cols == 0 {
-            return Err(Error::Invalid(format!(
+            return Err(Error::Shape(format!(
                 "{label}: a tensor needs at least one row and one column, got {rows} × {cols}"
             )));
         }
@@ -143,7 +144,7 @@ impl Tensor {
 
     fn check_elem<T>(&self, n: usize) -> Result<(), Error> {
         if size_of::<T>() as u64 != self.dtype.size() {
-            return Err(Error::Invalid(format!(
+            return Err(Error::Shape(format!(
                 "{}: {}-byte elements do not match {}",
                 self.label,
                 size_of::<T>(),
@@ -151,7 +152,7 @@ impl Tensor {
             )));
         }
         if n as u64 != self.len() {
-            return Err(Error::Invalid(format!(
+            return Err(Error::Shape(format!(
                 "{}: {n} values for a {}×{} tensor",
                 self.label, self.rows, self.cols
             )));
@@ -188,7 +189,7 @@ impl Tensor {
         let n = self.len() as usize;
         let inner = self.device.borrow();
         match inner.alloc.store() {
-            Backing::Plan => Err(Error::Invalid(format!(
+            Backing::Plan => Err(Error::Plan(format!(
                 "{}: the plan backing holds no data (steps are planned, not executed)",
                 self.label
             ))),
@@ -218,7 +219,7 @@ impl Tensor {
                     .map(|&v| half::f16::from_f32(v))
                     .collect::<Vec<_>>(),
             ),
-            DType::U32 => Err(Error::Invalid(format!(
+            DType::U32 => Err(Error::Shape(format!(
                 "{}: uint32 tensors hold labels, not values",
                 self.label
             ))),

@@ -1,6 +1,6 @@
-//! Helpers for tests that need a wgpu device: they skip (with a notice) where there is no
-//! adapter, unless `GPUMEM_REQUIRE_ADAPTER=1` — which CI sets, so GPU tests cannot pass by
-//! skipping there.
+//! Helpers for tests that need a wgpu device, behind the `testing` feature: they skip (with
+//! a notice) where there is no adapter, unless `GPUMEM_REQUIRE_ADAPTER=1` — which CI sets,
+//! so GPU tests cannot pass by skipping there.
 
 use crate::device::{Backing, BufferStore, Device, DeviceOptions};
 use crate::size::MemorySpec;

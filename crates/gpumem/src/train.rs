@@ -2,7 +2,7 @@
 //! allocator's figures after each epoch.
 
 use crate::data::{Dataset, epoch_batches, rng};
-use crate::device::Error;
+use crate::error::Error;
 use crate::mlp::{Batch, Mlp};
 use std::fmt;
 use std::str::FromStr;
@@ -111,14 +111,14 @@ pub fn train(
     mut on_step: impl FnMut(Progress),
 ) -> Result<(Vec<EpochReport>, Vec<String>), Error> {
     if !mlp.device().info().executes {
-        return Err(Error::Invalid(
+        return Err(Error::Plan(
             "training needs a backing that runs kernels (cpu or wgpu); plan only plans steps"
                 .into(),
         ));
     }
     let rows = data.train.len() as u64;
     if rows == 0 {
-        return Err(Error::Invalid("the training set is empty".into()));
+        return Err(Error::Setup("the training set is empty".into()));
     }
     let (batch, notice) = options.batch.resolve(rows);
     let mut shuffle = rng(options.seed);

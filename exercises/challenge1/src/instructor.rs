@@ -134,7 +134,7 @@ fn full_batch(
             info.memory
         )),
         Some(oom) => {
-            if attempt.failed_in == Some("model") {
+            if attempt.failed_in == Some(gpumem::measure::Phase::Model) {
                 anyhow::bail!(
                     "the model alone does not fit on this card, before any batch:\n{oom}"
                 );

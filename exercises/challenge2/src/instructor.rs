@@ -137,7 +137,10 @@ fn print_attempts(base: &MlpConfig, attempts: &[&(u64, StepMemory)], out: Output
                 if m.fits() {
                     "yes".into()
                 } else {
-                    format!("no (in the {})", m.failed_in.unwrap_or("step"))
+                    format!(
+                        "no (in the {})",
+                        m.failed_in.unwrap_or(gpumem::measure::Phase::Step)
+                    )
                 },
             ]
         })
@@ -167,7 +170,7 @@ fn print_result(
         Some((layers, m)) => {
             out.line(format!(
                 "{layers} hidden layers ran out of memory (in the {}):\n",
-                m.failed_in.unwrap_or("step")
+                m.failed_in.unwrap_or(gpumem::measure::Phase::Step)
             ));
             if let Some(oom) = &m.oom {
                 out.line(oom.to_string());

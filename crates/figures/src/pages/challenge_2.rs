@@ -32,7 +32,7 @@ pub fn challenge2_depth() -> Result<String> {
             format_bytes(fit.step.peak_reserved),
             fit.equation_layers,
         )?;
-        let where_ = if fit.failed_in == "model" {
+        let where_ = if fit.failed_in == gpumem::measure::Phase::Model {
             "while building the model"
         } else {
             "during the step"

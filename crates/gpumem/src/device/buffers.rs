@@ -2,7 +2,7 @@
 //! is larger than the adapter's `max_buffer_size`.
 
 use crate::alloc::{SegmentStore, StoreError};
-use crate::device::Error;
+use crate::error::Error;
 use gpumem_kernels::gpu::Gpu;
 use gpumem_kernels::{KernelLimits, Kernels};
 use std::cell::{OnceCell, RefCell};

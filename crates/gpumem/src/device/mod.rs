@@ -15,9 +15,10 @@ mod host;
 pub use buffers::BufferStore;
 pub use host::HostStore;
 
+pub use crate::error::Error;
+
 use crate::alloc::{
-    AllocError, Allocator, AllocatorConfig, ConfigError, MemoryStats, OutOfMemory, SegmentStore,
-    StoreError, Trace,
+    AllocError, Allocator, AllocatorConfig, MemoryStats, SegmentStore, StoreError, Trace,
 };
 use crate::size::MemorySpec;
 use gpumem_kernels::gpu::{Gpu, GpuError, GpuOptions};
@@ -124,30 +125,6 @@ impl SegmentStore for Backing {
     }
 }
 
-/// Everything that can go wrong on a device. Nothing in the engine panics on these.
-#[derive(Debug, thiserror::Error)]
-pub enum Error {
-    #[error("{0}")]
-    OutOfMemory(Box<OutOfMemory>),
-    #[error("the device failed: {0}")]
-    Device(String),
-    #[error("{0}")]
-    NoAdapter(String),
-    #[error("invalid allocator setting: {0}")]
-    Config(#[from] ConfigError),
-    #[error("{0}")]
-    Invalid(String),
-}
-
-impl Error {
-    pub fn as_oom(&self) -> Option<&OutOfMemory> {
-        match self {
-            Error::OutOfMemory(o) => Some(o),
-            _ => None,
-        }
-    }
-}
-
 /// How to open a device.
 #[derive(Debug, Clone, Default)]
 pub struct DeviceOptions {
@@ -212,7 +189,7 @@ impl Device {
             ),
             Backend::Wgpu => {
                 let gpu = Gpu::new(&GpuOptions::default())
-                    .map_err(|e| Error::NoAdapter(format!("--backend wgpu: {e}")))?;
+                    .map_err(|e| Error::NoAdapter(e.to_string()))?;
                 let name = gpu.info().name.clone();
                 let kind = if gpu.is_hardware() {
                     "hardware"
@@ -267,9 +244,7 @@ impl Device {
             MemorySpec::Native => None,
         };
         if capacity.is_none() && matches!(backing, Backing::Plan) {
-            return Err(Error::Invalid(
-                "the plan backing has no memory of its own: give --device-memory a size".into(),
-            ));
+            return Err(Error::PlanNeedsCapacity);
         }
         let config = AllocatorConfig {
             capacity,
@@ -324,7 +299,7 @@ impl Device {
                 o.device = name;
                 Error::OutOfMemory(o)
             }
-            AllocError::TooLarge(n) => Error::Invalid(format!(
+            AllocError::TooLarge(n) => Error::Setup(format!(
                 "{label}: a request of {n} bytes is larger than any device can hold"
             )),
             AllocError::Device(why) => Error::Device(why),
@@ -395,12 +370,6 @@ impl Device {
     /// Every block with its label (`torch.cuda.memory_snapshot()`).
     pub fn snapshot(&self) -> Vec<crate::alloc::BlockInfo> {
         self.inner.borrow().alloc.snapshot()
-    }
-
-    /// `torch.cuda.memory_summary()`: a table of the allocator's statistics.
-    pub fn memory_summary(&self) -> String {
-        let inner = self.inner.borrow();
-        crate::report::memory_summary(&inner.info, inner.alloc.stats())
     }
 
     /// The driver's own view of buffer memory on `wgpu` (None on other backings, or when

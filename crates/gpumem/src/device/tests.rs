@@ -61,7 +61,11 @@ fn plan_needs_a_size() {
         ..Default::default()
     })
     .unwrap_err();
-    assert!(e.to_string().contains("--device-memory"), "{e}");
+    assert!(matches!(e, Error::PlanNeedsCapacity), "{e}");
+    assert!(
+        e.to_string().contains("give the device memory as a size"),
+        "{e}"
+    );
 }
 
 #[test]

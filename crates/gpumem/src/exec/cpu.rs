@@ -7,8 +7,9 @@
 //! precision) are converted on the way in and out, as a GPU kernel would in its registers.
 //! Shapes were checked by `ops`; here only the memory is resolved.
 
-use super::ops::{AdamStep, Matmul};
-use crate::device::{Backing, Error};
+use super::spec::{AdamStep, Matmul};
+use crate::device::Backing;
+use crate::error::Error;
 use crate::tensor::{DType, Tensor};
 use half::f16;
 use num_traits::Float;
@@ -102,17 +103,26 @@ fn ptr<T>(t: &Tensor, count: u64) -> Result<*mut T, Error> {
         .ok_or_else(|| Error::Device(format!("{}: block outside its segment", t.label())))
 }
 
-// SAFETY (for the two helpers below and every use of them): a tensor's values live in its own
-// allocator block; live blocks never overlap (the allocator's invariant, property-tested),
-// and `ops` refuses an output that is also an input. So a mutable view of an output never
-// aliases any other view made for the same operation.
+/// A view of `t`'s values in host memory.
+// SAFETY (for every use): a tensor's values live in its own allocator block, and live blocks
+// never overlap (the allocator's invariant, property-tested); the only mutable views are an
+// operation's output, made by `with_mut` while no view of that output exists.
 fn raw<T>(t: &Tensor) -> Result<&[T], Error> {
     Ok(unsafe { std::slice::from_raw_parts(ptr::<T>(t, t.len())?, t.len() as usize) })
 }
 
-#[allow(clippy::mut_from_ref)]
-fn raw_mut<T>(t: &Tensor) -> Result<&mut [T], Error> {
-    Ok(unsafe { std::slice::from_raw_parts_mut(ptr::<T>(t, t.len())?, t.len() as usize) })
+/// A mutable view of `t`'s values in host memory, from a shared reference: the memory is
+/// the device's, not the `Tensor` handle's.
+///
+/// # Safety
+/// While the returned slice lives, no other view of `t`'s values (from [`raw`], `raw_mut`
+/// or [`Tensor::read`]/[`Tensor::write`]) may exist or be made. Views of other tensors are
+/// fine: their blocks never overlap `t`'s.
+unsafe fn raw_mut<T>(t: &Tensor) -> Result<&mut [T], Error> {
+    let p = ptr::<T>(t, t.len())?;
+    // SAFETY: `p` points at `t.len()` values of `t`'s own block; exclusivity is the caller's
+    // contract above.
+    Ok(unsafe { std::slice::from_raw_parts_mut(p, t.len() as usize) })
 }
 
 /// A tensor's values in the compute type: borrowed when stored as `C`, converted otherwise.
@@ -128,7 +138,7 @@ fn load<C: Compute>(t: &Tensor) -> Result<Cow<'_, [C]>, Error> {
                 .collect(),
         ),
         DType::U32 => {
-            return Err(Error::Invalid(format!(
+            return Err(Error::Shape(format!(
                 "{}: labels are not numbers to compute with",
                 t.label()
             )));
@@ -137,28 +147,32 @@ fn load<C: Compute>(t: &Tensor) -> Result<Cow<'_, [C]>, Error> {
 }
 
 /// Runs `f` on a mutable view of `t` in the compute type: directly when stored as `C`,
-/// else on a converted copy that is written back.
+/// else on a converted copy that is written back. `t` must be the running operation's
+/// output, and the caller must hold no view of it.
 fn with_mut<C: Compute, R>(t: &Tensor, f: impl FnOnce(&mut [C]) -> R) -> Result<R, Error> {
+    // SAFETY (the four `raw_mut` calls): `t` is an operation's output, which `ops` refuses
+    // to be also one of its inputs, and every kernel here calls `with_mut` while holding
+    // views of its inputs only; the one view of `t` made here ends before the next is made.
     if t.dtype() == C::DTYPE {
-        return Ok(f(raw_mut::<C>(t)?));
+        return Ok(f(unsafe { raw_mut::<C>(t) }?));
     }
     let mut values = load::<C>(t)?.into_owned();
     let r = f(&mut values);
     match t.dtype() {
-        DType::F16 => raw_mut::<f16>(t)?
+        DType::F16 => unsafe { raw_mut::<f16>(t) }?
             .iter_mut()
             .zip(&values)
             .for_each(|(d, v)| *d = v.to_f16()),
-        DType::F32 => raw_mut::<f32>(t)?
+        DType::F32 => unsafe { raw_mut::<f32>(t) }?
             .iter_mut()
             .zip(&values)
             .for_each(|(d, v)| *d = Compute::to_f32(*v)),
-        DType::F64 => raw_mut::<f64>(t)?
+        DType::F64 => unsafe { raw_mut::<f64>(t) }?
             .iter_mut()
             .zip(&values)
             .for_each(|(d, v)| *d = v.to_f64().unwrap_or(f64::NAN)),
         DType::U32 => {
-            return Err(Error::Invalid(format!(
+            return Err(Error::Shape(format!(
                 "{}: labels are not numbers to compute with",
                 t.label()
             )));
@@ -280,7 +294,7 @@ pub fn softmax_xent(
         let l = load::<C>(logits)?;
         let y = raw::<u32>(labels)?;
         if let Some((row, &label)) = y.iter().enumerate().find(|(_, l)| **l as usize >= c) {
-            return Err(Error::Invalid(format!(
+            return Err(Error::Shape(format!(
                 "label {label} of row {row} is not below {c}"
             )));
         }
@@ -389,24 +403,6 @@ pub fn adam(
         })
     }
     dispatch!(run, [param, grad, m, v], param, grad, m, v, hp)
-}
-
-pub fn scale(x: &Tensor, factor: f32) -> Result<(), Error> {
-    fn run<C: Compute>(x: &Tensor, factor: f32) -> Result<(), Error> {
-        let f = C::from_f32(factor);
-        with_mut::<C, _>(x, |x| x.iter_mut().for_each(|v| *v *= f))
-    }
-    dispatch!(run, [x], x, factor)
-}
-
-pub fn add(dst: &Tensor, src: &Tensor) -> Result<(), Error> {
-    fn run<C: Compute>(dst: &Tensor, src: &Tensor) -> Result<(), Error> {
-        let s = load::<C>(src)?;
-        with_mut::<C, _>(dst, |d| {
-            d.iter_mut().zip(s.iter()).for_each(|(d, &s)| *d += s)
-        })
-    }
-    dispatch!(run, [dst, src], dst, src)
 }
 
 /// `x *= factor`, and `flag[0] = 1` if any result is not finite (for loss scaling).

@@ -6,25 +6,23 @@
 //! Every dtype the engine stores runs here: float16 (mixed precision's activations and
 //! their gradients; native with `SHADER_F16`, packed two per `u32` without), float32, and
 //! float64 where the adapter has `SHADER_F64` — without it a float64 tensor's first
-//! operation is a clear [`Error::Invalid`] naming the missing feature. Kernels compute in
+//! operation is a clear [`Error::Unsupported`] naming the missing feature. Kernels compute in
 //! f32 (f64 when any operand is float64), as the cpu backing does.
 
-use super::ops::{AdamStep, Matmul};
+use super::spec::{AdamStep, Matmul};
 use super::transfer::parts;
-use crate::device::{Backing, BufferStore, Error};
+use crate::device::{Backing, BufferStore};
+use crate::error::Error;
 use crate::tensor::{DType, Tensor};
 use gpumem_kernels::{DType as KernelDType, Gemm, KernelError, Kernels, Matrix, Part};
 
 fn kernel_error(e: KernelError) -> Error {
     match e {
         KernelError::Shape(_) | KernelError::DType { .. } | KernelError::RowTooLarge { .. } => {
-            Error::Invalid(format!("wgpu kernel: {e}"))
+            Error::Shape(format!("wgpu kernel: {e}"))
         }
         // What this adapter cannot do (float64 without SHADER_F64): a setup to change.
-        KernelError::Unsupported(what) => Error::Invalid(format!(
-            "not supported by the wgpu backing on this adapter: {what}; \
-             use float32 or mixed precision, or the cpu backing"
-        )),
+        KernelError::Unsupported(what) => Error::Unsupported(what),
         other => Error::Device(format!("wgpu kernel: {other}")),
     }
 }
@@ -154,14 +152,6 @@ pub fn adam(
     with([param, grad, m, v], |k, e, [p, g, m, v]| {
         k.adam(e, &p, &g, &m, &v, &h)
     })
-}
-
-pub fn scale(x: &Tensor, factor: f32) -> Result<(), Error> {
-    with([x], |k, e, [x]| k.scale(e, &x, factor))
-}
-
-pub fn add(dst: &Tensor, src: &Tensor) -> Result<(), Error> {
-    with([dst, src], |k, e, [d, s]| k.add(e, &d, &s))
 }
 
 pub fn unscale_check(x: &Tensor, factor: f32, flag: &Tensor) -> Result<(), Error> {

@@ -3,6 +3,7 @@
 mod cpu;
 mod gpu;
 pub mod ops;
+mod spec;
 mod transfer;
 
 pub(crate) use transfer::{read_back, write};

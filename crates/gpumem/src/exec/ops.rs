@@ -1,32 +1,14 @@
 //! The operations a training step needs, checked once here and then run by the backing:
 //! plain Rust on `cpu`, WGSL kernels on `wgpu`, nothing at all on `plan`.
 
+pub use super::spec::{AdamStep, Matmul};
+
 use super::{cpu, gpu};
-use crate::device::Error;
+use crate::error::Error;
 use crate::tensor::{DType, Tensor};
 
-/// `C (+)= op(A) · op(B) (+ bias)`, with `op` the identity or the transpose.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct Matmul {
-    pub trans_a: bool,
-    pub trans_b: bool,
-    /// Add into C instead of overwriting it.
-    pub accumulate: bool,
-}
-
-/// Adam's settings for one update (PyTorch's defaults: betas 0.9, 0.999, eps 1e-8).
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub struct AdamStep {
-    pub lr: f32,
-    pub beta1: f32,
-    pub beta2: f32,
-    pub eps: f32,
-    /// 1 for the first update (for bias correction).
-    pub step: u32,
-}
-
-fn invalid(msg: String) -> Error {
-    Error::Invalid(msg)
+fn mismatch(msg: String) -> Error {
+    Error::Shape(msg)
 }
 
 fn same_device(ts: &[&Tensor]) -> Result<(), Error> {
@@ -35,7 +17,7 @@ fn same_device(ts: &[&Tensor]) -> Result<(), Error> {
         .iter()
         .any(|t| !std::rc::Rc::ptr_eq(&t.device().inner, &first.inner))
     {
-        return Err(invalid(
+        return Err(mismatch(
             "tensors of one operation must live on one device".into(),
         ));
     }
@@ -46,7 +28,7 @@ fn same_device(ts: &[&Tensor]) -> Result<(), Error> {
 fn float(ts: &[&Tensor]) -> Result<(), Error> {
     for t in ts {
         if t.dtype() == DType::U32 {
-            return Err(invalid(format!(
+            return Err(mismatch(format!(
                 "{}: expected floating-point values, got {}",
                 t.label(),
                 t.dtype()
@@ -58,7 +40,7 @@ fn float(ts: &[&Tensor]) -> Result<(), Error> {
 
 fn distinct(out: &Tensor, inputs: &[&Tensor]) -> Result<(), Error> {
     if inputs.iter().any(|t| t.addr() == out.addr()) {
-        return Err(invalid(format!(
+        return Err(mismatch(format!(
             "{}: output may not also be an input",
             out.label()
         )));
@@ -68,7 +50,7 @@ fn distinct(out: &Tensor, inputs: &[&Tensor]) -> Result<(), Error> {
 
 fn same_shape(a: &Tensor, b: &Tensor) -> Result<(), Error> {
     if (a.rows(), a.cols()) != (b.rows(), b.cols()) {
-        return Err(invalid(format!(
+        return Err(mismatch(format!(
             "{} is {}×{} but {} is {}×{}",
             a.label(),
             a.rows(),
@@ -113,7 +95,7 @@ pub fn matmul(
     let (m, k) = op_shape(a, spec.trans_a);
     let (k2, n) = op_shape(b, spec.trans_b);
     if k != k2 || (c.rows(), c.cols()) != (m, n) {
-        return Err(invalid(format!(
+        return Err(mismatch(format!(
             "matmul shapes: op({}) is {m}×{k}, op({}) is {k2}×{n}, {} is {}×{}",
             a.label(),
             b.label(),
@@ -125,7 +107,7 @@ pub fn matmul(
     if let Some(bias) = bias {
         float(&[bias])?;
         if bias.len() != n {
-            return Err(invalid(format!(
+            return Err(mismatch(format!(
                 "{}: bias of {} for {n} columns",
                 bias.label(),
                 bias.len()
@@ -174,14 +156,14 @@ pub fn softmax_xent(
     same_device(&[logits, labels, stats, dlogits])?;
     float(&[logits, stats, dlogits])?;
     if labels.dtype() != DType::U32 || labels.len() != logits.rows() {
-        return Err(invalid(format!(
+        return Err(mismatch(format!(
             "{}: expected {} uint32 labels",
             labels.label(),
             logits.rows()
         )));
     }
     if (stats.rows(), stats.cols()) != (logits.rows(), 2) {
-        return Err(invalid(format!(
+        return Err(mismatch(format!(
             "{}: expected {}×2",
             stats.label(),
             logits.rows()
@@ -204,7 +186,7 @@ pub fn colsum(src: &Tensor, dst: &Tensor, accumulate: bool) -> Result<(), Error>
     float(&[src, dst])?;
     distinct(dst, &[src])?;
     if dst.len() != src.cols() {
-        return Err(invalid(format!(
+        return Err(mismatch(format!(
             "{}: {} values for {} columns",
             dst.label(),
             dst.len(),
@@ -257,26 +239,6 @@ pub fn adam(
     )
 }
 
-/// `x *= factor`.
-pub fn scale(x: &Tensor, factor: f32) -> Result<(), Error> {
-    float(&[x])?;
-    on_backing(
-        x,
-        Ok(()),
-        || cpu::scale(x, factor),
-        || gpu::scale(x, factor),
-    )
-}
-
-/// `dst += src`.
-pub fn add(dst: &Tensor, src: &Tensor) -> Result<(), Error> {
-    same_device(&[dst, src])?;
-    float(&[dst, src])?;
-    same_shape(dst, src)?;
-    distinct(dst, &[src])?;
-    on_backing(dst, Ok(()), || cpu::add(dst, src), || gpu::add(dst, src))
-}
-
 /// `x *= factor`, setting `flag` (a 1×1 tensor) to 1 if any result is infinite or NaN —
 /// how mixed precision unscales its gradients and notices an overflow.
 pub fn unscale_check(x: &Tensor, factor: f32, flag: &Tensor) -> Result<(), Error> {
@@ -284,7 +246,7 @@ pub fn unscale_check(x: &Tensor, factor: f32, flag: &Tensor) -> Result<(), Error
     float(&[x, flag])?;
     distinct(flag, &[x])?;
     if flag.len() != 1 {
-        return Err(invalid(format!("{}: a flag is one value", flag.label())));
+        return Err(mismatch(format!("{}: a flag is one value", flag.label())));
     }
     on_backing(
         x,

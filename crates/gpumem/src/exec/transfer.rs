@@ -1,6 +1,7 @@
 //! Data in and out of wgpu segments, which may be made of several buffers.
 
-use crate::device::{BufferStore, Error};
+use crate::device::BufferStore;
+use crate::error::Error;
 
 /// One contiguous run of a tensor's bytes inside one wgpu buffer.
 pub(crate) struct PartRef<'a> {

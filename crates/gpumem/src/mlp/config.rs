@@ -1,7 +1,7 @@
 //! What network to build and how to train it, checked before anything is allocated.
 
 use crate::data::{CLASSES, FEATURES};
-use crate::device::Error;
+use crate::error::Error;
 use crate::tensor::DType;
 use std::fmt;
 
@@ -208,7 +208,7 @@ impl MlpConfig {
 
     /// Refuses shapes and settings that cannot be trained, with a message that says why.
     pub fn validate(&self) -> Result<(), Error> {
-        let bad = |m: String| Err(Error::Invalid(m));
+        let bad = |m: String| Err(Error::Setup(m));
         if self.layers == 0 {
             return bad("the network needs at least 1 hidden layer, got 0".into());
         }
@@ -269,7 +269,7 @@ impl MlpConfig {
     /// Weights and biases: `Σ (fan_in + 1) · fan_out`, or an error on overflow.
     pub fn checked_parameter_count(&self) -> Result<u64, Error> {
         let overflow = || {
-            Error::Invalid(format!(
+            Error::Setup(format!(
                 "{} hidden layers of width {} have more parameters than 64 bits can count",
                 self.layers, self.hidden
             ))

@@ -11,7 +11,8 @@ mod step;
 pub use config::{Checkpointing, MAX_LAYERS, MlpConfig, Optimizer, Precision, Strategy};
 pub use step::{Batch, StepOutputs, StepResult, micro_batches};
 
-use crate::device::{Device, Error};
+use crate::device::Device;
+use crate::error::Error;
 use crate::exec::ops;
 use crate::tensor::{DType, Tensor};
 use rand::RngExt;
@@ -152,7 +153,7 @@ impl Mlp {
     /// Sets mixed precision's loss scale (to see what happens without scaling, set 1).
     pub fn set_loss_scale(&mut self, scale: f32) -> Result<(), Error> {
         if !(scale.is_finite() && scale > 0.0) {
-            return Err(Error::Invalid(format!(
+            return Err(Error::Setup(format!(
                 "the loss scale must be finite and positive, got {scale}"
             )));
         }

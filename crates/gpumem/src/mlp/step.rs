@@ -31,7 +31,7 @@
 use super::Mlp;
 use super::config::Precision;
 use crate::data::Split;
-use crate::device::Error;
+use crate::error::Error;
 use crate::exec::ops::{self, Matmul};
 use crate::tensor::{DType, Tensor};
 
@@ -174,7 +174,7 @@ impl Mlp {
     fn upload(&self, batch: Batch<'_>) -> Result<(Tensor, Tensor), Error> {
         let rows = batch.rows();
         if rows == 0 {
-            return Err(Error::Invalid("a batch needs at least one row".into()));
+            return Err(Error::Shape("a batch needs at least one row".into()));
         }
         let x = Tensor::new(
             &self.device,
@@ -186,7 +186,7 @@ impl Mlp {
         let y = Tensor::new(&self.device, rows, 1, DType::U32, "y")?;
         if let Batch::Data(split) = batch {
             if split.x.len() as u64 != rows * self.config.inputs {
-                return Err(Error::Invalid(format!(
+                return Err(Error::Shape(format!(
                     "the batch has {} features per row, the network expects {}",
                     split.x.len() / rows as usize,
                     self.config.inputs
@@ -351,7 +351,7 @@ impl Mlp {
         batch: Batch<'_>,
     ) -> Result<(StepResult, StepOutputs), Error> {
         let (result, kept) = self.step(batch, true)?;
-        let outputs = kept.ok_or_else(|| Error::Invalid("the step kept no outputs".into()))?;
+        let outputs = kept.ok_or_else(|| Error::Shape("the step kept no outputs".into()))?;
         Ok((result, outputs))
     }
 
@@ -362,7 +362,7 @@ impl Mlp {
     ) -> Result<(StepResult, Option<StepOutputs>), Error> {
         let rows = batch.rows();
         if rows == 0 {
-            return Err(Error::Invalid("a batch needs at least one row".into()));
+            return Err(Error::Shape("a batch needs at least one row".into()));
         }
         let mixed = self.precision() == Precision::Mixed;
         let loss_scale = if mixed { self.loss_scale } else { 1.0 };
@@ -402,8 +402,7 @@ impl Mlp {
                 .zip(stats)
                 .map(|(logits, loss_rows)| StepOutputs { logits, loss_rows });
         }
-        let totals =
-            totals.ok_or_else(|| Error::Invalid("a batch needs at least one row".into()))?;
+        let totals = totals.ok_or_else(|| Error::Shape("a batch needs at least one row".into()))?;
         let skipped = if mixed { !self.unscale()? } else { false };
         if !skipped {
             self.update()?;

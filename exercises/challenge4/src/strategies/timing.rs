@@ -3,7 +3,7 @@
 use anyhow::Context;
 use gpumem::data::{Dataset, epoch_batches, rng};
 use gpumem::device::{DeviceOptions, Error};
-use gpumem::mlp::{Batch, Mlp, MlpConfig, Precision, Strategy};
+use gpumem::mlp::{Batch, Mlp, MlpConfig, Strategy};
 use gpumem::size::format_bytes;
 use gpumem::train::BatchSize;
 use gpumem::{Backend, Device};
@@ -87,11 +87,7 @@ impl Sample {
             )),
             // An adapter without SHADER_F64 cannot run float64: say so in the row rather
             // than failing the demo.
-            Err(Error::Invalid(why))
-                if backend == Backend::Wgpu && strategy.precision == Precision::Float64 =>
-            {
-                Ok(Timing::not_measured(backend, why))
-            }
+            Err(e @ Error::Unsupported(_)) => Ok(Timing::not_measured(backend, e.to_string())),
             Err(e) => Err(e).with_context(|| format!("timing {strategy:?} on {backend}")),
         }
     }
