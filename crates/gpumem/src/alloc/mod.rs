@@ -146,11 +146,10 @@ pub enum ConfigError {
 
 impl AllocatorConfig {
     pub fn validate(&self) -> Result<(), ConfigError> {
-        if let Some(m) = self.max_split_size {
-            if m < LARGE_BUFFER {
+        if let Some(m) = self.max_split_size
+            && m < LARGE_BUFFER {
                 return Err(ConfigError::MaxSplitTooSmall(m));
             }
-        }
         if let Some(t) = self.gc_threshold {
             if !(t > 0.0 && t < 1.0) {
                 return Err(ConfigError::GcThresholdRange(t));
@@ -471,11 +470,10 @@ impl<S: SegmentStore> Allocator<S> {
     /// Asks the store for a segment (`alloc_block`); the whole segment becomes one free
     /// block, not yet in any pool.
     fn new_segment(&mut self, pool: Option<Pool>, seg_size: u64) -> Result<u64, SegmentFailure> {
-        if let Some(cap) = self.config.capacity {
-            if self.reserved().saturating_add(seg_size) > cap {
+        if let Some(cap) = self.config.capacity
+            && self.reserved().saturating_add(seg_size) > cap {
                 return Err(SegmentFailure::Capacity);
             }
-        }
         let id = self.next_segment;
         self.store
             .create_segment(id, seg_size)
@@ -614,23 +612,21 @@ impl<S: SegmentStore> Allocator<S> {
             .segment_pool(block.segment)
             .expect("caching segments have a pool");
         let next_addr = addr + block.size;
-        if let Some(next) = self.blocks.get(&next_addr) {
-            if !next.allocated && next.segment == block.segment {
+        if let Some(next) = self.blocks.get(&next_addr)
+            && !next.allocated && next.segment == block.segment {
                 self.remove_inactive_split(next_addr);
                 let next = self.blocks.remove(&next_addr).expect("neighbour exists");
                 self.pool_set(pool).remove(&(next.size, next_addr));
                 block.size += next.size;
             }
-        }
-        if let Some((&prev_addr, prev)) = self.blocks.range(..addr).next_back() {
-            if !prev.allocated && prev.segment == block.segment && prev_addr + prev.size == addr {
+        if let Some((&prev_addr, prev)) = self.blocks.range(..addr).next_back()
+            && !prev.allocated && prev.segment == block.segment && prev_addr + prev.size == addr {
                 self.remove_inactive_split(prev_addr);
                 let prev = self.blocks.remove(&prev_addr).expect("neighbour exists");
                 self.pool_set(pool).remove(&(prev.size, prev_addr));
                 block.size += prev.size;
                 addr = prev_addr;
             }
-        }
         (addr, block)
     }
 

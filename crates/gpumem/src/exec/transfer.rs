@@ -109,7 +109,7 @@ pub(crate) fn write(
     // input, say) is not overwritten before the kernels that still read it have run.
     store.flush()?;
     let padded;
-    let data = if data.len() % 4 == 0 {
+    let data = if data.len().is_multiple_of(4) {
         data
     } else {
         padded = [data, &[0u8; 3][..4 - data.len() % 4]].concat();
