@@ -109,7 +109,9 @@ pub fn measure_step_on(
     };
     match mlp.train_step(rows) {
         Ok(r) => Ok(snapshot(None, None, model_allocated, r.loss)),
-        Err(Error::OutOfMemory(o)) => Ok(snapshot(Some(*o), Some(Phase::Step), model_allocated, None)),
+        Err(Error::OutOfMemory(o)) => {
+            Ok(snapshot(Some(*o), Some(Phase::Step), model_allocated, None))
+        }
         Err(e) => Err(e),
     }
 }

@@ -5,7 +5,7 @@ use clap::{CommandFactory, FromArgMatches, Parser};
 use demo::{DeviceArgs, ModelArgs, Output, with_defaults};
 use gpumem::Device;
 use gpumem::estimate::{deepest_that_fits, estimate};
-use gpumem::measure::{StepMemory, measure_step, search_largest};
+use gpumem::measure::{Phase, StepMemory, measure_step, search_largest};
 use gpumem::size::format_bytes;
 use serde_json::json;
 use std::ffi::OsString;
@@ -92,7 +92,7 @@ pub fn run(args: impl IntoIterator<Item = impl Into<OsString> + Clone>) -> anyho
                 if m.fits() {
                     "yes".into()
                 } else {
-                    format!("no (in the {})", m.failed_in.unwrap_or(gpumem::measure::Phase::Step))
+                    format!("no (in the {})", m.failed_in.unwrap_or(Phase::Step))
                 },
             ]
         })
@@ -123,7 +123,7 @@ pub fn run(args: impl IntoIterator<Item = impl Into<OsString> + Clone>) -> anyho
         Some((layers, m)) => {
             out.line(format!(
                 "{layers} hidden layers ran out of memory (in the {}):\n",
-                m.failed_in.unwrap_or(gpumem::measure::Phase::Step)
+                m.failed_in.unwrap_or(Phase::Step)
             ));
             if let Some(oom) = &m.oom {
                 out.line(oom.to_string());

@@ -235,7 +235,9 @@ pub fn run(spec: &RunSpec) -> Result<RunResult, Error> {
     }
     let mut mlp = Mlp::new(&device, &spec.config, spec.seed)?;
     let data = executed.then(|| Dataset::generate(spec.samples, spec.seed));
-    let rows = data.as_ref().map_or(Rows::Planned(spec.samples), Rows::Data);
+    let rows = data
+        .as_ref()
+        .map_or(Rows::Planned(spec.samples), Rows::Data);
     let mut watcher = Watcher {
         spec,
         device: &device,

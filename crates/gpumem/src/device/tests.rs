@@ -62,7 +62,10 @@ fn plan_needs_a_size() {
     })
     .unwrap_err();
     assert!(matches!(e, Error::PlanNeedsCapacity), "{e}");
-    assert!(e.to_string().contains("give the device memory as a size"), "{e}");
+    assert!(
+        e.to_string().contains("give the device memory as a size"),
+        "{e}"
+    );
 }
 
 #[test]

@@ -402,8 +402,7 @@ impl Mlp {
                 .zip(stats)
                 .map(|(logits, loss_rows)| StepOutputs { logits, loss_rows });
         }
-        let totals =
-            totals.ok_or_else(|| Error::Shape("a batch needs at least one row".into()))?;
+        let totals = totals.ok_or_else(|| Error::Shape("a batch needs at least one row".into()))?;
         let skipped = if mixed { !self.unscale()? } else { false };
         if !skipped {
             self.update()?;

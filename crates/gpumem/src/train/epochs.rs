@@ -127,8 +127,18 @@ mod tests {
         assert_eq!(reports.iter().map(|r| r.epoch).collect::<Vec<_>>(), [1, 2]);
         // 10 rows in batches of 4: 4, 4, 2.
         assert_eq!(
-            steps.iter().map(|p| (p.epoch, p.step, p.rows)).collect::<Vec<_>>(),
-            [(1, 1, 4), (1, 2, 4), (1, 3, 2), (2, 1, 4), (2, 2, 4), (2, 3, 2)]
+            steps
+                .iter()
+                .map(|p| (p.epoch, p.step, p.rows))
+                .collect::<Vec<_>>(),
+            [
+                (1, 1, 4),
+                (1, 2, 4),
+                (1, 3, 2),
+                (2, 1, 4),
+                (2, 2, 4),
+                (2, 3, 2)
+            ]
         );
         for r in &reports {
             assert_eq!(r.steps, 3);

@@ -120,13 +120,22 @@ fn an_error_ends_the_loop_where_the_observer_last_saw_it() {
     };
     let e = run(&mut m, Rows::Planned(10), &schedule(2, 4), &mut r).unwrap_err();
     assert!(matches!(e, Error::Setup(ref s) if s == "stop"), "{e}");
-    assert_eq!(r.calls.last().map(String::as_str), Some("step 1.2/3: 4 rows"));
+    assert_eq!(
+        r.calls.last().map(String::as_str),
+        Some("step 1.2/3: 4 rows")
+    );
 
     // Out of memory is an error like any other: 200 000 rows of width 8 need more than
     // the 4 MiB card has left once the model is on it.
     let (_dev, mut m) = planned_mlp(4 << 20);
     let mut r = Recorder::default();
-    let e = run(&mut m, Rows::Planned(200_000), &schedule(1, 200_000), &mut r).unwrap_err();
+    let e = run(
+        &mut m,
+        Rows::Planned(200_000),
+        &schedule(1, 200_000),
+        &mut r,
+    )
+    .unwrap_err();
     assert!(e.as_oom().is_some(), "{e}");
     assert_eq!(r.calls, ["epoch 1", "step 1.1/1: 200000 rows"]);
 }
@@ -146,7 +155,10 @@ fn oversized_batches_are_clamped_and_epochs_cut_short() {
     };
     run(&mut m, Rows::Planned(10), &short, &mut r).unwrap();
     assert_eq!(
-        r.calls.iter().filter(|c| c.starts_with("end")).collect::<Vec<_>>(),
+        r.calls
+            .iter()
+            .filter(|c| c.starts_with("end"))
+            .collect::<Vec<_>>(),
         ["end 1: 2 steps, 6 rows", "end 2: 2 steps, 6 rows"]
     );
 }
