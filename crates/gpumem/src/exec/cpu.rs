@@ -111,17 +111,17 @@ fn raw<T>(t: &Tensor) -> Result<&[T], Error> {
     Ok(unsafe { std::slice::from_raw_parts(ptr::<T>(t, t.len())?, t.len() as usize) })
 }
 
-/// A mutable view of `t`'s values in host memory, from a shared reference: the memory is
-/// the device's, not the `Tensor` handle's.
+/// A mutable view of `t`'s values in host memory. The memory is the device's, not the
+/// `Tensor` handle's, so the view is not a borrow of `t`: its lifetime is the caller's.
 ///
 /// # Safety
-/// While the returned slice lives, no other view of `t`'s values (from [`raw`], `raw_mut`
-/// or [`Tensor::read`]/[`Tensor::write`]) may exist or be made. Views of other tensors are
-/// fine: their blocks never overlap `t`'s.
-unsafe fn raw_mut<T>(t: &Tensor) -> Result<&mut [T], Error> {
+/// While the returned slice lives, no other view of `t`'s values (from [`raw`], `raw_mut`,
+/// [`Tensor::read`] or [`Tensor::write`]) may exist or be made, and `t` must stay alive
+/// (its block holds the values). Views of other tensors are fine: live blocks never overlap.
+unsafe fn raw_mut<'v, T>(t: &Tensor) -> Result<&'v mut [T], Error> {
     let p = ptr::<T>(t, t.len())?;
-    // SAFETY: `p` points at `t.len()` values of `t`'s own block; exclusivity is the caller's
-    // contract above.
+    // SAFETY: `p` points at `t.len()` values of `t`'s own block; exclusivity and lifetime
+    // are the caller's contract above.
     Ok(unsafe { std::slice::from_raw_parts_mut(p, t.len() as usize) })
 }
 
@@ -152,7 +152,8 @@ fn load<C: Compute>(t: &Tensor) -> Result<Cow<'_, [C]>, Error> {
 fn with_mut<C: Compute, R>(t: &Tensor, f: impl FnOnce(&mut [C]) -> R) -> Result<R, Error> {
     // SAFETY (the four `raw_mut` calls): `t` is an operation's output, which `ops` refuses
     // to be also one of its inputs, and every kernel here calls `with_mut` while holding
-    // views of its inputs only; the one view of `t` made here ends before the next is made.
+    // views of its inputs only; each view of `t` made here ends within this call, while the
+    // caller's `t` is alive, and before the next is made.
     if t.dtype() == C::DTYPE {
         return Ok(f(unsafe { raw_mut::<C>(t) }?));
     }
