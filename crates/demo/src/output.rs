@@ -171,10 +171,24 @@ pub fn run_main(body: impl FnOnce() -> anyhow::Result<()>) -> ExitCode {
         Err(e) => match e.downcast::<clap::Error>() {
             Ok(usage) => usage.exit(),
             Err(e) => {
-                eprintln!("error: {e:#}");
+                eprintln!("error: {}", error_line(&e));
                 ExitCode::FAILURE
             }
         },
+    }
+}
+
+/// An error with its causes, after the flag that fixes it where the engine's error is one a
+/// flag fixes (the engine's messages name settings, not this command line's flags).
+fn error_line(e: &anyhow::Error) -> String {
+    let flag = match e.chain().find_map(|c| c.downcast_ref::<gpumem::Error>()) {
+        Some(gpumem::Error::NoAdapter(_)) => Some("--backend wgpu"),
+        Some(gpumem::Error::PlanNeedsCapacity) => Some("--device-memory"),
+        _ => None,
+    };
+    match flag {
+        Some(flag) => format!("{flag}: {e:#}"),
+        None => format!("{e:#}"),
     }
 }
 
@@ -232,6 +246,24 @@ mod tests {
         let panicked = std::panic::catch_unwind(|| capture(|| panic!("in the body")));
         assert!(panicked.is_err());
         assert!(!super::capturing());
+    }
+
+    #[test]
+    fn engine_errors_a_flag_fixes_name_it() {
+        use anyhow::Context;
+        let plan = Err::<(), _>(gpumem::Error::PlanNeedsCapacity).context("opening the device");
+        let line = super::error_line(&plan.unwrap_err());
+        assert!(
+            line.starts_with("--device-memory: opening the device: "),
+            "{line}"
+        );
+        let none = anyhow::Error::from(gpumem::Error::NoAdapter("no wgpu adapter found".into()));
+        assert_eq!(
+            super::error_line(&none),
+            "--backend wgpu: no wgpu adapter found"
+        );
+        let other = anyhow::Error::from(gpumem::Error::Setup("the training set is empty".into()));
+        assert_eq!(super::error_line(&other), "the training set is empty");
     }
 
     #[test]

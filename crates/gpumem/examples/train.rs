@@ -6,7 +6,7 @@ use clap::Parser;
 use gpumem::data::{Dataset, LESSON_TRAINING_EVENTS};
 use gpumem::mlp::{Mlp, MlpConfig, Optimizer};
 use gpumem::size::format_bytes;
-use gpumem::train::{BatchSize, TrainOptions, train};
+use gpumem::train::{BatchSize, Schedule, TrainOptions, train};
 use gpumem::{Backend, Device, DeviceOptions, MemorySpec};
 use indicatif::{ProgressBar, ProgressStyle};
 
@@ -72,10 +72,12 @@ fn main() -> anyhow::Result<()> {
         100.0 * before_acc
     );
     let options = TrainOptions {
-        epochs: args.epochs,
-        batch: args.batch,
-        seed: args.seed,
-        max_steps_per_epoch: None,
+        schedule: Schedule {
+            epochs: args.epochs,
+            batch: args.batch,
+            seed: args.seed,
+            max_steps_per_epoch: None,
+        },
         eval_batch: 4096,
     };
     let bar = ProgressBar::new(0);

@@ -4,7 +4,7 @@
 use clap::{CommandFactory, FromArgMatches, Parser};
 use demo::{DeviceArgs, ModelArgs, Output, with_defaults};
 use gpumem::estimate::{deepest_that_fits, estimate};
-use gpumem::measure::{Search, StepMemory, measure_step, search_largest};
+use gpumem::measure::{Phase, Search, StepMemory, measure_step, search_largest};
 use gpumem::mlp::MlpConfig;
 use gpumem::size::format_bytes;
 use gpumem::{Device, DeviceOptions};
@@ -137,10 +137,7 @@ fn print_attempts(base: &MlpConfig, attempts: &[&(u64, StepMemory)], out: Output
                 if m.fits() {
                     "yes".into()
                 } else {
-                    format!(
-                        "no (in the {})",
-                        m.failed_in.unwrap_or(gpumem::measure::Phase::Step)
-                    )
+                    format!("no (in the {})", m.failed_in.unwrap_or(Phase::Step))
                 },
             ]
         })
@@ -170,7 +167,7 @@ fn print_result(
         Some((layers, m)) => {
             out.line(format!(
                 "{layers} hidden layers ran out of memory (in the {}):\n",
-                m.failed_in.unwrap_or(gpumem::measure::Phase::Step)
+                m.failed_in.unwrap_or(Phase::Step)
             ));
             if let Some(oom) = &m.oom {
                 out.line(oom.to_string());

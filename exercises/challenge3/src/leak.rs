@@ -1,8 +1,7 @@
 //! `--scenario leak`: the "crash after a few epochs" of a loop that keeps every step's
 //! outputs on the device, beside the fixed loop on the same card.
 
-use crate::runner::{self, Keep, RunResult, RunSpec};
-use crate::watch::{EPOCH_HEADERS, epoch_rows};
+use crate::runner::{self, EPOCH_HEADERS, Keep, RunResult, RunSpec, epoch_rows};
 use crate::{Setup, write_timeline};
 use demo::Output;
 use gpumem::size::format_bytes;

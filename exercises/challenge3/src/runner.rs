@@ -1,10 +1,14 @@
-//! The demo's training loop: epochs of mini-batches through the engine, with the allocator's
-//! figures after every epoch, and a choice of what the loop keeps alive between steps — the
-//! one thing that separates a flat run from a leak or from a fragmented cache.
+//! The demo's runs: the engine's training loop ([`gpumem::train::run`]) observed with the
+//! demo's policy — what the loop keeps alive between steps (the one thing that separates a
+//! flat run from a leak or from a fragmented cache), an optional `empty_cache()` when the
+//! batch size changes, the allocator's trace — and its report: the allocator's figures
+//! after every epoch.
 
 use gpumem::alloc::{OutOfMemory, Trace};
-use gpumem::data::{Dataset, Split, epoch_batches, rng};
-use gpumem::mlp::{Batch, Mlp, MlpConfig, StepOutputs};
+use gpumem::data::Dataset;
+use gpumem::mlp::{Mlp, MlpConfig, StepOutputs, StepResult};
+use gpumem::size::format_bytes;
+use gpumem::train::{self, BatchSize, EpochTotals, Observer, Progress, Rows, Schedule};
 use gpumem::{Device, DeviceOptions, Error};
 use serde::Serialize;
 
@@ -92,22 +96,132 @@ impl RunResult {
     }
 }
 
-/// Row counts of one epoch's batches: full batches, the last one short if the data does not
-/// divide evenly — and the rows themselves when kernels run.
-fn epoch_plan(
-    data: Option<&Dataset>,
-    samples: u64,
-    batch: u64,
-    shuffle: &mut rand_chacha::ChaCha8Rng,
-) -> Vec<(u64, Option<Split>)> {
-    match data {
-        Some(d) => epoch_batches(d.train.len(), batch as usize, shuffle)
-            .into_iter()
-            .map(|idx| (idx.len() as u64, Some(d.train.gather(&idx))))
-            .collect(),
-        None => (0..samples.div_ceil(batch))
-            .map(|i| (batch.min(samples - i * batch), None))
-            .collect(),
+impl RunSpec {
+    fn schedule(&self) -> Schedule {
+        Schedule {
+            epochs: self.epochs,
+            batch: BatchSize::Rows(self.batch),
+            seed: self.seed,
+            max_steps_per_epoch: None,
+        }
+    }
+}
+
+/// One row per epoch: the allocator's figures (and the loss when kernels ran).
+pub fn epoch_rows(epochs: &[EpochMemory]) -> Vec<Vec<String>> {
+    epochs
+        .iter()
+        .map(|e| {
+            vec![
+                e.epoch.to_string(),
+                e.steps.to_string(),
+                format_bytes(e.allocated),
+                format_bytes(e.reserved),
+                format_bytes(e.peak_allocated),
+                format_bytes(e.peak_reserved),
+                e.loss.map_or("-".into(), |l| format!("{l:.4}")),
+            ]
+        })
+        .collect()
+}
+
+/// The headers of [`epoch_rows`].
+pub const EPOCH_HEADERS: [&str; 7] = [
+    "epoch",
+    "steps",
+    "allocated",
+    "reserved",
+    "peak allocated",
+    "peak reserved",
+    "loss",
+];
+
+/// The demo's observer: applies the spec's policy around the engine's steps and writes down
+/// what the allocator did.
+struct Watcher<'a> {
+    spec: &'a RunSpec,
+    device: &'a Device,
+    /// The outputs the loop keeps alive, as [`RunSpec::keep`] says.
+    kept: Vec<StepOutputs>,
+    /// The step running or last run: where an out-of-memory error happened.
+    at: Option<Progress>,
+    batches: Vec<u64>,
+    epochs: Vec<EpochMemory>,
+    trace: Trace,
+    phases: Vec<(usize, String)>,
+    peak_allocated: u64,
+    peak_reserved: u64,
+}
+
+impl Watcher<'_> {
+    /// Folds this epoch's peaks (reset at each epoch's start) into the run's.
+    fn note_peaks(&mut self) {
+        self.peak_allocated = self.peak_allocated.max(self.device.max_memory_allocated());
+        self.peak_reserved = self.peak_reserved.max(self.device.max_memory_reserved());
+    }
+}
+
+impl Observer for Watcher<'_> {
+    /// Always: even a loop that keeps nothing takes the outputs and drops them after the
+    /// step, as a loop that reads its loss from them does.
+    fn keeps_outputs(&self) -> bool {
+        true
+    }
+
+    fn before_epoch(&mut self, _mlp: &Mlp, epoch: u64) -> Result<(), Error> {
+        if self.spec.trace {
+            self.trace.events.extend(self.device.take_trace().events);
+            self.phases
+                .push((self.trace.events.len(), format!("epoch {epoch}")));
+            self.device.start_trace();
+        }
+        self.device.reset_peak_memory_stats();
+        Ok(())
+    }
+
+    fn before_step(&mut self, _mlp: &Mlp, at: Progress) -> Result<(), Error> {
+        if self.spec.empty_cache_on_size_change
+            && self.batches.last().is_some_and(|&r| r != at.rows)
+        {
+            self.device.empty_cache();
+        }
+        self.batches.push(at.rows);
+        self.at = Some(at);
+        Ok(())
+    }
+
+    fn after_step(
+        &mut self,
+        _mlp: &Mlp,
+        _at: Progress,
+        _result: &StepResult,
+        outputs: Option<StepOutputs>,
+    ) -> Result<(), Error> {
+        match self.spec.keep {
+            Keep::Nothing => drop(outputs),
+            Keep::Last => {
+                // Replacing drops the previous step's outputs only now, after this step
+                // ran: both were alive during the step.
+                self.kept.clear();
+                self.kept.extend(outputs);
+            }
+            Keep::Every => self.kept.extend(outputs),
+        }
+        Ok(())
+    }
+
+    fn after_epoch(&mut self, _mlp: &Mlp, totals: &EpochTotals) -> Result<(), Error> {
+        self.note_peaks();
+        self.epochs.push(EpochMemory {
+            epoch: totals.epoch,
+            steps: totals.steps,
+            allocated: self.device.memory_allocated(),
+            reserved: self.device.memory_reserved(),
+            peak_allocated: self.device.max_memory_allocated(),
+            peak_reserved: self.device.max_memory_reserved(),
+            loss: totals.loss(),
+        });
+        Ok(())
     }
 }
 
@@ -119,96 +233,58 @@ pub fn run(spec: &RunSpec) -> Result<RunResult, Error> {
     if spec.trace {
         device.start_trace();
     }
-    let mut phases = vec![(0, "model".to_string())];
     let mut mlp = Mlp::new(&device, &spec.config, spec.seed)?;
     let data = executed.then(|| Dataset::generate(spec.samples, spec.seed));
-    let mut shuffle = rng(spec.seed);
-    let mut result = RunResult {
-        epochs: Vec::new(),
-        failure: None,
+    let rows = data
+        .as_ref()
+        .map_or(Rows::Planned(spec.samples), Rows::Data);
+    let mut watcher = Watcher {
+        spec,
+        device: &device,
+        kept: Vec::new(),
+        at: None,
         batches: Vec::new(),
-        executed,
-        device_allocations: 0,
-        device_frees: 0,
+        epochs: Vec::new(),
+        trace: Trace::default(),
+        phases: vec![(0, "model".to_string())],
         peak_allocated: 0,
         peak_reserved: 0,
-        trace: Trace::default(),
-        phases: Vec::new(),
-        summary: String::new(),
     };
-    let mut kept: Vec<StepOutputs> = Vec::new();
-    let mut trace = Trace::default();
-    let (mut peak_allocated, mut peak_reserved) = (0, 0);
-    'epochs: for epoch in 1..=spec.epochs {
-        if spec.trace {
-            trace.events.extend(device.take_trace().events);
-            phases.push((trace.events.len(), format!("epoch {epoch}")));
-            device.start_trace();
-        }
-        device.reset_peak_memory_stats();
-        let plan = epoch_plan(data.as_ref(), spec.samples, spec.batch, &mut shuffle);
-        let (mut loss_sum, mut rows_seen) = (0f64, 0u64);
-        for (i, (rows, split)) in plan.iter().enumerate() {
-            if spec.empty_cache_on_size_change && result.batches.last().is_some_and(|&r| r != *rows)
-            {
-                device.empty_cache();
-            }
-            result.batches.push(*rows);
-            let batch = split.as_ref().map_or(Batch::Planned(*rows), Batch::Data);
-            let step = mlp.train_step_with_outputs(batch);
-            let (r, outputs) = match step {
-                Ok(ok) => ok,
-                Err(Error::OutOfMemory(oom)) => {
-                    result.failure = Some(Failure {
-                        epoch,
-                        step: i as u64 + 1,
-                        rows: *rows,
-                        oom: *oom,
-                    });
-                    peak_allocated = peak_allocated.max(device.max_memory_allocated());
-                    peak_reserved = peak_reserved.max(device.max_memory_reserved());
-                    break 'epochs;
-                }
-                Err(e) => return Err(e),
+    let failure = match train::run(&mut mlp, rows, &spec.schedule(), &mut watcher) {
+        Ok(_) => None,
+        Err(Error::OutOfMemory(oom)) => {
+            let Some(at) = watcher.at else {
+                return Err(Error::OutOfMemory(oom));
             };
-            if let Some(loss) = r.loss {
-                loss_sum += f64::from(loss) * r.rows as f64;
-                rows_seen += r.rows;
-            }
-            match spec.keep {
-                Keep::Nothing => drop(outputs),
-                Keep::Last => {
-                    // Assigning drops the previous step's outputs only now, after this step
-                    // ran: both were alive during the step.
-                    kept.clear();
-                    kept.push(outputs);
-                }
-                Keep::Every => kept.push(outputs),
-            }
+            watcher.note_peaks();
+            Some(Failure {
+                epoch: at.epoch,
+                step: at.step,
+                rows: at.rows,
+                oom: *oom,
+            })
         }
-        peak_allocated = peak_allocated.max(device.max_memory_allocated());
-        peak_reserved = peak_reserved.max(device.max_memory_reserved());
-        result.epochs.push(EpochMemory {
-            epoch,
-            steps: plan.len() as u64,
-            allocated: device.memory_allocated(),
-            reserved: device.memory_reserved(),
-            peak_allocated: device.max_memory_allocated(),
-            peak_reserved: device.max_memory_reserved(),
-            loss: (rows_seen > 0).then(|| (loss_sum / rows_seen as f64) as f32),
-        });
-    }
+        Err(e) => return Err(e),
+    };
     if spec.trace {
-        trace.events.extend(device.take_trace().events);
+        watcher.trace.events.extend(device.take_trace().events);
     }
     let stats = device.memory_stats();
-    result.device_allocations = stats.num_device_alloc;
-    result.device_frees = stats.num_device_free;
-    result.peak_allocated = peak_allocated;
-    result.peak_reserved = peak_reserved;
-    result.summary = device.memory_summary();
-    result.trace = trace;
-    result.phases = if spec.trace { phases } else { Vec::new() };
-    drop(kept);
-    Ok(result)
+    Ok(RunResult {
+        epochs: watcher.epochs,
+        failure,
+        batches: watcher.batches,
+        executed,
+        device_allocations: stats.num_device_alloc,
+        device_frees: stats.num_device_free,
+        peak_allocated: watcher.peak_allocated,
+        peak_reserved: watcher.peak_reserved,
+        trace: watcher.trace,
+        phases: if spec.trace {
+            watcher.phases
+        } else {
+            Vec::new()
+        },
+        summary: device.memory_summary(),
+    })
 }

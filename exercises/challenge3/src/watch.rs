@@ -2,39 +2,11 @@
 //! allocated and reserved after each epoch, the `memory_summary()` table, and the timeline.
 
 use crate::leak;
-use crate::runner::{self, EpochMemory, Keep};
+use crate::runner::{self, EPOCH_HEADERS, Keep, epoch_rows};
 use crate::{Setup, write_timeline};
 use demo::Output;
 use gpumem::size::format_bytes;
 use serde_json::json;
-
-/// One row per epoch: the allocator's figures (and the loss when kernels ran).
-pub fn epoch_rows(epochs: &[EpochMemory]) -> Vec<Vec<String>> {
-    epochs
-        .iter()
-        .map(|e| {
-            vec![
-                e.epoch.to_string(),
-                e.steps.to_string(),
-                format_bytes(e.allocated),
-                format_bytes(e.reserved),
-                format_bytes(e.peak_allocated),
-                format_bytes(e.peak_reserved),
-                e.loss.map_or("-".into(), |l| format!("{l:.4}")),
-            ]
-        })
-        .collect()
-}
-
-pub const EPOCH_HEADERS: [&str; 7] = [
-    "epoch",
-    "steps",
-    "allocated",
-    "reserved",
-    "peak allocated",
-    "peak reserved",
-    "loss",
-];
 
 pub fn run(setup: &Setup, out: Output) -> anyhow::Result<()> {
     setup.header(out, "watching allocated and reserved memory");

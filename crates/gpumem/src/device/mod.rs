@@ -9,121 +9,22 @@
 //! Whatever the backing, the device has a capacity: by default an emulated card that
 //! reports 15.90 GiB like the lesson's, or `native` for whatever the backing can get.
 
+mod backing;
 mod buffers;
 mod host;
 
+pub use backing::{Backend, Backing};
 pub use buffers::BufferStore;
 pub use host::HostStore;
 
 pub use crate::error::Error;
 
-use crate::alloc::{
-    AllocError, Allocator, AllocatorConfig, MemoryStats, SegmentStore, StoreError, Trace,
-};
+use crate::alloc::{AllocError, Allocator, AllocatorConfig, MemoryStats, SegmentStore, Trace};
 use crate::size::MemorySpec;
 use gpumem_kernels::gpu::{Gpu, GpuError, GpuOptions};
 use std::cell::{Ref, RefCell};
 use std::fmt;
 use std::rc::Rc;
-use std::str::FromStr;
-
-/// Which backing to use.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Backend {
-    /// A hardware GPU through wgpu if there is one, else `cpu`.
-    #[default]
-    Auto,
-    Wgpu,
-    Cpu,
-    Plan,
-}
-
-impl Backend {
-    pub const NAMES: &str = "auto, wgpu, cpu or plan";
-}
-
-impl fmt::Display for Backend {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.pad(match self {
-            Backend::Auto => "auto",
-            Backend::Wgpu => "wgpu",
-            Backend::Cpu => "cpu",
-            Backend::Plan => "plan",
-        })
-    }
-}
-
-impl FromStr for Backend {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Self, Self::Err> {
-        match s.trim().to_ascii_lowercase().as_str() {
-            "auto" => Ok(Backend::Auto),
-            "wgpu" | "gpu" => Ok(Backend::Wgpu),
-            "cpu" => Ok(Backend::Cpu),
-            "plan" => Ok(Backend::Plan),
-            _ => Err(format!(
-                "unknown backend `{s}`: expected {}",
-                Backend::NAMES
-            )),
-        }
-    }
-}
-
-/// The segments of whichever backing was chosen.
-#[derive(Debug)]
-pub enum Backing {
-    Plan,
-    Cpu(HostStore),
-    Wgpu(BufferStore),
-}
-
-impl Backing {
-    pub fn kind(&self) -> Backend {
-        match self {
-            Backing::Plan => Backend::Plan,
-            Backing::Cpu(_) => Backend::Cpu,
-            Backing::Wgpu(_) => Backend::Wgpu,
-        }
-    }
-
-    /// Whether kernels run (false on `plan`, where steps are only planned).
-    pub fn executes(&self) -> bool {
-        !matches!(self, Backing::Plan)
-    }
-}
-
-impl SegmentStore for Backing {
-    fn create_segment(&mut self, id: u64, bytes: u64) -> Result<(), StoreError> {
-        match self {
-            Backing::Plan => Ok(()),
-            Backing::Cpu(s) => s.create_segment(id, bytes),
-            Backing::Wgpu(s) => s.create_segment(id, bytes),
-        }
-    }
-
-    fn release_segment(&mut self, id: u64) {
-        match self {
-            Backing::Plan => {}
-            Backing::Cpu(s) => s.release_segment(id),
-            Backing::Wgpu(s) => s.release_segment(id),
-        }
-    }
-
-    fn free_memory(&self) -> Option<u64> {
-        match self {
-            Backing::Cpu(s) => s.free_memory(),
-            _ => None,
-        }
-    }
-
-    fn total_memory(&self) -> Option<u64> {
-        match self {
-            Backing::Cpu(s) => s.total_memory(),
-            _ => None,
-        }
-    }
-}
 
 /// How to open a device.
 #[derive(Debug, Clone, Default)]

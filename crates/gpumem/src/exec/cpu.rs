@@ -7,89 +7,13 @@
 //! precision) are converted on the way in and out, as a GPU kernel would in its registers.
 //! Shapes were checked by `ops`; here only the memory is resolved.
 
+use super::compute::Compute;
 use super::spec::{AdamStep, Matmul};
 use crate::device::Backing;
 use crate::error::Error;
 use crate::tensor::{DType, Tensor};
 use half::f16;
-use num_traits::Float;
 use std::borrow::Cow;
-
-/// The types the kernels compute in.
-trait Compute:
-    Float + bytemuck::Pod + Default + std::ops::AddAssign + std::ops::SubAssign + std::ops::MulAssign
-{
-    const DTYPE: DType;
-
-    fn from_f32(v: f32) -> Self;
-    fn to_f32(self) -> f32;
-    fn from_f16(v: f16) -> Self;
-    fn to_f16(self) -> f16;
-
-    /// `C = alpha·A·B + beta·C` with arbitrary strides.
-    ///
-    /// # Safety
-    /// The pointers and strides must describe `m×k`, `k×n` and `m×n` matrices inside live,
-    /// non-overlapping (for C) allocations.
-    #[allow(clippy::too_many_arguments)]
-    unsafe fn gemm(
-        m: usize,
-        k: usize,
-        n: usize,
-        a: *const Self,
-        rsa: isize,
-        csa: isize,
-        b: *const Self,
-        rsb: isize,
-        csb: isize,
-        beta: Self,
-        c: *mut Self,
-        rsc: isize,
-    );
-}
-
-/// `Compute` for a float type: its `DType` and its gemm.
-macro_rules! compute {
-    ($t:ty, $dtype:expr, $gemm:path) => {
-        impl Compute for $t {
-            const DTYPE: DType = $dtype;
-            fn from_f32(v: f32) -> Self {
-                v as $t
-            }
-            fn to_f32(self) -> f32 {
-                self as f32
-            }
-            fn from_f16(v: f16) -> Self {
-                // Exact: every float16 is a float32.
-                v.to_f32() as $t
-            }
-            fn to_f16(self) -> f16 {
-                // One rounding either way: widening to float64 is exact.
-                f16::from_f64(self as f64)
-            }
-            unsafe fn gemm(
-                m: usize,
-                k: usize,
-                n: usize,
-                a: *const $t,
-                rsa: isize,
-                csa: isize,
-                b: *const $t,
-                rsb: isize,
-                csb: isize,
-                beta: $t,
-                c: *mut $t,
-                rsc: isize,
-            ) {
-                // SAFETY: forwarded from the caller.
-                unsafe { $gemm(m, k, n, 1.0, a, rsa, csa, b, rsb, csb, beta, c, rsc, 1) }
-            }
-        }
-    };
-}
-
-compute!(f32, DType::F32, matrixmultiply::sgemm);
-compute!(f64, DType::F64, matrixmultiply::dgemm);
 
 /// A pointer to `count` values of `T` in a tensor's host memory.
 fn ptr<T>(t: &Tensor, count: u64) -> Result<*mut T, Error> {
@@ -111,17 +35,17 @@ fn raw<T>(t: &Tensor) -> Result<&[T], Error> {
     Ok(unsafe { std::slice::from_raw_parts(ptr::<T>(t, t.len())?, t.len() as usize) })
 }
 
-/// A mutable view of `t`'s values in host memory, from a shared reference: the memory is
-/// the device's, not the `Tensor` handle's.
+/// A mutable view of `t`'s values in host memory. The memory is the device's, not the
+/// `Tensor` handle's, so the view is not a borrow of `t`: its lifetime is the caller's.
 ///
 /// # Safety
-/// While the returned slice lives, no other view of `t`'s values (from [`raw`], `raw_mut`
-/// or [`Tensor::read`]/[`Tensor::write`]) may exist or be made. Views of other tensors are
-/// fine: their blocks never overlap `t`'s.
-unsafe fn raw_mut<T>(t: &Tensor) -> Result<&mut [T], Error> {
+/// While the returned slice lives, no other view of `t`'s values (from [`raw`], `raw_mut`,
+/// [`Tensor::read`] or [`Tensor::write`]) may exist or be made, and `t` must stay alive
+/// (its block holds the values). Views of other tensors are fine: live blocks never overlap.
+unsafe fn raw_mut<'v, T>(t: &Tensor) -> Result<&'v mut [T], Error> {
     let p = ptr::<T>(t, t.len())?;
-    // SAFETY: `p` points at `t.len()` values of `t`'s own block; exclusivity is the caller's
-    // contract above.
+    // SAFETY: `p` points at `t.len()` values of `t`'s own block; exclusivity and lifetime
+    // are the caller's contract above.
     Ok(unsafe { std::slice::from_raw_parts_mut(p, t.len() as usize) })
 }
 
@@ -152,7 +76,8 @@ fn load<C: Compute>(t: &Tensor) -> Result<Cow<'_, [C]>, Error> {
 fn with_mut<C: Compute, R>(t: &Tensor, f: impl FnOnce(&mut [C]) -> R) -> Result<R, Error> {
     // SAFETY (the four `raw_mut` calls): `t` is an operation's output, which `ops` refuses
     // to be also one of its inputs, and every kernel here calls `with_mut` while holding
-    // views of its inputs only; the one view of `t` made here ends before the next is made.
+    // views of its inputs only; each view of `t` made here ends within this call, while the
+    // caller's `t` is alive, and before the next is made.
     if t.dtype() == C::DTYPE {
         return Ok(f(unsafe { raw_mut::<C>(t) }?));
     }

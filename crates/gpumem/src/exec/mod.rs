@@ -1,5 +1,6 @@
 //! Running work on a backing: the operations of a training step, and moving data in and out.
 
+mod compute;
 mod cpu;
 mod gpu;
 pub mod ops;

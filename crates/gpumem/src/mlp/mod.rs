@@ -3,7 +3,8 @@
 //!
 //! Memory that lives as long as the model is allocated here, in this order: every layer's
 //! weight and bias, then their gradients, then (Adam only) the two state tensors per
-//! parameter. A training step ([`step`]) adds the batch and the activations on top.
+//! parameter. A training step ([`Mlp::train_step`]) adds the batch and the activations on
+//! top.
 
 mod config;
 mod step;

@@ -1,0 +1,92 @@
+//! The batch size as the user gives it: a number of rows, or the whole training set.
+
+use std::fmt;
+use std::str::FromStr;
+
+/// Rows per mini-batch: a number, or the whole training set (`full`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum BatchSize {
+    Rows(u64),
+    Full,
+}
+
+impl BatchSize {
+    /// The rows per batch for a training set of `available` rows, and a notice when the
+    /// requested size was larger than the set (it is then clamped to the whole set).
+    pub fn resolve(self, available: u64) -> (u64, Option<String>) {
+        match self {
+            BatchSize::Full => (available, None),
+            BatchSize::Rows(n) if n > available => (
+                available,
+                Some(format!(
+                    "batch size {n} is larger than the training set ({available} rows); using the whole set as one batch"
+                )),
+            ),
+            BatchSize::Rows(n) => (n, None),
+        }
+    }
+}
+
+impl fmt::Display for BatchSize {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            BatchSize::Rows(n) => write!(f, "{n}"),
+            BatchSize::Full => f.pad("full"),
+        }
+    }
+}
+
+impl FromStr for BatchSize {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        let t = s.trim();
+        if t.eq_ignore_ascii_case("full") {
+            return Ok(BatchSize::Full);
+        }
+        match t.parse::<u64>() {
+            Ok(0) => Err("the batch size must be at least 1 (or `full`), got 0".into()),
+            Ok(n) => Ok(BatchSize::Rows(n)),
+            Err(_) if t.starts_with('-') => {
+                Err(format!("the batch size cannot be negative, got `{t}`"))
+            }
+            Err(_) if !t.is_empty() && t.bytes().all(|b| b.is_ascii_digit()) => {
+                Err(format!("the batch size `{t}` is too large to count"))
+            }
+            Err(_) => Err(format!(
+                "`{t}` is not a batch size: expected a positive whole number or `full`"
+            )),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn batch_sizes_parse_with_clear_errors() {
+        assert_eq!("32".parse(), Ok(BatchSize::Rows(32)));
+        assert_eq!("full".parse(), Ok(BatchSize::Full));
+        assert_eq!(" FULL ".parse(), Ok(BatchSize::Full));
+        for (bad, text) in [
+            ("0", "at least 1"),
+            ("-1", "negative"),
+            ("abc", "not a batch size"),
+            ("", "not a batch size"),
+            ("99999999999999999999999", "too large"),
+        ] {
+            let e = bad.parse::<BatchSize>().unwrap_err();
+            assert!(e.contains(text), "{bad}: {e}");
+        }
+    }
+
+    #[test]
+    fn oversized_batches_are_clamped_with_a_notice() {
+        assert_eq!(BatchSize::Rows(10).resolve(100), (10, None));
+        assert_eq!(BatchSize::Full.resolve(100), (100, None));
+        let (rows, notice) = BatchSize::Rows(500).resolve(100);
+        assert_eq!(rows, 100);
+        assert!(notice.unwrap().contains("larger than the training set"));
+    }
+}
