@@ -17,6 +17,7 @@ use std::thread::JoinHandle;
 use std::time::Duration;
 
 /// Serves a folder until dropped.
+#[derive(Debug)]
 pub struct StaticServer {
     port: u16,
     stop: Arc<AtomicBool>,

@@ -95,7 +95,7 @@ where
 /// a `<title>` (the alt text) so it is described when opened on its own as well.
 pub fn svg(
     title: &str,
-    draw: impl FnOnce(&DrawingArea<SVGBackend, Shift>) -> Result<()>,
+    draw: impl FnOnce(&DrawingArea<SVGBackend<'_>, Shift>) -> Result<()>,
 ) -> Result<String> {
     let mut out = String::new();
     {
@@ -131,7 +131,7 @@ pub fn grouped(n: u64) -> String {
     let digits = n.to_string();
     let mut out = String::new();
     for (i, c) in digits.chars().enumerate() {
-        if i > 0 && (digits.len() - i) % 3 == 0 {
+        if i > 0 && (digits.len() - i).is_multiple_of(3) {
             out.push('\u{202f}');
         }
         out.push(c);
@@ -144,8 +144,8 @@ pub fn rows_label(x: &f64) -> String {
     let x = x.round() as u64;
     match x {
         0..1_000 => x.to_string(),
-        1_000..1_000_000 if x % 1_000 == 0 => format!("{}k", x / 1_000),
-        _ if x % 1_000_000 == 0 => format!("{}M", x / 1_000_000),
+        1_000..1_000_000 if x.is_multiple_of(1_000) => format!("{}k", x / 1_000),
+        _ if x.is_multiple_of(1_000_000) => format!("{}M", x / 1_000_000),
         _ => grouped(x),
     }
 }

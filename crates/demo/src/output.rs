@@ -85,10 +85,10 @@ fn print_line(text: &str) {
     if captured.is_some() {
         return;
     }
-    if let Err(e) = writeln!(std::io::stdout().lock(), "{text}") {
-        if e.kind() == std::io::ErrorKind::BrokenPipe {
-            std::process::exit(0);
-        }
+    if let Err(e) = writeln!(std::io::stdout().lock(), "{text}")
+        && e.kind() == std::io::ErrorKind::BrokenPipe
+    {
+        std::process::exit(0);
     }
 }
 

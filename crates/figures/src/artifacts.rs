@@ -4,6 +4,7 @@ use crate::{charts, pages};
 use anyhow::Result;
 
 /// One generated file.
+#[derive(Debug)]
 pub struct Artifact {
     /// Where it goes, relative to the book's `src/` folder.
     pub path: &'static str,

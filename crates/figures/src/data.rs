@@ -79,6 +79,7 @@ pub fn batch_sizes(per_decade: u32) -> Vec<u64> {
 
 /// One training step at every depth, on a device too large to fill: peak allocated and
 /// reserved as the network deepens.
+#[derive(Debug)]
 pub struct DepthCurve {
     pub optimizer: Optimizer,
     /// `(layers, peak allocated, peak reserved)`.
@@ -102,6 +103,7 @@ pub fn depth_curve(optimizer: Optimizer, max_layers: u64, every: u64) -> Result<
 }
 
 /// Challenge 2: the deepest network of width 5000 that trains at batch 32 on the card.
+#[derive(Debug)]
 pub struct DeepestFit {
     pub optimizer: Optimizer,
     /// Measured on the card: the last depth whose step fit.
@@ -163,6 +165,7 @@ fn attempt(search: &Search, n: u64) -> Result<&StepMemory> {
 
 /// Challenge 1: the largest batch of the lesson's network whose step fits on the card, and
 /// that step, found by the engine's [`largest_batch`].
+#[derive(Debug)]
 pub struct LargestBatch {
     pub rows: u64,
     pub step: StepMemory,
@@ -245,6 +248,7 @@ pub fn reserved_jump_batch() -> Result<u64> {
 }
 
 /// The allocator's events over model creation and a few training steps.
+#[derive(Debug)]
 pub struct Timeline {
     pub config: MlpConfig,
     pub batch: u64,

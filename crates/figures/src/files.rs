@@ -63,6 +63,7 @@ pub fn orphans(src: &Path, rendered: &[(&str, String)]) -> Result<Vec<String>> {
 }
 
 /// What [`write_all`] did: `(path, changed)` for each artifact, and the orphans removed.
+#[derive(Debug)]
 pub struct Written {
     pub artifacts: Vec<(&'static str, bool)>,
     pub removed: Vec<String>,

@@ -44,6 +44,7 @@ pub const MEASURE_COMMAND: &str = "cargo run --release -p figures -- --measure";
 
 /// A setup the demo is timed on: its hidden layers, the demo's extra arguments, and the
 /// backings it is timed on.
+#[derive(Debug)]
 pub struct TimedSetup {
     pub layers: u64,
     pub args: &'static [&'static str],

@@ -11,6 +11,7 @@ pub use gpumem_kernels::testing::adapter_required;
 
 /// One GPU for a test, whose devices share compiled kernels (compiling them takes seconds
 /// on lavapipe).
+#[derive(Debug)]
 pub struct TestGpu {
     store: BufferStore,
 }

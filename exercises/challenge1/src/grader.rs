@@ -14,7 +14,7 @@ use grading::{Opt, Report, Setup, attempt};
 use rand::{RngExt, SeedableRng};
 
 /// The learner's functions.
-#[derive(Clone, Copy)]
+#[derive(Debug, Clone, Copy)]
 pub struct Answers {
     pub activation_bytes: fn(batch: u64, width: u64) -> u64,
     pub stored_activation_bytes: fn(batch: u64, width: u64, layers: u64) -> u64,

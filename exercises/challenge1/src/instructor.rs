@@ -113,7 +113,7 @@ fn full_batch(
         }
         None => out.line(format!("backing: {heavy}, executed")),
     }
-    let e = estimate(&config, rows)?;
+    let e = estimate(config, rows)?;
     out.line("What one training step needs, by the memory equation (gpumem::estimate):");
     let category_rows: Vec<Vec<String>> = e
         .categories()
@@ -123,7 +123,7 @@ fn full_batch(
         .collect();
     out.table(&["category", "bytes"], &category_rows);
 
-    let attempt = measure_step(&heavy_options, &config, rows, cli.model.seed)
+    let attempt = measure_step(&heavy_options, config, rows, cli.model.seed)
         .context("running the full batch")?;
     let mut largest = None;
     match &attempt.oom {
@@ -149,7 +149,7 @@ fn full_batch(
                 MemorySpec::Native => heavy_options.clone(),
                 MemorySpec::Bytes(_) => cli.device.options(Backend::Plan),
             };
-            let search = largest_batch(&search_options, &config, rows)?;
+            let search = largest_batch(&search_options, config, rows)?;
             largest = search.best;
             out.line(match search.best {
                 Some(b) => format!(

@@ -13,7 +13,7 @@ use grading::{Opt, Report, Setup, attempt};
 use rand::{RngExt, SeedableRng};
 
 /// The learner's functions.
-#[derive(Clone, Copy)]
+#[derive(Debug, Clone, Copy)]
 pub struct Answers {
     pub parameter_count: fn(inputs: u64, width: u64, layers: u64, classes: u64) -> u64,
     pub model_bytes: fn(setup: Setup) -> u64,

@@ -5,10 +5,6 @@
 //!
 //! The demo is a library too ([`run`]), so that the book can quote what it prints.
 
-// The learner's answer and the reference solution name the grader's types as
-// `challenge2::grader::…`, here and in the proofs that include them.
-extern crate self as challenge2;
-
 pub mod answer;
 pub mod grader;
 mod instructor;

@@ -42,7 +42,7 @@ pub type TrainFn = fn(mlp: &mut Mlp, batches: &[Split], epochs: u64) -> Result<V
 type LoopRun = (Result<Vec<f32>, String>, u64);
 
 /// The learner's functions.
-#[derive(Clone, Copy)]
+#[derive(Debug, Clone, Copy)]
 pub struct Answers {
     pub rounded_size: fn(requested: u64) -> u64,
     pub segment_for: fn(requested: u64) -> u64,
@@ -68,9 +68,9 @@ const MIB: u64 = 1 << 20;
 
 /// Bytes exactly, in the largest unit that divides them: `3 MiB`, `1 KiB`, `1000 B`.
 pub fn exact(bytes: u64) -> String {
-    if bytes >= MIB && bytes % MIB == 0 {
+    if bytes >= MIB && bytes.is_multiple_of(MIB) {
         format!("{} MiB", bytes / MIB)
-    } else if bytes >= KIB && bytes % KIB == 0 {
+    } else if bytes >= KIB && bytes.is_multiple_of(KIB) {
         format!("{} KiB", bytes / KIB)
     } else {
         format!("{bytes} B")

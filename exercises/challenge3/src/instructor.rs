@@ -115,6 +115,7 @@ impl Scenario {
 }
 
 /// The settings a scenario runs with, after its defaults.
+#[derive(Debug)]
 pub struct Setup {
     pub scenario: Scenario,
     /// `--json`: one JSON document instead of tables.

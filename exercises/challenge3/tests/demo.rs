@@ -22,7 +22,7 @@ fn svg_path(name: &str) -> String {
 }
 
 /// The polyline of a series: the one in its colour with the most points.
-fn series_points(doc: &roxmltree::Document, color: &str) -> Vec<(f64, f64)> {
+fn series_points(doc: &roxmltree::Document<'_>, color: &str) -> Vec<(f64, f64)> {
     doc.descendants()
         .filter(|n| n.has_tag_name("polyline") && n.attribute("stroke") == Some(color))
         .map(|n| {

@@ -84,10 +84,10 @@ mod small_reserves_itself {
         let solved = crate::solution::memory_after(steps);
         let mut extra_small = 0i64;
         for (i, s) in steps.iter().enumerate() {
-            if let Step::Alloc(b) = s {
-                if rounded_size(*b) <= 1 << 20 {
-                    extra_small += rounded_size(*b) as i64 - (2 << 20);
-                }
+            if let Step::Alloc(b) = s
+                && rounded_size(*b) <= 1 << 20
+            {
+                extra_small += rounded_size(*b) as i64 - (2 << 20);
             }
             let (a, r) = solved[i];
             out.push((a, (r as i64 + extra_small).max(0) as u64));

@@ -104,7 +104,7 @@ impl fmt::Display for Settings {
 }
 
 /// The learner's functions.
-#[derive(Clone, Copy)]
+#[derive(Debug, Clone, Copy)]
 pub struct Answers {
     pub peak_bytes: fn(setup: Setup, settings: Settings) -> u64,
     pub choose_settings: fn(setup: Setup, card_bytes: u64) -> Settings,

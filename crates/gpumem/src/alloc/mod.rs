@@ -147,9 +147,10 @@ pub enum ConfigError {
 impl AllocatorConfig {
     pub fn validate(&self) -> Result<(), ConfigError> {
         if let Some(m) = self.max_split_size
-            && m < LARGE_BUFFER {
-                return Err(ConfigError::MaxSplitTooSmall(m));
-            }
+            && m < LARGE_BUFFER
+        {
+            return Err(ConfigError::MaxSplitTooSmall(m));
+        }
         if let Some(t) = self.gc_threshold {
             if !(t > 0.0 && t < 1.0) {
                 return Err(ConfigError::GcThresholdRange(t));
@@ -471,9 +472,10 @@ impl<S: SegmentStore> Allocator<S> {
     /// block, not yet in any pool.
     fn new_segment(&mut self, pool: Option<Pool>, seg_size: u64) -> Result<u64, SegmentFailure> {
         if let Some(cap) = self.config.capacity
-            && self.reserved().saturating_add(seg_size) > cap {
-                return Err(SegmentFailure::Capacity);
-            }
+            && self.reserved().saturating_add(seg_size) > cap
+        {
+            return Err(SegmentFailure::Capacity);
+        }
         let id = self.next_segment;
         self.store
             .create_segment(id, seg_size)
@@ -613,20 +615,25 @@ impl<S: SegmentStore> Allocator<S> {
             .expect("caching segments have a pool");
         let next_addr = addr + block.size;
         if let Some(next) = self.blocks.get(&next_addr)
-            && !next.allocated && next.segment == block.segment {
-                self.remove_inactive_split(next_addr);
-                let next = self.blocks.remove(&next_addr).expect("neighbour exists");
-                self.pool_set(pool).remove(&(next.size, next_addr));
-                block.size += next.size;
-            }
+            && !next.allocated
+            && next.segment == block.segment
+        {
+            self.remove_inactive_split(next_addr);
+            let next = self.blocks.remove(&next_addr).expect("neighbour exists");
+            self.pool_set(pool).remove(&(next.size, next_addr));
+            block.size += next.size;
+        }
         if let Some((&prev_addr, prev)) = self.blocks.range(..addr).next_back()
-            && !prev.allocated && prev.segment == block.segment && prev_addr + prev.size == addr {
-                self.remove_inactive_split(prev_addr);
-                let prev = self.blocks.remove(&prev_addr).expect("neighbour exists");
-                self.pool_set(pool).remove(&(prev.size, prev_addr));
-                block.size += prev.size;
-                addr = prev_addr;
-            }
+            && !prev.allocated
+            && prev.segment == block.segment
+            && prev_addr + prev.size == addr
+        {
+            self.remove_inactive_split(prev_addr);
+            let prev = self.blocks.remove(&prev_addr).expect("neighbour exists");
+            self.pool_set(pool).remove(&(prev.size, prev_addr));
+            block.size += prev.size;
+            addr = prev_addr;
+        }
         (addr, block)
     }
 

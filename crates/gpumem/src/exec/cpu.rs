@@ -28,25 +28,22 @@ fn ptr<T>(t: &Tensor, count: u64) -> Result<*mut T, Error> {
 }
 
 /// A view of `t`'s values in host memory.
-// SAFETY (for every use): a tensor's values live in its own allocator block, and live blocks
-// never overlap (the allocator's invariant, property-tested); the only mutable views are an
-// operation's output, made by `with_mut` while no view of that output exists.
 fn raw<T>(t: &Tensor) -> Result<&[T], Error> {
-    Ok(unsafe { std::slice::from_raw_parts(ptr::<T>(t, t.len())?, t.len() as usize) })
+    let p = ptr::<T>(t, t.len())?;
+    // SAFETY: a tensor's values live in its own allocator block, and live blocks never
+    // overlap (the allocator's invariant, property-tested); the only mutable views are an
+    // operation's output, made by `with_mut` while no view of that output exists.
+    Ok(unsafe { std::slice::from_raw_parts(p, t.len() as usize) })
 }
 
-/// A mutable view of `t`'s values in host memory. The memory is the device's, not the
-/// `Tensor` handle's, so the view is not a borrow of `t`: its lifetime is the caller's.
-///
-/// # Safety
-/// While the returned slice lives, no other view of `t`'s values (from [`raw`], `raw_mut`,
-/// [`Tensor::read`] or [`Tensor::write`]) may exist or be made, and `t` must stay alive
-/// (its block holds the values). Views of other tensors are fine: live blocks never overlap.
-unsafe fn raw_mut<'v, T>(t: &Tensor) -> Result<&'v mut [T], Error> {
+/// Where `t`'s values live in host memory, for writing. Only a pointer: turning it into a
+/// `&mut` slice is the caller's `unsafe` step, under [`with_mut`]'s contract — no other view
+/// of `t`'s values (from [`raw`], another write, [`Tensor::read`] or [`Tensor::write`]) may
+/// exist while it lives, and `t` must stay alive. Views of other tensors are fine: live
+/// blocks never overlap.
+fn raw_mut<T>(t: &Tensor) -> Result<*mut [T], Error> {
     let p = ptr::<T>(t, t.len())?;
-    // SAFETY: `p` points at `t.len()` values of `t`'s own block; exclusivity and lifetime
-    // are the caller's contract above.
-    Ok(unsafe { std::slice::from_raw_parts_mut(p, t.len() as usize) })
+    Ok(std::ptr::slice_from_raw_parts_mut(p, t.len() as usize))
 }
 
 /// A tensor's values in the compute type: borrowed when stored as `C`, converted otherwise.
@@ -74,28 +71,20 @@ fn load<C: Compute>(t: &Tensor) -> Result<Cow<'_, [C]>, Error> {
 /// else on a converted copy that is written back. `t` must be the running operation's
 /// output, and the caller must hold no view of it.
 fn with_mut<C: Compute, R>(t: &Tensor, f: impl FnOnce(&mut [C]) -> R) -> Result<R, Error> {
-    // SAFETY (the four `raw_mut` calls): `t` is an operation's output, which `ops` refuses
-    // to be also one of its inputs, and every kernel here calls `with_mut` while holding
-    // views of its inputs only; each view of `t` made here ends within this call, while the
-    // caller's `t` is alive, and before the next is made.
     if t.dtype() == C::DTYPE {
-        return Ok(f(unsafe { raw_mut::<C>(t) }?));
+        let p = raw_mut::<C>(t)?;
+        // SAFETY: `p` covers `t`'s own block, and `t` outlives this call. `t` is an
+        // operation's output, which `ops` refuses to be also one of its inputs, and every
+        // kernel calls `with_mut` holding views of its inputs only: this is the one view of
+        // `t` while `f` runs.
+        return Ok(f(unsafe { &mut *p }));
     }
     let mut values = load::<C>(t)?.into_owned();
     let r = f(&mut values);
     match t.dtype() {
-        DType::F16 => unsafe { raw_mut::<f16>(t) }?
-            .iter_mut()
-            .zip(&values)
-            .for_each(|(d, v)| *d = v.to_f16()),
-        DType::F32 => unsafe { raw_mut::<f32>(t) }?
-            .iter_mut()
-            .zip(&values)
-            .for_each(|(d, v)| *d = Compute::to_f32(*v)),
-        DType::F64 => unsafe { raw_mut::<f64>(t) }?
-            .iter_mut()
-            .zip(&values)
-            .for_each(|(d, v)| *d = v.to_f64().unwrap_or(f64::NAN)),
+        DType::F16 => store(t, &values, |v| v.to_f16())?,
+        DType::F32 => store(t, &values, |v| Compute::to_f32(v))?,
+        DType::F64 => store(t, &values, |v| v.to_f64().unwrap_or(f64::NAN))?,
         DType::U32 => {
             return Err(Error::Shape(format!(
                 "{}: labels are not numbers to compute with",
@@ -104,6 +93,18 @@ fn with_mut<C: Compute, R>(t: &Tensor, f: impl FnOnce(&mut [C]) -> R) -> Result<
         }
     }
     Ok(r)
+}
+
+/// Writes `values` into `t`, each converted to its storage type by `convert`.
+fn store<C: Copy, T>(t: &Tensor, values: &[C], convert: impl Fn(C) -> T) -> Result<(), Error> {
+    let p = raw_mut::<T>(t)?;
+    // SAFETY: as in `with_mut`, its only caller: `t` is the operation's output, alive, and
+    // `f`'s view of it has ended, so this is the one view of `t`.
+    let out = unsafe { &mut *p };
+    out.iter_mut()
+        .zip(values)
+        .for_each(|(d, v)| *d = convert(*v));
+    Ok(())
 }
 
 /// Calls `$f::<f64>` if any tensor is float64, else `$f::<f32>`.

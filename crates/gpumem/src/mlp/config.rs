@@ -240,11 +240,11 @@ impl MlpConfig {
                 && (0.0..1.0).contains(&beta2)
                 && eps.is_finite()
                 && eps > 0.0)
-            {
-                return bad(format!(
-                    "Adam needs betas in [0, 1) and eps > 0, got {beta1}, {beta2}, {eps}"
-                ));
-            }
+        {
+            return bad(format!(
+                "Adam needs betas in [0, 1) and eps > 0, got {beta1}, {beta2}, {eps}"
+            ));
+        }
         if self.strategy.accumulation == 0 {
             return bad(
                 "gradient accumulation needs at least 1 micro-batch per step, got 0".into(),

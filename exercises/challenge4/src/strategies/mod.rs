@@ -25,6 +25,7 @@ pub enum Accumulation {
 }
 
 /// Plans updates on the `plan` backing: on the card, and on a card too large to run out.
+#[derive(Debug)]
 pub struct Planner {
     card: u64,
 }

@@ -44,6 +44,7 @@ impl Timing {
 }
 
 /// The sample the timing runs train on.
+#[derive(Debug)]
 pub struct Sample {
     pub rows: u64,
     pub batch: BatchSize,
