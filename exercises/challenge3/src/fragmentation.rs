@@ -221,6 +221,30 @@ pub fn run(setup: &Setup, out: Output) -> anyhow::Result<()> {
     for (remedy, r) in &remedies {
         attempts.push(attempt(&remedy.name(), &remedy.allocator, r));
     }
+    print_remedies(&attempts, out);
+
+    print_what_settings_do(setup, &given, &attempts, out);
+    out.line(format!("\ntimeline of the failing run: {}", path.display()));
+    out.json(&json!({
+        "scenario": "fragmentation",
+        "device": setup.opened,
+        "backend": setup.backend,
+        "config": setup.model.config(),
+        "run": base,
+        "fragmented": oom.is_fragmentation(),
+        "oom": oom,
+        "cached_unused": oom.cached_unused(),
+        "attempts": attempts,
+        "timeline": path,
+        "events": base.trace.events.len(),
+        "trace_peak_allocated": base.trace.peak_allocated(),
+        "trace_peak_reserved": base.trace.peak_reserved(),
+    }));
+    Ok(())
+}
+
+/// Each remedy's run: outcome, peak reserved, and the device calls it made.
+fn print_remedies(attempts: &[Attempt], out: Output) {
     out.section("The same run with each remedy (figures from the allocator's stats)");
     let rows: Vec<Vec<String>> = attempts
         .iter()
@@ -254,7 +278,16 @@ pub fn run(setup: &Setup, out: Output) -> anyhow::Result<()> {
         "\nSegment allocations are calls to the device (cudaMalloc in PyTorch): each costs time, \
          and without caching every tensor costs one.",
     );
+}
 
+/// What `max_split_size`, the garbage-collection threshold and `empty_cache()` really did in
+/// these runs, against what the source article says of them.
+fn print_what_settings_do(
+    setup: &Setup,
+    given: &AllocatorConfig,
+    attempts: &[Attempt],
+    out: Output,
+) {
     out.section("What the settings really do (measured above, against the article)");
     let card = setup.card().unwrap_or(0);
     let split = given.max_split_size.unwrap_or(MAX_SPLIT);
@@ -283,21 +316,4 @@ pub fn run(setup: &Setup, out: Output) -> anyhow::Result<()> {
          — when the batch size changes — one call is enough; it cannot free anything a live \
          tensor still uses.",
     );
-    out.line(format!("\ntimeline of the failing run: {}", path.display()));
-    out.json(&json!({
-        "scenario": "fragmentation",
-        "device": setup.opened,
-        "backend": setup.backend,
-        "config": setup.model.config(),
-        "run": base,
-        "fragmented": oom.is_fragmentation(),
-        "oom": oom,
-        "cached_unused": oom.cached_unused(),
-        "attempts": attempts,
-        "timeline": path,
-        "events": base.trace.events.len(),
-        "trace_peak_allocated": base.trace.peak_allocated(),
-        "trace_peak_reserved": base.trace.peak_reserved(),
-    }));
-    Ok(())
 }

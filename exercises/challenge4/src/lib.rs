@@ -12,6 +12,7 @@
 extern crate self as challenge4;
 
 pub mod answer;
+mod cli;
 pub mod grader;
 mod instructor;
 pub mod strategies;
