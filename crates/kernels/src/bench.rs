@@ -18,8 +18,12 @@
 use std::io::{self, Write};
 use std::time::Instant;
 
+use crate::gpu::Gpu;
+use crate::kernels::Kernels;
+use crate::limits::KernelLimits;
+use crate::matmul::{Gemm, MatmulKernel};
 use crate::testing::{self, Rng};
-use crate::{Gemm, Gpu, KernelLimits, Kernels, MatmulKernel, Matrix, Part};
+use crate::view::{Matrix, Part};
 
 /// Square sizes of [`matmul_table`].
 pub const SIZES: [usize; 3] = [256, 512, 1024];

@@ -4,11 +4,12 @@
 //! and no row ever straddles two parts. Operands may be float32, float16 or float64 (each
 //! its own); a kernel computes in f64 when any of them is float64, in f32 otherwise.
 
+use crate::error::KernelError;
+use crate::kernels::Kernels;
 use crate::pieces::{Operand, segments};
 use crate::record::{Dispatch, grid, record};
 use crate::shader::{Compute, Layout, Store, prelude};
 use crate::view::{DType, Matrix};
-use crate::{KernelError, Kernels};
 
 const SOURCE: &str = include_str!("elementwise.wgsl");
 
@@ -74,10 +75,7 @@ fn slot_stores(
     }
     let compute = Compute::of(&stores);
     while stores.len() < kernel.bindings.len() {
-        stores.push(match compute {
-            Compute::F32 => Store::F32,
-            Compute::F64 => Store::F64,
-        });
+        stores.push(compute.store());
     }
     Ok((stores, compute))
 }

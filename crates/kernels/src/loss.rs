@@ -1,11 +1,12 @@
 //! Softmax cross-entropy with its gradient, fused (one pass over the logits).
 
 use crate::elementwise::FlatParams;
+use crate::error::KernelError;
+use crate::kernels::Kernels;
 use crate::pieces::{Operand, segments};
 use crate::record::{Dispatch, grid, record};
 use crate::shader::{Compute, Layout, Store, prelude};
 use crate::view::{DType, Matrix};
-use crate::{KernelError, Kernels};
 
 const SOURCE: &str = include_str!("softmax_xent.wgsl");
 

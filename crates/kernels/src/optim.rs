@@ -2,9 +2,10 @@
 //! any operand is float64.
 
 use crate::elementwise::{Access, Flat, flat};
+use crate::error::KernelError;
+use crate::kernels::Kernels;
 use crate::record::record;
 use crate::view::Matrix;
-use crate::{KernelError, Kernels};
 
 const SOURCE: &str = include_str!("optim.wgsl");
 const BINDINGS: [&str; 4] = ["param", "grad", "m", "v"];

@@ -19,8 +19,9 @@
 
 use std::collections::BTreeSet;
 
+use crate::error::KernelError;
+use crate::limits::KernelLimits;
 use crate::view::Matrix;
-use crate::{KernelError, KernelLimits};
 
 /// A byte range of one buffer, copied to or from a scratch buffer.
 #[derive(Clone, Copy, Debug)]
