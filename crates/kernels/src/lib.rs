@@ -52,6 +52,7 @@ pub(crate) mod pipeline;
 pub(crate) mod record;
 pub mod reduce;
 pub(crate) mod shader;
+#[cfg(test)]
 mod support;
 #[cfg(feature = "testing")]
 pub mod testing;

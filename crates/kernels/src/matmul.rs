@@ -82,6 +82,8 @@ use crate::kernels::{KACC_SLOT, Kernels, SPLIT_K_SLOT};
 use crate::limits::KernelLimits;
 use crate::pieces::Bind;
 use crate::record::{Dispatch, record};
+#[cfg(test)]
+use crate::shader::{Layout, Store};
 use crate::view::Matrix;
 
 /// One matmul call: `c (+)= op(a)·op(b) (+ bias)`.
@@ -113,6 +115,14 @@ pub enum MatmulKernel {
 
 pub(crate) const NAIVE: &str = include_str!("matmul/naive.wgsl");
 pub(crate) const SKINNY: &str = include_str!("matmul/skinny.wgsl");
+
+/// The WGSL of a hand-written matmul kernel (`NAIVE` or `SKINNY`) for operands stored as
+/// `[a, b, c, bias]`, declared as `layout`: what the pipeline cache compiles.
+#[cfg(test)]
+pub(crate) fn hand_written_source(body: &str, stores: [Store; 4], layout: Layout) -> String {
+    let [a, b, c, bias] = stores;
+    Stores::new(a, b, c, Some(bias)).source(body, layout)
+}
 
 /// Rows of C per tile of the tiled kernel, and columns per invocation.
 const TILE_M: u64 = tiled::TM as u64;

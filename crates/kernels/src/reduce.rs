@@ -1,6 +1,6 @@
 //! Column sums (bias gradients, summing per-row loss statistics).
 
-use crate::elementwise::{Access, Flat, flat_pipeline};
+use crate::elementwise::{Access, Flat, FlatFamily, flat_pipeline};
 use crate::error::KernelError;
 use crate::kernels::{COLSUM_SLOT, Kernels};
 use crate::pieces::{Bind, Operand, segments};
@@ -8,7 +8,12 @@ use crate::record::{Dispatch, grid, record};
 use crate::shader::{Compute, Layout, Store};
 use crate::view::{DType, Matrix};
 
-const SOURCE: &str = include_str!("colsum.wgsl");
+/// Column sums in two deterministic passes.
+pub(crate) const COLSUM: FlatFamily = FlatFamily {
+    name: "colsum",
+    source: include_str!("colsum.wgsl"),
+    bindings: &["x0", "x1"],
+};
 
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Default, bytemuck::Pod, bytemuck::Zeroable)]
@@ -72,9 +77,7 @@ impl Kernels {
         };
         let shape = Matrix { dtype: t, ..dst };
         let kernel = |entry| Flat {
-            family: "colsum",
-            source: SOURCE,
-            bindings: &["x0", "x1"],
+            family: &COLSUM,
             entry,
         };
         let layout = &self.layouts.storage2.1;
