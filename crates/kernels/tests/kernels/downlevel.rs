@@ -28,8 +28,11 @@ fn the_device_has_the_downlevel_limits() {
     );
 }
 
+/// A check on a context, named.
+type Check = (&'static str, fn(&Ctx));
+
 /// Every check that takes a context, on the downlevel device.
-const CHECKS: [(&str, fn(&Ctx)); 12] = [
+const CHECKS: [Check; 12] = [
     (
         "matmul",
         crate::matmul::all_forms_odd_shapes_device_limits_on,
