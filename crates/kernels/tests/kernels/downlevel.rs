@@ -60,9 +60,12 @@ const CHECKS: [Check; 12] = [
     ),
     (
         "float64 matmul",
-        crate::dtypes::float64_matmul_every_kernel_on,
+        crate::dtypes::float64::float64_matmul_every_kernel_on,
     ),
-    ("float64 step", crate::dtypes::float64_step_kernels_on),
+    (
+        "float64 step",
+        crate::dtypes::float64::float64_step_kernels_on,
+    ),
 ];
 
 #[test]
