@@ -18,7 +18,7 @@ pub(crate) const SPLIT_K_SLOT: usize = 9;
 pub(crate) const KACC_SLOT: usize = 10;
 
 /// Bytes of the buffer bound where a kernel has no operand: any binding's minimum size
-/// (a vec4<f64> is 32 bytes).
+/// (a `vec4<f64>` is 32 bytes).
 const DUMMY_BYTES: u64 = 64;
 
 /// The kernels of one device: pipelines (built on first use and cached), the limits they

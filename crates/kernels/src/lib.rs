@@ -36,6 +36,13 @@
 //! `SHADER_F64` and is refused as [`KernelError::Unsupported`] without it. Shaders are
 //! generated per combination of storage types at its first use (see `shader.rs`) and
 //! cached; [`Kernels::reuse_with_limits`] shares the cache.
+//!
+//! # Backends
+//!
+//! Which of these shader variants each wgpu backend is expected to run (float64 has no
+//! Metal form; float16 and subgroups vary), and what is checked without an adapter (every
+//! variant through naga, into every backend's language) and on one (Vulkan, and GL in
+//! CI): see the crate's `README.md`.
 
 #[cfg(feature = "bench")]
 pub mod bench;

@@ -116,7 +116,21 @@ pub(crate) fn may_run(backend: Backend, needs: &[Need]) -> bool {
         .all(|n| !matches!(n.offer(backend), Offer::Never(_)))
 }
 
-/// The table as Markdown, as `README.md` has it.
+/// How many of every variant the crate can build each backend may run, and the total.
+pub(crate) fn counts() -> ([usize; Backend::ALL.len()], usize) {
+    let variants = crate::variants::all();
+    let mut out = [0; Backend::ALL.len()];
+    for v in &variants {
+        let needs = Need::of(v.features, v.downlevel);
+        for (n, b) in out.iter_mut().zip(Backend::ALL) {
+            *n += usize::from(may_run(b, &needs));
+        }
+    }
+    (out, variants.len())
+}
+
+/// The table as Markdown, as `README.md` has it, with the count of variants each backend
+/// may run.
 pub(crate) fn markdown() -> String {
     let mut s = String::from("| variant needs |");
     for b in Backend::ALL {
@@ -141,6 +155,12 @@ pub(crate) fn markdown() -> String {
         }
         s.push('\n');
     }
+    let (counts, total) = counts();
+    let _ = write!(s, "| variants it may run, of {total} |");
+    for n in counts {
+        let _ = write!(s, " {n} |");
+    }
+    s.push('\n');
     s
 }
 
