@@ -44,7 +44,8 @@ fn spirv(m: &naga::Module, i: &ModuleInfo) -> Result<(), String> {
         .map_err(|e| format!("SPIR-V: {e}"))
 }
 
-/// MSL, with buffers in slots of their binding numbers, as wgpu lays them out.
+/// MSL, each buffer in the slot of its binding number and the runtime arrays' sizes in
+/// slot 30 (wgpu assigns slots from the pipeline layout; any fitting map will do).
 fn metal(m: &naga::Module, i: &ModuleInfo) -> Result<(), String> {
     let mut resources = msl::BindingMap::default();
     for (_, var) in m.global_variables.iter() {
