@@ -18,8 +18,18 @@
 use std::io::{self, Write};
 use std::time::Instant;
 
+use crate::gpu::Gpu;
+use crate::kernels::Kernels;
+use crate::limits::KernelLimits;
+use crate::matmul::{Gemm, MatmulKernel};
 use crate::testing::{self, Rng};
-use crate::{Gemm, Gpu, KernelLimits, Kernels, MatmulKernel, Matrix, Part};
+use crate::view::{Matrix, Part};
+
+mod cpu;
+mod load;
+
+use self::cpu::Cpu;
+pub use self::load::{Load, loadavg};
 
 /// Square sizes of [`matmul_table`].
 pub const SIZES: [usize; 3] = [256, 512, 1024];
@@ -288,135 +298,4 @@ fn measure(
 fn median(v: &mut [f64]) -> f64 {
     v.sort_by(f64::total_cmp);
     v[v.len() / 2]
-}
-
-/// `matrixmultiply::sgemm` on one shape and form, rows of C split between threads.
-struct Cpu {
-    shape: (usize, usize, usize),
-    trans: (bool, bool),
-    cores: usize,
-    a: Vec<f32>,
-    b: Vec<f32>,
-    c: Vec<f32>,
-    /// Calls per sample, so a sample takes ≥ ~0.05 s.
-    reps: usize,
-}
-
-impl Cpu {
-    fn new(shape: (usize, usize, usize), trans: (bool, bool), cores: usize) -> Cpu {
-        let (m, k, n) = shape;
-        let mut rng = Rng::new(7);
-        let mut cpu = Cpu {
-            shape,
-            trans,
-            cores,
-            a: rng.vec(m * k),
-            b: rng.vec(k * n),
-            c: vec![0.0; m * n],
-            reps: 1,
-        };
-        let t = cpu.sample(1);
-        cpu.reps = (0.05 / t).ceil().clamp(1.0, 1000.0) as usize;
-        cpu
-    }
-
-    /// Seconds per sgemm.
-    fn sample(&mut self, threads: usize) -> f64 {
-        let (m, k, n) = self.shape;
-        // Strides of op(A) (m×k) and op(B) (k×n) in their stored row-major layouts.
-        let (rsa, csa) = if self.trans.0 { (1, m) } else { (k, 1) };
-        let (rsb, csb) = if self.trans.1 { (1, k) } else { (n, 1) };
-        let rows = m.div_ceil(threads).max(1);
-        let t = Instant::now();
-        for _ in 0..self.reps {
-            std::thread::scope(|s| {
-                for (i, chunk) in self.c.chunks_mut(rows * n).enumerate() {
-                    let (a, b) = (&self.a[i * rows * rsa..], &self.b);
-                    let mc = chunk.len() / n;
-                    s.spawn(move || {
-                        // SAFETY: a holds op(A)'s rows from i·rows on (≥ mc rows of k at
-                        // these strides), b is k×n at its strides, chunk is mc×n, and the
-                        // slices outlive the call.
-                        unsafe {
-                            matrixmultiply::sgemm(
-                                mc,
-                                k,
-                                n,
-                                1.0,
-                                a.as_ptr(),
-                                rsa as isize,
-                                csa as isize,
-                                b.as_ptr(),
-                                rsb as isize,
-                                csb as isize,
-                                0.0,
-                                chunk.as_mut_ptr(),
-                                n as isize,
-                                1,
-                            )
-                        }
-                    });
-                }
-            });
-        }
-        t.elapsed().as_secs_f64() / self.reps as f64
-    }
-}
-
-/// `/proc/loadavg`'s three figures (Linux), or `None`.
-pub fn loadavg() -> Option<String> {
-    let s = std::fs::read_to_string("/proc/loadavg").ok()?;
-    Some(s.split_whitespace().take(3).collect::<Vec<_>>().join(" "))
-}
-
-/// Busy time of the whole machine minus this process's, over an interval (Linux only):
-/// how many cores other processes kept busy while something was measured.
-pub struct Load {
-    t: Instant,
-    busy: Option<f64>,
-    own: Option<f64>,
-}
-
-impl Load {
-    pub fn start() -> Load {
-        Load {
-            t: Instant::now(),
-            busy: machine_busy_s(),
-            own: own_cpu_s(),
-        }
-    }
-
-    /// Average number of cores other processes kept busy since `start` (NaN where
-    /// `/proc` cannot be read).
-    pub fn other_cores(&self) -> f64 {
-        let dt = self.t.elapsed().as_secs_f64();
-        match (self.busy, machine_busy_s(), self.own, own_cpu_s()) {
-            (Some(b0), Some(b1), Some(o0), Some(o1)) if dt > 0.0 => {
-                ((b1 - b0) - (o1 - o0)).max(0.0) / dt
-            }
-            _ => f64::NAN,
-        }
-    }
-}
-
-const TICKS: f64 = 100.0;
-
-fn machine_busy_s() -> Option<f64> {
-    let s = std::fs::read_to_string("/proc/stat").ok()?;
-    let f: Vec<f64> = s
-        .lines()
-        .next()?
-        .split_whitespace()
-        .skip(1)
-        .filter_map(|x| x.parse().ok())
-        .collect();
-    let total: f64 = f.iter().take(8).sum();
-    let idle = f.get(3)? + f.get(4)?;
-    Some((total - idle) / TICKS)
-}
-
-fn own_cpu_s() -> Option<f64> {
-    let s = std::fs::read_to_string("/proc/self/stat").ok()?;
-    let f: Vec<&str> = s.rsplit(')').next()?.split_whitespace().collect();
-    Some((f.get(11)?.parse::<f64>().ok()? + f.get(12)?.parse::<f64>().ok()?) / TICKS)
 }

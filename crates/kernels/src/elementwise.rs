@@ -4,13 +4,19 @@
 //! and no row ever straddles two parts. Operands may be float32, float16 or float64 (each
 //! its own); a kernel computes in f64 when any of them is float64, in f32 otherwise.
 
+use crate::error::KernelError;
+use crate::kernels::Kernels;
 use crate::pieces::{Operand, segments};
 use crate::record::{Dispatch, grid, record};
 use crate::shader::{Compute, Layout, Store, prelude};
 use crate::view::{DType, Matrix};
-use crate::{KernelError, Kernels};
 
-const SOURCE: &str = include_str!("elementwise.wgsl");
+/// The elementwise kernels: `x1 = f(x0)` or `x0 = f(x0, x1)`.
+pub(crate) const ELEMENTWISE: FlatFamily = FlatFamily {
+    name: "elementwise",
+    source: include_str!("elementwise.wgsl"),
+    bindings: &["x0", "x1"],
+};
 
 /// Uniforms shared by the flat kernels (64 bytes, WGSL `Params` in each .wgsl file).
 #[repr(C)]
@@ -37,12 +43,33 @@ pub(crate) enum Access {
 /// One flat operand: name for errors, the matrix, how the kernel uses it.
 pub(crate) type FlatOperand<'a, 'm> = (&'static str, &'m Matrix<'a>, Access);
 
-/// A flat kernel: its WGSL (after the generated prelude), binding names (in slot order,
-/// their count is the layout's) and entry point.
-pub(crate) struct Flat<'s> {
-    pub family: &'static str,
+/// A family of flat kernels: one WGSL file (after the generated prelude) and its binding
+/// names (in slot order; their count is the layout's).
+pub(crate) struct FlatFamily {
+    pub name: &'static str,
     pub source: &'static str,
-    pub bindings: &'s [&'static str],
+    pub bindings: &'static [&'static str],
+}
+
+impl FlatFamily {
+    /// The module's WGSL for bindings stored as `stores` (one per binding), declared as
+    /// `decl`.
+    pub fn source(&self, stores: &[Store], decl: Layout) -> String {
+        let bindings: Vec<(&str, Store)> = self
+            .bindings
+            .iter()
+            .copied()
+            .zip(stores.iter().copied())
+            .collect();
+        let mut s = prelude(Compute::of(stores), &bindings, decl);
+        s.push_str(self.source);
+        s
+    }
+}
+
+/// One flat kernel: its family and entry point.
+pub(crate) struct Flat {
+    pub family: &'static FlatFamily,
     pub entry: &'static str,
 }
 
@@ -50,9 +77,9 @@ pub(crate) struct Flat<'s> {
 /// for unused slots.
 fn slot_stores(
     k: &Kernels,
-    kernel: &Flat<'_>,
+    kernel: &Flat,
     operands: &[FlatOperand<'_, '_>],
-) -> Result<(Vec<Store>, Compute), KernelError> {
+) -> Result<Vec<Store>, KernelError> {
     let mut stores = Vec::new();
     for (name, m, access) in operands {
         if m.dtype == DType::U32 {
@@ -73,36 +100,26 @@ fn slot_stores(
         stores.push(s);
     }
     let compute = Compute::of(&stores);
-    while stores.len() < kernel.bindings.len() {
-        stores.push(match compute {
-            Compute::F32 => Store::F32,
-            Compute::F64 => Store::F64,
-        });
+    while stores.len() < kernel.family.bindings.len() {
+        stores.push(compute.store());
     }
-    Ok((stores, compute))
+    Ok(stores)
 }
 
 /// The pipeline of `kernel` for `operands`' storage, declared as `decl`.
 pub(crate) fn flat_pipeline(
     k: &Kernels,
-    kernel: &Flat<'_>,
+    kernel: &Flat,
     layout: &wgpu::PipelineLayout,
     operands: &[FlatOperand<'_, '_>],
     decl: Layout,
 ) -> Result<wgpu::ComputePipeline, KernelError> {
-    let (stores, compute) = slot_stores(k, kernel, operands)?;
+    let stores = slot_stores(k, kernel, operands)?;
     let tags: Vec<&str> = stores.iter().map(|s| s.tag()).collect();
-    let key = format!("{}/{decl:?}/{}", kernel.family, tags.join("/"));
+    let family = kernel.family;
+    let key = format!("{}/{decl:?}/{}", family.name, tags.join("/"));
     k.cache.get(&k.device, layout, &key, kernel.entry, &[], || {
-        let bindings: Vec<(&str, Store)> = kernel
-            .bindings
-            .iter()
-            .copied()
-            .zip(stores.iter().copied())
-            .collect();
-        let mut s = prelude(compute, &bindings, decl);
-        s.push_str(kernel.source);
-        s
+        family.source(&stores, decl)
     })
 }
 
@@ -111,7 +128,7 @@ pub(crate) fn flat_pipeline(
 /// in every piece; unused bindings get the dummy buffer.
 pub(crate) fn flat<'a>(
     k: &'a Kernels,
-    kernel: &Flat<'_>,
+    kernel: &Flat,
     layouts: (&'a wgpu::BindGroupLayout, &wgpu::PipelineLayout),
     operands: &[FlatOperand<'a, '_>],
     scalars: &[FlatOperand<'a, '_>],
@@ -158,7 +175,7 @@ pub(crate) fn flat<'a>(
         }
         // Every operand's quads line up with the walked one's: whole quads use vec4s.
         let aligned = off[..ops.len()].iter().all(|&o| o % 4 == off[0] % 4);
-        while storage.len() < kernel.bindings.len() {
+        while storage.len() < kernel.family.bindings.len() {
             storage.push(k.dummy_bind());
         }
         planned.push((s, e, storage, off, aligned));
@@ -268,9 +285,7 @@ impl Kernels {
         f0: f32,
     ) -> Result<(), KernelError> {
         let kernel = Flat {
-            family: "elementwise",
-            source: SOURCE,
-            bindings: &["x0", "x1"],
+            family: &ELEMENTWISE,
             entry,
         };
         let d = flat(

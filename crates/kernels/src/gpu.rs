@@ -14,6 +14,9 @@ pub struct GpuOptions {
     pub require_hardware: bool,
     /// Ask for `SHADER_F16` / `SHADER_F64` when the adapter has them (never required).
     pub skip_optional_features: bool,
+    /// Open the device with `wgpu::Limits::downlevel_defaults()`, which every adapter
+    /// offers, instead of the adapter's own limits: how tests show the kernels fit them.
+    pub downlevel_limits: bool,
 }
 
 /// Why no device could be opened.
@@ -44,6 +47,7 @@ pub enum CapturedErrorKind {
 }
 
 /// An opened device with its queue and what we learnt about the adapter.
+#[derive(Debug)]
 pub struct Gpu {
     pub device: wgpu::Device,
     pub queue: wgpu::Queue,
@@ -95,7 +99,11 @@ impl Gpu {
             .request_device(&wgpu::DeviceDescriptor {
                 label: Some("gpumem"),
                 required_features,
-                required_limits: adapter.limits(),
+                required_limits: if options.downlevel_limits {
+                    wgpu::Limits::downlevel_defaults()
+                } else {
+                    adapter.limits()
+                },
                 experimental_features: wgpu::ExperimentalFeatures::disabled(),
                 memory_hints: wgpu::MemoryHints::Performance,
                 trace: wgpu::Trace::Off,

@@ -1,13 +1,32 @@
 //! Softmax cross-entropy with its gradient, fused (one pass over the logits).
 
 use crate::elementwise::FlatParams;
+use crate::error::KernelError;
+use crate::kernels::Kernels;
 use crate::pieces::{Operand, segments};
 use crate::record::{Dispatch, grid, record};
 use crate::shader::{Compute, Layout, Store, prelude};
 use crate::view::{DType, Matrix};
-use crate::{KernelError, Kernels};
 
 const SOURCE: &str = include_str!("softmax_xent.wgsl");
+
+/// The WGSL of `softmax_xent` for logits, stats and dlogits stored as `stores` (labels are
+/// u32), computed in f64 when any of them is float64.
+pub(crate) fn source([logits, stats, dlogits]: [Store; 3]) -> String {
+    let bindings = [
+        ("logits", logits),
+        ("labels", Store::U32),
+        ("stats", stats),
+        ("dlogits", dlogits),
+    ];
+    let mut s = prelude(
+        Compute::of(&[logits, stats, dlogits]),
+        &bindings,
+        Layout::Scalar,
+    );
+    s.push_str(SOURCE);
+    s
+}
 
 impl Kernels {
     /// For each of the B rows of `logits` [B×C] with class `labels[r]` (u32, B×1):
@@ -80,7 +99,6 @@ impl Kernels {
             Operand::new("stats", stats, lim, 1)?,
             Operand::new("dlogits", dlogits, lim, 1)?,
         ];
-        let compute = Compute::of(&stores);
         let key = format!(
             "softmax_xent/{}/{}/{}",
             stores[0].tag(),
@@ -93,17 +111,7 @@ impl Kernels {
             &key,
             "softmax_xent",
             &[],
-            || {
-                let bindings = [
-                    ("logits", stores[0]),
-                    ("labels", Store::U32),
-                    ("stats", stores[1]),
-                    ("dlogits", stores[2]),
-                ];
-                let mut s = prelude(compute, &bindings, Layout::Scalar);
-                s.push_str(SOURCE);
-                s
-            },
+            || source([stores[0], stores[1], stores[2]]),
         )?;
         let refs: Vec<&Operand<'_>> = ops.iter().collect();
         let mut dispatches = Vec::new();

@@ -1,13 +1,18 @@
 //! Optimizer steps: plain SGD and Adam (as PyTorch computes it), in f32, or in f64 when
 //! any operand is float64.
 
-use crate::elementwise::{Access, Flat, flat};
+use crate::elementwise::{Access, Flat, FlatFamily, flat};
+use crate::error::KernelError;
+use crate::kernels::Kernels;
 use crate::record::record;
 use crate::view::Matrix;
-use crate::{KernelError, Kernels};
 
-const SOURCE: &str = include_str!("optim.wgsl");
-const BINDINGS: [&str; 4] = ["param", "grad", "m", "v"];
+/// SGD and Adam.
+pub(crate) const OPTIM: FlatFamily = FlatFamily {
+    name: "optim",
+    source: include_str!("optim.wgsl"),
+    bindings: &["param", "grad", "m", "v"],
+};
 
 /// Adam hyper-parameters; `step` counts from 1 (the first update uses `step = 1`).
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -43,9 +48,7 @@ impl Kernels {
     ) -> Result<(), KernelError> {
         let ops = [("param", param, Access::Walk), ("grad", grad, Access::Read)];
         let kernel = Flat {
-            family: "optim",
-            source: SOURCE,
-            bindings: &BINDINGS,
+            family: &OPTIM,
             entry: "sgd",
         };
         let layouts = (&self.layouts.storage4.0, &self.layouts.storage4.1);
@@ -91,9 +94,7 @@ impl Kernels {
         let ((c1, c1_lo), (c2, c2_lo)) = (split(bc1), split(bc2.sqrt()));
         let g = [c1, c2, c1_lo, c2_lo];
         let kernel = Flat {
-            family: "optim",
-            source: SOURCE,
-            bindings: &BINDINGS,
+            family: &OPTIM,
             entry: "adam",
         };
         let layouts = (&self.layouts.storage4.0, &self.layouts.storage4.1);

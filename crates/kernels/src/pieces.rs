@@ -19,8 +19,9 @@
 
 use std::collections::BTreeSet;
 
+use crate::error::KernelError;
+use crate::limits::KernelLimits;
 use crate::view::Matrix;
-use crate::{KernelError, KernelLimits};
 
 /// A byte range of one buffer, copied to or from a scratch buffer.
 #[derive(Clone, Copy, Debug)]
@@ -135,7 +136,7 @@ impl<'a> Operand<'a> {
             let aligned = at - at % align;
             let fit_binding = (aligned + lim.max_binding).saturating_sub(at) / row_bytes;
             let mut n = fit_part.min(fit_binding).min(m.rows - r);
-            if n == 0 || at % elem != 0 {
+            if n == 0 || !at.is_multiple_of(elem) {
                 let (chunks, lead) = gather_chunks(m, part, part_start, start, row_bytes);
                 spans.push(Span {
                     start: r,

@@ -8,7 +8,7 @@
 
 use wgpu::util::DeviceExt;
 
-use crate::Kernels;
+use crate::kernels::Kernels;
 use crate::pieces::Bind;
 
 /// One compute dispatch: `storage[i]` is bound at binding `i`, the uniform right after.

@@ -1,13 +1,19 @@
 //! Column sums (bias gradients, summing per-row loss statistics).
 
-use crate::elementwise::{Access, Flat, flat_pipeline};
+use crate::elementwise::{Access, Flat, FlatFamily, flat_pipeline};
+use crate::error::KernelError;
+use crate::kernels::{COLSUM_SLOT, Kernels};
 use crate::pieces::{Bind, Operand, segments};
 use crate::record::{Dispatch, grid, record};
 use crate::shader::{Compute, Layout, Store};
 use crate::view::{DType, Matrix};
-use crate::{KernelError, Kernels};
 
-const SOURCE: &str = include_str!("colsum.wgsl");
+/// Column sums in two deterministic passes.
+pub(crate) const COLSUM: FlatFamily = FlatFamily {
+    name: "colsum",
+    source: include_str!("colsum.wgsl"),
+    bindings: &["x0", "x1"],
+};
 
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Default, bytemuck::Pod, bytemuck::Zeroable)]
@@ -21,8 +27,6 @@ struct Params {
     pad: [u32; 4],
 }
 
-/// Scratch slot of the partial sums (slots below are used by gathered operands).
-const PARTIAL_SLOT: usize = 8;
 /// At most this many row groups per piece: enough parallel work, a short final pass.
 const MAX_GROUPS: u64 = 1024;
 
@@ -73,9 +77,7 @@ impl Kernels {
         };
         let shape = Matrix { dtype: t, ..dst };
         let kernel = |entry| Flat {
-            family: "colsum",
-            source: SOURCE,
-            bindings: &["x0", "x1"],
+            family: &COLSUM,
             entry,
         };
         let layout = &self.layouts.storage2.1;
@@ -108,7 +110,7 @@ impl Kernels {
             .map(|(a, b)| (b - a).div_ceil(64).clamp(1, cap))
             .max()
             .unwrap_or(1);
-        let partial = self.scratch(PARTIAL_SLOT, most * row_bytes);
+        let partial = self.scratch(COLSUM_SLOT, most * row_bytes);
         let mut dispatches: Vec<Dispatch<'_>> = Vec::new();
         for (i, &(r0, r1)) in segs.iter().enumerate() {
             let n = r1 - r0;

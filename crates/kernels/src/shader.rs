@@ -1,4 +1,4 @@
-//! WGSL generated per element type, and the pipelines built from it on first use.
+//! WGSL generated per element type (the pipelines built from it are cached in `pipeline.rs`).
 //!
 //! A kernel's storage bindings may hold float32, float16 or float64 values (or u32
 //! labels). The hand-written `.wgsl` files compute in `T` (f32, or f64 when any operand is
@@ -23,12 +23,10 @@
 //! defined for f64 on Vulkan (GLSL.std.450 is 16/32-bit only), so the prelude has `exp_t`
 //! and `log_t` in `T`, written out for f64 (range reduction and a series, < 1e-15 relative).
 
-use std::collections::HashMap;
 use std::fmt::Write as _;
-use std::sync::Mutex;
 
+use crate::error::KernelError;
 use crate::view::DType;
-use crate::{KernelError, compute_pipeline, shader_module};
 
 /// How one binding's elements are stored.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -84,6 +82,14 @@ impl Compute {
         match self {
             Compute::F32 => "f32",
             Compute::F64 => "f64",
+        }
+    }
+
+    /// The storage of values of this type.
+    pub fn store(self) -> Store {
+        match self {
+            Compute::F32 => Store::F32,
+            Compute::F64 => Store::F64,
         }
     }
 
@@ -280,164 +286,18 @@ fn accessors(x: &str, store: Store, compute: Compute, layout: Layout) -> String 
 
 /// Quads of the elements `off .. off + n` of a binding, and the elements of quad `u` of
 /// them (first, relative to `off`, and count): what flat kernels walk.
-const QUAD_HELPERS: &str = "fn quads(off: u32, n: u32) -> u32 {
-    if (n == 0u) { return 0u; }
-    return ((off + n - 1u) >> 2u) - (off >> 2u) + 1u;
-}
-fn quad(off: u32, n: u32, u: u32) -> vec2<u32> {
-    let q = (off >> 2u) + u;
-    let first = max(4u * q, off);
-    let last = min(4u * q + 3u, off + n - 1u);
-    return vec2<u32>(first - off, last - first + 1u);
-}
-";
+const QUAD_HELPERS: &str = include_str!("shader/quad_helpers.wgsl");
+/// `exp_t`, `log_t` and `nonfinite_t` in f32: WGSL's own.
+const F32_MATH: &str = include_str!("shader/f32_math.wgsl");
+/// The same in f64, written out: Vulkan's GLSL.std.450 Exp/Log take 16/32-bit floats only.
+const F64_MATH: &str = include_str!("shader/f64_math.wgsl");
 
-/// `exp_t` and `log_t` in the compute type.
+/// The quad helpers and `exp_t` / `log_t` / `nonfinite_t` in the compute type.
 fn math(compute: Compute) -> String {
     let mut s = QUAD_HELPERS.to_string();
-    s.push_str(&match compute {
-        Compute::F32 => "fn exp_t(x: f32) -> f32 { return exp(x); }\n\
-                         fn log_t(x: f32) -> f32 { return log(x); }\n\
-                         fn nonfinite_t(v: f32) -> bool { return (bitcast<u32>(v) & 0x7f800000u) == 0x7f800000u; }\n"
-            .to_string(),
-        Compute::F64 => F64_MATH.to_string(),
+    s.push_str(match compute {
+        Compute::F32 => F32_MATH,
+        Compute::F64 => F64_MATH,
     });
     s
-}
-
-/// exp and log in f64 (Vulkan's GLSL.std.450 Exp/Log take 16/32-bit floats only).
-const F64_MATH: &str = r"// Infinite or NaN (no 64-bit bitcast without SHADER_INT64).
-fn nonfinite_t(v: f64) -> bool {
-    return !(abs(v) <= 1.7976931348623157e308);
-}
-
-// exp(x) = 2^k exp(r), |r| <= ln2/2, Taylor series to r^14 (error < 1e-16 relative).
-fn exp_t(x: f64) -> f64 {
-    if (!(x > -745.0 && x < 709.7)) {
-        return f64(exp(f32(x))); // NaN, or beyond f64's range: 0 or inf
-    }
-    let k = round(x * 1.4426950408889634);
-    let r = fma(-k, 6.93147180369123816490e-01, x) - k * 1.90821492927058770002e-10;
-    var p: f64 = 1.0 / 87178291200.0;
-    p = fma(p, r, 1.0 / 6227020800.0);
-    p = fma(p, r, 1.0 / 479001600.0);
-    p = fma(p, r, 1.0 / 39916800.0);
-    p = fma(p, r, 1.0 / 3628800.0);
-    p = fma(p, r, 1.0 / 362880.0);
-    p = fma(p, r, 1.0 / 40320.0);
-    p = fma(p, r, 1.0 / 5040.0);
-    p = fma(p, r, 1.0 / 720.0);
-    p = fma(p, r, 1.0 / 120.0);
-    p = fma(p, r, 1.0 / 24.0);
-    p = fma(p, r, 1.0 / 6.0);
-    p = fma(p, r, 0.5);
-    p = fma(p, r, 1.0);
-    p = fma(p, r, 1.0);
-    return ldexp(p, i32(k));
-}
-
-// log(x) = e ln2 + 2 atanh(s), s = (m - 1) / (m + 1), m in [sqrt(1/2), sqrt(2)).
-// (No frexp: naga's f64 frexp has an i64 exponent, which needs SHADER_INT64.)
-fn log_t(x: f64) -> f64 {
-    if (!(x > 0.0 && x <= 1.7976931348623157e308)) {
-        return f64(log(f32(x))); // 0, negative, inf or NaN
-    }
-    // Scale into f32's normal range by 2^±100, take the exponent from f32's log2 (maybe
-    // off by one, corrected below).
-    var y = x;
-    var e = 0;
-    for (var i = 0; i < 12 && y >= 1.2676506002282294e30; i++) {
-        y = ldexp(y, -100);
-        e += 100;
-    }
-    for (var i = 0; i < 12 && y < 7.888609052210118e-31; i++) {
-        y = ldexp(y, 100);
-        e -= 100;
-    }
-    let j = i32(floor(log2(f32(y))));
-    var m = ldexp(y, -j);
-    e += j;
-    if (m >= 1.4142135623730951) {
-        m = m * 0.5;
-        e += 1;
-    }
-    if (m < 0.70710678118654752440) {
-        m = m * 2.0;
-        e -= 1;
-    }
-    let s = (m - 1.0) / (m + 1.0);
-    let z = s * s;
-    var q: f64 = 1.0 / 23.0;
-    q = fma(q, z, 1.0 / 21.0);
-    q = fma(q, z, 1.0 / 19.0);
-    q = fma(q, z, 1.0 / 17.0);
-    q = fma(q, z, 1.0 / 15.0);
-    q = fma(q, z, 1.0 / 13.0);
-    q = fma(q, z, 1.0 / 11.0);
-    q = fma(q, z, 1.0 / 9.0);
-    q = fma(q, z, 1.0 / 7.0);
-    q = fma(q, z, 1.0 / 5.0);
-    q = fma(q, z, 1.0 / 3.0);
-    q = fma(q, z, 1.0);
-    let ef = f64(e);
-    return fma(ef, 6.93147180369123816490e-01, fma(ef, 1.90821492927058770002e-10, 2.0 * s * q));
-}
-";
-
-/// Shader modules and pipelines built on first use, keyed by a description of their
-/// generated source (a module holds every entry point of its file). Shared by every
-/// [`crate::Kernels`] made with `reuse_with_limits`.
-#[derive(Default)]
-pub(crate) struct Cache {
-    inner: Mutex<CacheMaps>,
-}
-
-#[derive(Default)]
-struct CacheMaps {
-    modules: HashMap<String, wgpu::ShaderModule>,
-    pipelines: HashMap<String, wgpu::ComputePipeline>,
-}
-
-impl Cache {
-    /// The pipeline of `entry` in the module `module_key`, compiling the module from
-    /// `source()` the first time it is needed. The lock is held while building, so
-    /// concurrent callers build each once.
-    pub fn get(
-        &self,
-        device: &wgpu::Device,
-        layout: &wgpu::PipelineLayout,
-        module_key: &str,
-        entry: &str,
-        constants: &[(&str, f64)],
-        source: impl FnOnce() -> String,
-    ) -> Result<wgpu::ComputePipeline, KernelError> {
-        let mut maps = self
-            .inner
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
-        let key = format!("{module_key}#{entry}");
-        if let Some(p) = maps.pipelines.get(&key) {
-            return Ok(p.clone());
-        }
-        let module = match maps.modules.get(module_key) {
-            Some(m) => m.clone(),
-            None => {
-                let m = shader_module(device, module_key, &source())?;
-                maps.modules.insert(module_key.to_string(), m.clone());
-                m
-            }
-        };
-        let p = compute_pipeline(device, &key, &module, layout, entry, constants)?;
-        maps.pipelines.insert(key, p.clone());
-        Ok(p)
-    }
-
-    /// How many pipelines were built.
-    pub fn len(&self) -> usize {
-        self.inner
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .pipelines
-            .len()
-    }
 }

@@ -25,6 +25,18 @@ pub fn gpu() -> Option<Gpu> {
     }
 }
 
+/// True, with the reason on stderr, when `gpu` runs on wgpu's GL backend, where a test
+/// of `what` cannot run: GL never reports an out-of-memory error (allocations over-commit
+/// or abort) and has no allocator report. The backend is the adapter's, not `WGPU_BACKEND`.
+pub fn skip_on_gl(gpu: &Gpu, what: &str) -> bool {
+    let info = gpu.info();
+    let gl = info.backend == wgpu::Backend::Gl;
+    if gl {
+        eprintln!("skipping on the GL backend ({}): {what}", info.name);
+    }
+    gl
+}
+
 /// A storage buffer usable as kernel operand, copy source and copy destination.
 pub fn storage_buffer(gpu: &Gpu, bytes: u64) -> wgpu::Buffer {
     gpu.device.create_buffer(&wgpu::BufferDescriptor {
@@ -81,6 +93,7 @@ pub fn read<T: bytemuck::Pod>(
 }
 
 /// Deterministic xorshift numbers in [-1, 1) so tests need no extra crate.
+#[derive(Debug)]
 pub struct Rng(u64);
 
 impl Rng {

@@ -25,6 +25,7 @@ fn no_adapter_skips_or_fails_loudly() {
     ));
     assert!(testing::gpu().is_none());
 
+    // SAFETY: as above, the one test of this binary.
     unsafe { std::env::set_var(REQUIRE_ADAPTER_ENV, "1") };
     let panicked = std::panic::catch_unwind(testing::gpu).is_err();
     assert!(

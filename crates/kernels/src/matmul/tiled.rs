@@ -7,20 +7,34 @@
 //! (TM copies of the masked, accumulating store) dominates compile time; so the k loop is
 //! straight-line code and the epilogue is a loop that stores row 0 and shifts the rows up.
 //!
-//! With every operand float32 the text is exactly what `tools/gen_tiled.py 32 2` wrote
-//! before this generator replaced it (but for the first comment line). Other storage
-//! (float16, native or packed; float64) changes only the declarations, the vector type
-//! (`vec4<f64>` when computing in f64) and routes loads and stores of the affected
-//! operands through `ld*`/`st*` helpers.
+//! Other storage than float32 (float16, native or packed; float64) changes only the
+//! declarations, the vector type (`vec4<f64>` when computing in f64) and routes loads and
+//! stores of the affected operands through `ld*`/`st*` helpers.
+//!
+//! Every variant the engine requests is committed under `generated/` and a test checks
+//! that the generator still writes them byte for byte, so a change to the generator shows
+//! as a diff of WGSL (`GPUMEM_BLESS=1 cargo test -p gpumem-kernels tiled` rewrites them).
+
+mod body;
+#[cfg(test)]
+mod tests;
 
 use std::fmt::Write as _;
 
 use crate::shader::{Compute, Store, enables, quad_type};
 
-/// Rows of C per tile (a multiple of 32) and vec4 columns per invocation; `TILE_M` and
-/// `COLS_PER_INVOCATION` in matmul.rs must match.
+use self::body::{entry, tile};
+
+/// Rows of C per tile (a multiple of 32) and vec4 columns per invocation.
 pub(crate) const TM: usize = 32;
 pub(crate) const TN4: usize = 2;
+/// The entry points, one per form (`aᵀ·bᵀ` has none).
+pub(crate) const ENTRY_POINTS: [&str; 3] = ["mm_nn", "mm_tn", "mm_nt"];
+/// The pipeline constant that sets the workgroup size: invocations per workgroup.
+pub(crate) const WG_OVERRIDE: &str = "WG";
+/// Workgroup sizes the host sets (`matmul::workgroup_width`: a subgroup, clamped).
+pub(crate) const WG_MIN: u32 = 8;
+pub(crate) const WG_MAX: u32 = 64;
 
 /// Which tiled kernel to generate.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -46,6 +60,18 @@ impl Spec {
 
     fn compute(&self) -> Compute {
         Compute::of(&[self.a, self.b, self.c, self.bias])
+    }
+
+    /// `plain/f32/f32/f32/f32`: the variant and each operand's storage (a, b, c, bias).
+    pub fn key(&self) -> String {
+        format!(
+            "{}/{}/{}/{}/{}",
+            if self.sub { "subgroup" } else { "plain" },
+            self.a.tag(),
+            self.b.tag(),
+            self.c.tag(),
+            self.bias.tag()
+        )
     }
 }
 
@@ -234,227 +260,7 @@ fn put4(row: u32, col: u32, v: {v}) {{
     g.w(h);
 }
 
-fn entry(g: &mut Gen, form: &str) {
-    let sub = g.spec.sub;
-    let (tm, tn) = (TM, 4 * TN4);
-    g.w("@compute @workgroup_size(WG)");
-    g.w(format!(
-        "fn mm_{form}(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,"
-    ));
-    g.w(format!(
-        "         @builtin(local_invocation_index) li: u32{}) {{",
-        if sub {
-            ", @builtin(subgroup_invocation_id) lane: u32"
-        } else {
-            ""
-        }
-    ));
-    g.w(format!("    let tiles_m = (p.m + {}u) / {tm}u;", tm - 1));
-    g.w(format!(
-        "    let tiles_n = (p.n + {tn}u * WG - 1u) / ({tn}u * WG);"
-    ));
-    g.w("    for (var ty = wg.y; ty < tiles_m; ty += nwg.y) {");
-    g.w("        for (var tx = wg.x; tx < tiles_n; tx += nwg.x) {");
-    g.w(format!(
-        "            tile_{form}(ty * {tm}u, tx * {tn}u * WG + 4u * li{});",
-        if sub { ", lane" } else { "" }
-    ));
-    g.w("        }");
-    g.w("    }");
-    g.w("}");
-    g.w("");
-}
-
-fn tile(g: &mut Gen, form: &str) {
-    let sub = g.spec.sub;
-    let v = g.v;
-    let (ta, tb) = (form.starts_with('t'), form.ends_with('t'));
-    let rb = TM / 4;
-    let (sa, sb) = (g.spec.a, g.spec.b);
-    g.w(format!(
-        "fn tile_{form}(row0: u32, col0: u32{}) {{",
-        if sub { ", lane: u32" } else { "" }
-    ));
-    if sub {
-        g.w("    let q = lane % 8u;");
-    }
-    // A addressing
-    if !ta {
-        g.w("    let last_row = p.m - 1u;");
-        if sub {
-            for t in 0..TM / 8 {
-                g.w(format!(
-                    "    let ar{t} = p.a_off + min(row0 + q + {}u, last_row) * p.a_stride;",
-                    8 * t
-                ));
-            }
-        } else {
-            for i in 0..TM {
-                g.w(format!(
-                    "    let ar{i} = p.a_off + min(row0 + {i}u, last_row) * p.a_stride;"
-                ));
-            }
-        }
-    } else {
-        g.w("    let last_r4 = (p.m - 1u) / 4u;");
-        if sub {
-            for s in 0..rb / 8 {
-                g.w(format!(
-                    "    let ac{s} = p.a_off + min(row0 / 4u + q + {}u, last_r4);",
-                    8 * s
-                ));
-            }
-        } else {
-            for blk in 0..rb {
-                g.w(format!(
-                    "    let ac{blk} = p.a_off + min(row0 / 4u + {blk}u, last_r4);"
-                ));
-            }
-        }
-    }
-    // B addressing
-    if !tb {
-        g.w("    let last_c4 = (p.n - 1u) / 4u;");
-        for j in 0..TN4 {
-            g.w(format!(
-                "    let bc{j} = p.b_off + min(col0 / 4u + {j}u * WG, last_c4);"
-            ));
-        }
-    } else {
-        g.w("    let last_col = p.n - 1u;");
-        for j in 0..TN4 {
-            for cc in 0..4 {
-                g.w(format!(
-                    "    let bc{j}_{cc} = p.b_off + min(col0 + {}u * WG + {cc}u, last_col) * p.b_stride;",
-                    4 * j
-                ));
-            }
-        }
-    }
-    for i in 0..TM {
-        let line: Vec<String> = (0..TN4).map(|j| format!("var c{i}_{j} = {v}();")).collect();
-        g.w(format!("    {}", line.join(" ")));
-    }
-    g.w("    for (var kk = 0u; kk < p.k / 4u; kk++) {");
-    // B values: bq_j = vec4 over 4 columns at k row q
-    if !tb {
-        g.w("        let kb = kk * 4u * p.b_stride;");
-        for qq in 0..4 {
-            let line: Vec<String> = (0..TN4)
-                .map(|j| {
-                    format!(
-                        "let b{qq}_{j} = {};",
-                        g.ld("b", sb, &format!("bc{j} + kb + {qq}u * p.b_stride"))
-                    )
-                })
-                .collect();
-            g.w(format!("        {}", line.join(" ")));
-        }
-    } else {
-        for j in 0..TN4 {
-            let line: Vec<String> = (0..4)
-                .map(|cc| {
-                    format!(
-                        "let v{j}_{cc} = {};",
-                        g.ld("b", sb, &format!("bc{j}_{cc} + kk"))
-                    )
-                })
-                .collect();
-            g.w(format!("        {}", line.join(" ")));
-            for (qq, comp) in ["x", "y", "z", "w"].iter().enumerate() {
-                g.w(format!(
-                    "        let b{qq}_{j} = {v}(v{j}_0.{comp}, v{j}_1.{comp}, v{j}_2.{comp}, v{j}_3.{comp});"
-                ));
-            }
-        }
-    }
-    // A values and FMAs
-    let comps = ["x", "y", "z", "w"];
-    if !ta {
-        if sub {
-            for t in 0..TM / 8 {
-                g.w(format!(
-                    "        let m{t} = {};",
-                    g.ld("a", sa, &format!("ar{t} + kk"))
-                ));
-            }
-        }
-        for i in 0..TM {
-            let src = if sub {
-                format!("subgroupBroadcast(m{}, {}u)", i / 8, i % 8)
-            } else {
-                g.ld("a", sa, &format!("ar{i} + kk"))
-            };
-            g.w(format!("        let a{i} = {src};"));
-            for (qq, comp) in comps.iter().enumerate() {
-                let line: Vec<String> = (0..TN4)
-                    .map(|j| format!("c{i}_{j} = fma({v}(a{i}.{comp}), b{qq}_{j}, c{i}_{j});"))
-                    .collect();
-                g.w(format!("        {}", line.join(" ")));
-            }
-        }
-    } else {
-        g.w("        let ka = kk * 4u * p.a_stride;");
-        if sub {
-            for s in 0..rb / 8 {
-                let line: Vec<String> = (0..4)
-                    .map(|t| {
-                        format!(
-                            "let m{s}_{t} = {};",
-                            g.ld("a", sa, &format!("ac{s} + ka + {t}u * p.a_stride"))
-                        )
-                    })
-                    .collect();
-                g.w(format!("        {}", line.join(" ")));
-            }
-        }
-        for blk in 0..rb {
-            for t in 0..4 {
-                let src = if sub {
-                    format!("subgroupBroadcast(m{}_{t}, {}u)", blk / 8, blk % 8)
-                } else {
-                    g.ld("a", sa, &format!("ac{blk} + ka + {t}u * p.a_stride"))
-                };
-                g.w(format!("        let x{blk}_{t} = {src};"));
-            }
-            for (r, rc) in comps.iter().enumerate() {
-                let i = 4 * blk + r;
-                for qq in 0..4 {
-                    let line: Vec<String> = (0..TN4)
-                        .map(|j| {
-                            format!("c{i}_{j} = fma({v}(x{blk}_{qq}.{rc}), b{qq}_{j}, c{i}_{j});")
-                        })
-                        .collect();
-                    g.w(format!("        {}", line.join(" ")));
-                }
-            }
-        }
-    }
-    g.w("    }");
-    for j in 0..TN4 {
-        g.w(format!("    let bias{j} = bias4(col0 + {}u * WG);", 4 * j));
-    }
-    // The epilogue stores row 0 and shifts the rows up, in a loop: one copy of the store
-    // code instead of TM (5x less compile time on llvmpipe, same speed).
-    g.w(format!(
-        "    for (var i = 0u; i < min({TM}u, p.m - row0); i++) {{"
-    ));
-    let line: Vec<String> = (0..TN4)
-        .map(|j| format!("put4(row0 + i, col0 + {}u * WG, c0_{j} + bias{j});", 4 * j))
-        .collect();
-    g.w(format!("        {}", line.join(" ")));
-    for r in 0..TM - 1 {
-        let line: Vec<String> = (0..TN4)
-            .map(|j| format!("c{r}_{j} = c{}_{j};", r + 1))
-            .collect();
-        g.w(format!("        {}", line.join(" ")));
-    }
-    g.w("    }");
-    g.w("}");
-    g.w("");
-}
-
-/// The WGSL of the tiled kernel `spec`, entry points `mm_nn`, `mm_tn`, `mm_nt`.
+/// The WGSL of the tiled kernel `spec`, entry points [`ENTRY_POINTS`].
 pub(crate) fn source(spec: Spec) -> String {
     let v = match spec.compute() {
         Compute::F32 => "vec4<f32>",
@@ -466,62 +272,12 @@ pub(crate) fn source(spec: Spec) -> String {
         v,
     };
     header(&mut g);
-    for form in ["nn", "tn", "nt"] {
+    for entry_point in ENTRY_POINTS {
+        let form = &entry_point["mm_".len()..];
         tile(&mut g, form);
         entry(&mut g, form);
     }
     let mut out = g.lines.join("\n");
     out.push('\n');
     out
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn fnv1a(bytes: &[u8]) -> u64 {
-        bytes.iter().fold(0xcbf2_9ce4_8422_2325, |h, &b| {
-            (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
-        })
-    }
-
-    /// The float32 text after the first line is byte for byte what
-    /// `tools/gen_tiled.py 32 2 {plain,subgroup}` committed (hashes of those files minus
-    /// their first line), so speed and compile time are those measured with it.
-    #[test]
-    fn float32_text_is_the_python_generators() {
-        for (sub, len, hash) in [
-            (false, 60347, 0x0556_7b23_814c_db8c_u64),
-            (true, 58019, 0xe4a7_d3e2_b6bf_478b),
-        ] {
-            let s = source(Spec::f32(sub));
-            let rest = &s[s.find('\n').expect("lines") + 1..];
-            assert_eq!(
-                (rest.len(), fnv1a(rest.as_bytes())),
-                (len, hash),
-                "sub={sub}"
-            );
-        }
-    }
-
-    #[test]
-    fn deterministic_and_every_variant_has_the_entry_points() {
-        for sub in [false, true] {
-            let s = source(Spec::f32(sub));
-            assert_eq!(s, source(Spec::f32(sub)));
-            for e in ["fn mm_nn(", "fn mm_tn(", "fn mm_nt(", "fn tile_nt("] {
-                assert!(s.contains(e), "{e}");
-            }
-            assert_eq!(s.contains("subgroupBroadcast"), sub);
-            assert!(!s.contains("ldc(") && !s.contains("enable f16"));
-        }
-        let half = source(Spec {
-            a: Store::F16,
-            c: Store::F16Packed,
-            ..Spec::f32(true)
-        });
-        assert!(half.starts_with("enable f16;\n"));
-        assert!(half.contains("lda(ar0 + kk)") && half.contains("stc(at, v);"));
-        assert!(half.contains("b[bc0 + kb + 0u * p.b_stride]"));
-    }
 }

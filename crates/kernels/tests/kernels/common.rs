@@ -3,7 +3,7 @@
 use std::sync::OnceLock;
 
 use gpumem_kernels::testing::{self, Rng};
-use gpumem_kernels::{DType, Gpu, KernelLimits, Kernels, Matrix, Part};
+use gpumem_kernels::{DType, Gpu, GpuOptions, KernelLimits, Kernels, Matrix, Part};
 
 pub struct Ctx {
     pub gpu: Gpu,
@@ -22,8 +22,27 @@ pub struct Ctx {
 /// The shared context, or None (test skipped) without an adapter.
 pub fn ctx() -> Option<&'static Ctx> {
     static CTX: OnceLock<Option<Ctx>> = OnceLock::new();
+    CTX.get_or_init(|| testing::gpu().map(Ctx::new)).as_ref()
+}
+
+/// A context on a device opened with `wgpu::Limits::downlevel_defaults()` (what every
+/// adapter offers) instead of the adapter's own limits, or None without an adapter.
+pub fn downlevel_ctx() -> Option<&'static Ctx> {
+    static CTX: OnceLock<Option<Ctx>> = OnceLock::new();
     CTX.get_or_init(|| {
-        let gpu = testing::gpu()?;
+        testing::gpu()?;
+        let options = GpuOptions {
+            downlevel_limits: true,
+            ..Default::default()
+        };
+        let gpu = Gpu::new(&options).expect("the adapter, with the downlevel limits");
+        Some(Ctx::new(gpu))
+    })
+    .as_ref()
+}
+
+impl Ctx {
+    fn new(gpu: Gpu) -> Ctx {
         let full = Kernels::new(&gpu.device).expect("kernels");
         let tiny_limits = KernelLimits {
             max_binding: 4096,
@@ -54,16 +73,15 @@ pub fn ctx() -> Option<&'static Ctx> {
             })
             .expect("packed kernels");
         assert!(!packed.uses_native_f16() && !full_packed.uses_native_f16());
-        Some(Ctx {
+        Ctx {
             gpu,
             full,
             tiny,
             plain,
             packed,
             full_packed,
-        })
-    })
-    .as_ref()
+        }
+    }
 }
 
 impl Ctx {

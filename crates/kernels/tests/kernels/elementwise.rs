@@ -23,7 +23,12 @@ const SIZES: [(u64, u64); 5] = [(1, 1), (3, 1), (17, 33), (33, 40), (100, 61)];
 
 #[test]
 fn relu_forward_and_backward() {
-    let Some(ctx) = ctx() else { return };
+    if let Some(ctx) = ctx() {
+        relu_forward_and_backward_on(ctx);
+    }
+}
+
+pub fn relu_forward_and_backward_on(ctx: &Ctx) {
     for (name, k) in ctx.all() {
         for (i, (r, c)) in SIZES.into_iter().enumerate() {
             let n = (r * c) as usize;
@@ -52,7 +57,12 @@ fn relu_forward_and_backward() {
 
 #[test]
 fn scale_and_add() {
-    let Some(ctx) = ctx() else { return };
+    if let Some(ctx) = ctx() {
+        scale_and_add_on(ctx);
+    }
+}
+
+pub fn scale_and_add_on(ctx: &Ctx) {
     for (name, k) in ctx.all() {
         for (i, (r, c)) in SIZES.into_iter().enumerate() {
             let n = (r * c) as usize;

@@ -6,6 +6,7 @@
 //! Tolerance: |gpu − ref| ≤ 1e-4 · max(1, |ref|) per element.
 
 mod common;
+mod downlevel;
 mod dtypes;
 mod elementwise;
 mod errors;

@@ -4,7 +4,12 @@ use crate::common::*;
 
 #[test]
 fn sgd_step() {
-    let Some(ctx) = ctx() else { return };
+    if let Some(ctx) = ctx() {
+        sgd_step_on(ctx);
+    }
+}
+
+pub fn sgd_step_on(ctx: &Ctx) {
     for (name, k) in ctx.all() {
         for (i, n) in [1usize, 7, 33, 2000].into_iter().enumerate() {
             let mut rng = rng(200 + i as u64);
@@ -26,7 +31,12 @@ fn sgd_step() {
 
 #[test]
 fn adam_three_steps_like_pytorch() {
-    let Some(ctx) = ctx() else { return };
+    if let Some(ctx) = ctx() {
+        adam_three_steps_like_pytorch_on(ctx);
+    }
+}
+
+pub fn adam_three_steps_like_pytorch_on(ctx: &Ctx) {
     for (name, k) in ctx.all() {
         for (i, n) in [1usize, 17, 1500].into_iter().enumerate() {
             let mut rng = rng(300 + i as u64);

@@ -2,7 +2,12 @@ use crate::common::*;
 
 #[test]
 fn colsum_matches_reference() {
-    let Some(ctx) = ctx() else { return };
+    if let Some(ctx) = ctx() {
+        colsum_matches_reference_on(ctx);
+    }
+}
+
+pub fn colsum_matches_reference_on(ctx: &Ctx) {
     for (name, k) in ctx.all() {
         for (i, (r, c)) in [
             (1usize, 1usize),

@@ -1,0 +1,183 @@
+//! [`Kernels`]: one device's pipelines, the limits they plan with, and scratch buffers.
+
+use std::sync::{Arc, Mutex, PoisonError};
+
+use crate::error::KernelError;
+use crate::limits::KernelLimits;
+use crate::matmul;
+use crate::pieces::Bind;
+use crate::pipeline::{Cache, Layouts};
+use crate::shader::{self, Store};
+use crate::view::DType;
+
+/// Scratch buffer slots (see [`Kernels::scratch`]): below `COLSUM_SLOT`, gathered operands
+/// (one per binding slot); then colsum's partial sums, matmul's split-k partial sums, and
+/// a float16 C's sums over several reduction pieces.
+pub(crate) const COLSUM_SLOT: usize = 8;
+pub(crate) const SPLIT_K_SLOT: usize = 9;
+pub(crate) const KACC_SLOT: usize = 10;
+
+/// Bytes of the buffer bound where a kernel has no operand: any binding's minimum size
+/// (a `vec4<f64>` is 32 bytes).
+const DUMMY_BYTES: u64 = 64;
+
+/// The kernels of one device: pipelines (built on first use and cached), the limits they
+/// plan with, and scratch buffers for straddling rows and partial sums.
+#[derive(Debug)]
+pub struct Kernels {
+    pub(crate) device: wgpu::Device,
+    pub(crate) limits: KernelLimits,
+    pub(crate) uniform_align: u64,
+    max_buffer: u64,
+    /// Bound where a kernel has no operand for a binding (e.g. no bias).
+    pub(crate) dummy: wgpu::Buffer,
+    scratch: Mutex<Vec<Option<wgpu::Buffer>>>,
+    // Shared (Arc) between Kernels made by `reuse_with_limits`: lavapipe compiles each
+    // pipeline object at its first dispatch, seconds each.
+    pub(crate) layouts: Arc<Layouts>,
+    pub(crate) cache: Arc<Cache>,
+    /// Matmul's tiled kernel uses the subgroup variant.
+    pub(crate) subgroups: bool,
+    /// Invocations per workgroup of the tiled kernel.
+    pub(crate) wg: u32,
+}
+
+/// What [`Kernels`] made from one another share.
+struct Shared {
+    layouts: Arc<Layouts>,
+    cache: Arc<Cache>,
+    dummy: wgpu::Buffer,
+    uniform_align: u64,
+    max_buffer: u64,
+}
+
+impl Kernels {
+    /// Kernels for `device`, planning with the device's limits. Builds the float32 tiled
+    /// matmul (to learn whether its subgroup variant works); every other pipeline is built
+    /// at its first use.
+    pub fn new(device: &wgpu::Device) -> Result<Self, KernelError> {
+        Self::with_limits(device, KernelLimits::of(device))
+    }
+
+    /// Like [`Kernels::new`] but plans with `limits` (clamped to the device's).
+    pub fn with_limits(device: &wgpu::Device, limits: KernelLimits) -> Result<Self, KernelError> {
+        let dummy = device.create_buffer(&wgpu::BufferDescriptor {
+            label: Some("gpumem-kernels dummy"),
+            size: DUMMY_BYTES,
+            usage: wgpu::BufferUsages::STORAGE,
+            mapped_at_creation: false,
+        });
+        let dl = device.limits();
+        let shared = Shared {
+            layouts: Arc::new(Layouts::new(device)),
+            cache: Arc::default(),
+            dummy,
+            uniform_align: u64::from(dl.min_uniform_buffer_offset_alignment.max(16)),
+            max_buffer: dl.max_buffer_size,
+        };
+        Self::build(device, limits, shared)
+    }
+
+    /// Kernels for the same device that plan with `limits`, sharing these pipelines (so
+    /// nothing is compiled twice).
+    pub fn reuse_with_limits(&self, limits: KernelLimits) -> Result<Self, KernelError> {
+        let shared = Shared {
+            layouts: Arc::clone(&self.layouts),
+            cache: Arc::clone(&self.cache),
+            dummy: self.dummy.clone(),
+            uniform_align: self.uniform_align,
+            max_buffer: self.max_buffer,
+        };
+        Self::build(&self.device, limits, shared)
+    }
+
+    fn build(
+        device: &wgpu::Device,
+        limits: KernelLimits,
+        shared: Shared,
+    ) -> Result<Self, KernelError> {
+        let limits = limits.within(device);
+        let mut k = Kernels {
+            device: device.clone(),
+            limits,
+            uniform_align: shared.uniform_align,
+            max_buffer: shared.max_buffer,
+            dummy: shared.dummy,
+            scratch: Mutex::new(Vec::new()),
+            layouts: shared.layouts,
+            cache: shared.cache,
+            subgroups: false,
+            wg: matmul::workgroup_width(device),
+        };
+        k.subgroups = matmul::init(&k, matmul::wants_subgroups(device, &limits))?;
+        Ok(k)
+    }
+
+    pub fn limits(&self) -> &KernelLimits {
+        &self.limits
+    }
+
+    /// True when matmul uses the subgroup-broadcast variant of the tiled kernel.
+    pub fn uses_subgroups(&self) -> bool {
+        self.subgroups
+    }
+
+    /// True when float16 operands are stored natively (`SHADER_F16`), false when packed.
+    pub fn uses_native_f16(&self) -> bool {
+        self.limits.shader_f16 && self.device.features().contains(wgpu::Features::SHADER_F16)
+    }
+
+    /// True when float64 operands are supported (`SHADER_F64`).
+    pub fn supports_f64(&self) -> bool {
+        self.device.features().contains(wgpu::Features::SHADER_F64)
+    }
+
+    /// How many pipelines have been built so far (shared with `reuse_with_limits`).
+    pub fn pipelines_built(&self) -> usize {
+        self.cache.len()
+    }
+
+    /// The storage of `dtype` on this device, or why there is none.
+    pub(crate) fn store(&self, dtype: DType) -> Result<Store, KernelError> {
+        shader::store_for(&self.device, self.limits.shader_f16, dtype)
+    }
+
+    /// A binding for a slot the kernel does not use.
+    pub(crate) fn dummy_bind(&self) -> Bind<'_> {
+        Bind::Direct {
+            buffer: &self.dummy,
+            offset: 0,
+            size: DUMMY_BYTES,
+            elem: 0,
+            quads: true,
+        }
+    }
+
+    /// Scratch buffer `slot`, at least `size` bytes. Reuse is safe because every use is
+    /// copy-in, dispatch, copy-out in encoder order; a grown buffer replaces the old one,
+    /// which stays alive as long as recorded commands reference it.
+    pub(crate) fn scratch(&self, slot: usize, size: u64) -> wgpu::Buffer {
+        let mut all = self.scratch.lock().unwrap_or_else(PoisonError::into_inner);
+        if all.len() <= slot {
+            all.resize(slot + 1, None);
+        }
+        if let Some(b) = &all[slot]
+            && b.size() >= size
+        {
+            return b.clone();
+        }
+        let size = size
+            .next_power_of_two()
+            .clamp(256, self.max_buffer.max(size));
+        let b = self.device.create_buffer(&wgpu::BufferDescriptor {
+            label: Some("gpumem-kernels scratch"),
+            size,
+            usage: wgpu::BufferUsages::STORAGE
+                | wgpu::BufferUsages::COPY_SRC
+                | wgpu::BufferUsages::COPY_DST,
+            mapped_at_creation: false,
+        });
+        all[slot] = Some(b.clone());
+        b
+    }
+}
