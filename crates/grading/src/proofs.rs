@@ -39,3 +39,22 @@ pub fn not_attempted(report: &Report) {
     );
     assert!(report.to_string().contains("not attempted yet"), "{report}");
 }
+
+/// The reference solution's report: every check passes, and there are at least `at_least`
+/// of them (a grader that stopped checking would pass too).
+pub fn passes(report: &Report, at_least: usize) {
+    assert!(report.passed(), "{report}");
+    assert!(
+        report.checks.len() >= at_least,
+        "only {} checks",
+        report.checks.len()
+    );
+}
+
+/// The reference solution passes on other seeds' random cases too.
+pub fn passes_on_other_seeds(grade: impl Fn(u64) -> Report) {
+    for seed in [1, 7, 99] {
+        let report = grade(seed);
+        assert!(report.passed(), "seed {seed}:\n{report}");
+    }
+}
