@@ -161,7 +161,7 @@ fn fragmentation_fails_with_memory_cached_and_each_remedy_succeeds() {
     let calls = |i: usize| attempts[i]["device_allocations"].as_u64().unwrap();
     assert!(calls(2) > 5 * calls(1), "{attempts:?}");
     let t = text(&run(&["--scenario", "fragmentation", "--out", &path]));
-    assert!(t.contains("try --max-split-size"), "the report's hint: {t}");
+    assert!(t.contains("try max_split_size"), "the report's hint: {t}");
     assert!(t.contains("the cache is fragmented"), "{t}");
     assert!(t.contains("not a partition"), "{t}");
     // A remedy given on the command line makes the run itself succeed.

@@ -76,7 +76,7 @@ impl fmt::Display for OutOfMemory {
                 f,
                 "\n  Reserved memory is much larger than allocated memory: {} is cached but \
                  unallocated, more than this request, yet no free block is large enough. The \
-                 cache is fragmented: try --max-split-size (PyTorch's max_split_size_mb) or \
+                 cache is fragmented: try max_split_size (PyTorch's max_split_size_mb) or \
                  empty_cache() between phases.",
                 format_bytes(self.cached_unused())
             )?;

@@ -277,7 +277,7 @@ fn fragmentation_fails_without_max_split_size_and_succeeds_with_it() {
     assert_eq!((e.allocated, e.reserved), (20 * MIB, 60 * MIB));
     assert!(e.reserved - e.allocated > e.requested);
     assert!(e.is_fragmentation());
-    assert!(e.to_string().contains("--max-split-size"));
+    assert!(e.to_string().contains("try max_split_size"));
     assert_eq!(a.segment_sizes(), vec![60 * MIB]);
 
     let (a, r) = run(Some(24 * MIB));

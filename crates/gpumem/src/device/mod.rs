@@ -122,7 +122,7 @@ impl Device {
                         "host memory".to_string(),
                         match e {
                             GpuError::NoHardwareAdapter(_) => "auto: no hardware GPU, only a \
-                                software adapter, which --backend wgpu uses"
+                                software adapter, which the wgpu backing uses"
                                 .to_string(),
                             _ => "auto: no GPU adapter at all, so the cpu backing".to_string(),
                         },
