@@ -114,3 +114,20 @@ fn the_engine_row_names_its_modules() {
         );
     }
 }
+
+/// The Rust version the README and the book's Setup page ask for is the workspace's
+/// `rust-version`.
+#[test]
+fn the_stated_rust_version_is_the_workspaces() {
+    let manifest = std::fs::read_to_string(root().join("Cargo.toml")).unwrap();
+    let version = manifest
+        .lines()
+        .find_map(|l| l.strip_prefix("rust-version = "))
+        .expect("the workspace states a rust-version")
+        .trim_matches('"');
+    let wanted = format!("{version} or newer");
+    for page in ["README.md", "src/setup.md"] {
+        let text = std::fs::read_to_string(root().join(page)).unwrap();
+        assert!(text.contains(&wanted), "{page} does not say `{wanted}`");
+    }
+}
