@@ -252,9 +252,7 @@ pub(crate) fn all() -> Vec<Variant> {
     out.extend(flat(&COLSUM, &[Layout::Scalar]));
     out.extend(flat(&OPTIM, &both));
     out.extend(softmax_xent());
-    // The naive kernel's pipeline is looked up without its bindings (`pipeline_for` given
-    // none), so it is always declared as quads; the skinny kernels either way.
-    out.extend(matmul_family("mm-naive", matmul::NAIVE, &[Layout::Quads]));
+    out.extend(matmul_family("mm-naive", matmul::NAIVE, &both));
     out.extend(matmul_family("mm-skinny", matmul::SKINNY, &both));
     out.extend(tiled_kernels());
     out

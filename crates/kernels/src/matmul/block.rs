@@ -248,7 +248,7 @@ impl Kernels {
             )
         };
         Ok(Dispatch {
-            pipeline: self.pipeline_for("mm-naive", entry, stores, NAIVE, &[])?,
+            pipeline: self.pipeline_for("mm-naive", entry, stores, NAIVE, &storage)?,
             layout: &self.layouts.storage4.0,
             storage: storage.into(),
             writes: 1 << 2,

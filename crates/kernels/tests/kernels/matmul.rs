@@ -269,3 +269,56 @@ fn zero_sized_reduction_clears_or_keeps() {
         check(ctx, "full", &ctx.full, MatmulKernel::Auto, &case, 7);
     }
 }
+
+/// Buffers that end where their matrices end (1×7 · 7×3 = 1×3 float32: 12 bytes for C), so a
+/// binding cannot be rounded up to whole quads: every kernel must declare scalar arrays.
+#[test]
+fn every_kernel_on_buffers_without_room_for_whole_quads() {
+    let Some(ctx) = ctx() else { return };
+    let (m, k, n) = (1u64, 7u64, 3u64);
+    let a: Vec<f32> = (0..m * k).map(|i| i as f32 * 0.5 - 1.0).collect();
+    let b: Vec<f32> = (0..k * n).map(|i| 1.0 - i as f32 * 0.25).collect();
+    let want: Vec<f64> = (0..m * n)
+        .map(|ij| {
+            let (i, j) = (ij / n, ij % n);
+            (0..k)
+                .map(|p| f64::from(a[(i * k + p) as usize]) * f64::from(b[(p * n + j) as usize]))
+                .sum()
+        })
+        .collect();
+    let exact = |values: &[f32]| {
+        let buf = gpumem_kernels::testing::storage_buffer(&ctx.gpu, 4 * values.len() as u64);
+        gpumem_kernels::testing::write(&ctx.gpu, &buf, 0, values);
+        buf
+    };
+    for kernel in [MatmulKernel::Naive, MatmulKernel::Auto] {
+        let (ab, bb, cb) = (exact(&a), exact(&b), exact(&[0.0; 3]));
+        let part = |buf, len| {
+            [gpumem_kernels::Part {
+                buffer: buf,
+                offset: 0,
+                len,
+            }]
+        };
+        let (pa, pb, pc) = (
+            part(&ab, 4 * m * k),
+            part(&bb, 4 * k * n),
+            part(&cb, 4 * m * n),
+        );
+        let g = Gemm {
+            a: matrix(&pa, m, k),
+            trans_a: false,
+            b: matrix(&pb, k, n),
+            trans_b: false,
+            c: matrix(&pc, m, n),
+            accumulate: false,
+            bias: None,
+        };
+        ctx.run(|e| ctx.full.matmul_with(e, &g, kernel).expect("matmul"));
+        let got: Vec<u8> =
+            gpumem_kernels::testing::read(&ctx.gpu, &cb, 0, 4 * m * n).expect("read");
+        let got: Vec<f32> = bytemuck::cast_slice(&got).to_vec();
+        assert_close(&format!("{kernel:?}"), &got, &want);
+        assert!(ctx.gpu.take_errors().is_empty(), "{kernel:?}: wgpu errors");
+    }
+}

@@ -65,7 +65,7 @@ fn generated_equals_committed() {
 }
 
 #[test]
-fn every_variant_has_the_entry_points_and_only_the_needed_helpers() {
+fn float32_and_half_sources_have_the_entry_points_and_only_the_needed_helpers() {
     for sub in [false, true] {
         let s = source(Spec::f32(sub));
         for e in ["fn mm_nn(", "fn mm_tn(", "fn mm_nt(", "fn tile_nt("] {
