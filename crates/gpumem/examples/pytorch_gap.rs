@@ -9,7 +9,7 @@
 use clap::Parser;
 use gpumem::lesson::planning_unlimited;
 use gpumem::measure::measure_step;
-use gpumem::mlp::{Checkpointing, MlpConfig, Optimizer, Precision, Strategy};
+use gpumem::pytorch::{Fixture, Setup};
 use serde_json::{Value, json};
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -18,64 +18,17 @@ use std::process::ExitCode;
 #[derive(Debug, Parser)]
 struct Args {
     /// The fixture written by reference/pytorch/step_peaks.py.
-    #[arg(long, default_value = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/pytorch_step_peaks.json"))]
+    #[arg(long, default_value = gpumem::pytorch::FIXTURE)]
     fixture: PathBuf,
     /// Print one JSON document instead of a table.
     #[arg(long)]
     json: bool,
 }
 
-/// The engine's configuration for a fixture setup, or why it has none yet.
-fn config(setup: &Value) -> Result<MlpConfig, String> {
-    let num = |v: &Value, k: &str| v[k].as_u64().ok_or(format!("`{k}` is not a whole number"));
-    let opt = &setup["optimizer"];
-    let lr = opt["lr"].as_f64().unwrap_or(0.001) as f32;
-    let optimizer = match opt["name"].as_str() {
-        Some("sgd") if opt["momentum"].as_f64() == Some(0.0) => Optimizer::Sgd { lr },
-        Some("sgd") => return Err("SGD with momentum".into()),
-        Some("adam") if opt["fused"].as_bool() == Some(true) => return Err("fused Adam".into()),
-        Some("adam") if opt["foreach"].as_bool() == Some(false) => {
-            return Err("Adam without foreach".into());
-        }
-        Some("adam") => Optimizer::adam(lr),
-        other => return Err(format!("optimizer {other:?}")),
-    };
-    let s = &setup["strategy"];
-    if s["relu_inplace"].as_bool() == Some(true) {
-        return Err("in-place ReLU".into());
-    }
-    if s["zero_grad_set_to_none"].as_bool() == Some(false) {
-        return Err("zero_grad(set_to_none=False)".into());
-    }
-    let precision = if s["autocast"].is_null() {
-        Precision::Float32
-    } else {
-        Precision::Mixed
-    };
-    let checkpointing = match num(s, "checkpoint_segment")? {
-        0 => Checkpointing::Off,
-        k => Checkpointing::Every(k),
-    };
-    Ok(MlpConfig {
-        inputs: num(setup, "inputs")?,
-        hidden: num(setup, "width")?,
-        layers: num(setup, "layers")?,
-        classes: num(setup, "classes")?,
-        optimizer,
-        strategy: Strategy {
-            precision,
-            accumulation: num(s, "accumulation")?,
-            checkpointing,
-        },
-    })
-}
-
-fn compare(setup: &Value) -> Value {
-    let name = setup["name"].as_str().unwrap_or("?");
-    let pytorch = setup["peak_bytes"].as_u64().unwrap_or(0);
-    let engine = config(setup).and_then(|c| {
-        let batch = setup["batch"].as_u64().ok_or("no batch")?;
-        measure_step(&planning_unlimited(), &c, batch, 0)
+fn compare(setup: &Setup) -> Value {
+    let (name, pytorch) = (&setup.name, setup.peak_bytes);
+    let engine = setup.config().and_then(|c| {
+        measure_step(&planning_unlimited(), &c, setup.batch, 0)
             .map(|m| m.peak_requested)
             .map_err(|e| e.to_string())
     });
@@ -90,30 +43,24 @@ fn compare(setup: &Value) -> Value {
 
 fn main() -> ExitCode {
     let args = Args::parse();
-    let fixture: Value = match std::fs::read_to_string(&args.fixture)
-        .map_err(|e| e.to_string())
-        .and_then(|t| serde_json::from_str(&t).map_err(|e| e.to_string()))
-    {
-        Ok(v) => v,
+    let fixture = match Fixture::load(&args.fixture) {
+        Ok(f) => f,
         Err(e) => {
-            eprintln!("pytorch_gap: {}: {e}", args.fixture.display());
+            eprintln!("pytorch_gap: {e}");
             return ExitCode::from(2);
         }
     };
-    let rows: Vec<Value> = fixture["setups"]
-        .as_array()
-        .map(|s| s.iter().map(compare).collect())
-        .unwrap_or_default();
+    let rows: Vec<Value> = fixture.setups.iter().map(compare).collect();
     if args.json {
         println!(
             "{}",
-            json!({"torch_version": fixture["torch_version"], "rows": rows})
+            json!({"torch_version": fixture.torch_version, "rows": rows})
         );
         return ExitCode::SUCCESS;
     }
     println!(
         "PyTorch {} (MemTracker, two steps) against the engine's planned step (peak requested)",
-        fixture["torch_version"].as_str().unwrap_or("?")
+        fixture.torch_version
     );
     println!(
         "{:<44} {:>16} {:>16} {:>8}",

@@ -184,6 +184,7 @@ pub fn fitting_strategies(
                 precision,
                 accumulation: 1,
                 checkpointing,
+                ..config.strategy
             });
             if let Some((k, memory)) = fewest_micro_batches(card, &c, batch)? {
                 let c = with_micro_batches(&c, k);

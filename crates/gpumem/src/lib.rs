@@ -11,6 +11,7 @@ pub mod fit;
 pub mod lesson;
 pub mod measure;
 pub mod mlp;
+pub mod pytorch;
 pub mod report;
 mod search;
 pub mod size;

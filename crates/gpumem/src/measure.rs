@@ -1,5 +1,7 @@
-//! Measuring a setup: build the model on a fresh device, run one training step, and read
-//! the allocator's statistics — or the out-of-memory error, if it did not fit.
+//! Measuring a setup: build the model on a fresh device, run two training steps (the second
+//! is the steady state: optimizer state exists, and the first step's `y_pred` and `loss` are
+//! alive until the second rebinds them), and read the allocator's statistics — or the
+//! out-of-memory error, if it did not fit.
 
 pub use crate::search::largest_where;
 
@@ -8,14 +10,13 @@ use crate::data::Dataset;
 use crate::device::{Device, DeviceOptions};
 use crate::error::Error;
 use crate::mlp::{Batch, Mlp, MlpConfig};
-use std::fmt;
 
 /// What one step on a fresh device used.
 #[derive(Debug, Clone, serde::Serialize)]
 pub struct StepMemory {
     /// `memory_allocated()` once the model (parameters, gradients, state) exists.
     pub model_allocated: u64,
-    /// `max_memory_allocated()` after the step (or up to the failure).
+    /// `max_memory_allocated()` after two steps (or up to the failure).
     pub peak_allocated: u64,
     /// `max_memory_reserved()` after the step (or up to the failure).
     pub peak_reserved: u64,
@@ -32,22 +33,8 @@ pub struct StepMemory {
     pub loss: Option<f32>,
 }
 
-/// Where a measured setup ran out of memory: building the model, or in the step.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Phase {
-    Model,
-    Step,
-}
-
-impl fmt::Display for Phase {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.pad(match self {
-            Phase::Model => "model",
-            Phase::Step => "step",
-        })
-    }
-}
+/// Where a measured setup ran out of memory: building the model, or a pass of the step.
+pub use crate::mlp::Pass as Phase;
 
 impl StepMemory {
     pub fn fits(&self) -> bool {
@@ -55,8 +42,11 @@ impl StepMemory {
     }
 }
 
-/// Builds `config` on a fresh device opened with `options` and runs one step of `batch`
-/// rows. Out-of-memory is a result (`fits() == false`); any other failure is an error.
+/// Steps a measurement runs: the second is the first in the steady state.
+pub const STEPS: u32 = 2;
+
+/// Builds `config` on a fresh device opened with `options` and runs [`STEPS`] steps of
+/// `batch` rows. Out-of-memory is a result (`fits() == false`); any other failure is an error.
 pub fn measure_step(
     options: &DeviceOptions,
     config: &MlpConfig,
@@ -107,13 +97,17 @@ pub fn measure_step_on(
         Some(split) => Batch::Data(split),
         None => Batch::Planned(batch),
     };
-    match mlp.train_step(rows) {
-        Ok(r) => Ok(snapshot(None, None, model_allocated, r.loss)),
-        Err(Error::OutOfMemory(o)) => {
-            Ok(snapshot(Some(*o), Some(Phase::Step), model_allocated, None))
+    let mut loss = None;
+    for _ in 0..STEPS {
+        match mlp.train_step(rows) {
+            Ok(r) => loss = r.loss,
+            Err(Error::OutOfMemory(o)) => {
+                return Ok(snapshot(Some(*o), Some(mlp.pass()), model_allocated, None));
+            }
+            Err(e) => return Err(e),
         }
-        Err(e) => Err(e),
     }
+    Ok(snapshot(None, None, model_allocated, loss))
 }
 
 /// The result of searching for the largest setting that fits.

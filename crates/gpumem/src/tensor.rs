@@ -1,10 +1,13 @@
-//! A typed handle on an allocated block. Dropping the tensor frees the block — so keeping a
-//! tensor alive (in a `Vec`, say) is how memory leaks in a training loop.
+//! A typed handle on an allocated block, as PyTorch has them: a tensor is a view (rows, an
+//! offset) of a reference-counted storage, and the storage's block is freed when the last
+//! tensor on it is dropped — so keeping a tensor alive (in a `Vec`, or saved for a backward
+//! pass) is what keeps memory allocated, and how memory leaks in a training loop.
 
 use crate::alloc::{BlockAddr, Placement};
 use crate::device::{Backing, Device};
 use crate::error::Error;
 use std::fmt;
+use std::rc::Rc;
 
 /// Element types the engine stores.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
@@ -14,6 +17,8 @@ pub enum DType {
     F32,
     F64,
     U32,
+    /// Class labels, as PyTorch's `cross_entropy` wants them.
+    I64,
 }
 
 impl DType {
@@ -22,7 +27,7 @@ impl DType {
         match self {
             DType::F16 => 2,
             DType::F32 | DType::U32 => 4,
-            DType::F64 => 8,
+            DType::F64 | DType::I64 => 8,
         }
     }
 }
@@ -34,6 +39,7 @@ impl fmt::Display for DType {
             DType::F32 => "float32",
             DType::F64 => "float64",
             DType::U32 => "uint32",
+            DType::I64 => "int64",
         })
     }
 }
@@ -49,10 +55,19 @@ pub fn matrix_bytes(rows: u64, cols: u64, dtype: DType, label: &str) -> Result<u
         })
 }
 
-/// A row-major matrix in device memory.
-pub struct Tensor {
+/// An allocated block; freed when the last tensor on it is dropped.
+struct Storage {
     device: Device,
     block: BlockAddr,
+}
+
+/// A row-major matrix in device memory. Cloning a tensor shares its storage (like a second
+/// Python name for one `torch.Tensor`); [`Tensor::rows_view`] makes a view of some rows.
+#[derive(Clone)]
+pub struct Tensor {
+    storage: Rc<Storage>,
+    /// Bytes from the start of the storage's block.
+    offset: u64,
     rows: u64,
     cols: u64,
     dtype: DType,
@@ -64,7 +79,11 @@ impl fmt::Debug for Tensor {
         write!(
             f,
             "Tensor({} {}×{} {} at {:#x})",
-            self.label, self.rows, self.cols, self.dtype, self.block.0
+            self.label,
+            self.rows,
+            self.cols,
+            self.dtype,
+            self.addr()
         )
     }
 }
@@ -86,8 +105,11 @@ impl Tensor {
         let bytes = matrix_bytes(rows, cols, dtype, label)?;
         let block = device.malloc(bytes, label)?;
         Ok(Tensor {
-            device: device.clone(),
-            block,
+            storage: Rc::new(Storage {
+                device: device.clone(),
+                block,
+            }),
+            offset: 0,
             rows,
             cols,
             dtype,
@@ -120,7 +142,34 @@ impl Tensor {
     }
 
     pub fn device(&self) -> &Device {
-        &self.device
+        &self.storage.device
+    }
+
+    /// Rows `start..start + len` of this tensor, sharing its storage (PyTorch's `x[a:b]`):
+    /// no memory is allocated, and the storage stays allocated while the view lives.
+    pub fn rows_view(&self, start: u64, len: u64) -> Result<Tensor, Error> {
+        let end = start.checked_add(len).filter(|&e| e <= self.rows && len > 0);
+        let Some(end) = end else {
+            return Err(Error::Shape(format!(
+                "{}: rows {start}..{} of a {}-row tensor",
+                self.label,
+                start.saturating_add(len),
+                self.rows
+            )));
+        };
+        Ok(Tensor {
+            storage: self.storage.clone(),
+            offset: self.offset + start * self.cols * self.dtype.size(),
+            rows: len,
+            cols: self.cols,
+            dtype: self.dtype,
+            label: format!("{}[{start}:{end}]", self.label),
+        })
+    }
+
+    /// Whether both tensors are views of one storage (one allocation).
+    pub fn same_storage(&self, other: &Tensor) -> bool {
+        Rc::ptr_eq(&self.storage, &other.storage)
     }
 
     /// Bytes of data (the block may be larger: see [`Tensor::placement`]).
@@ -128,18 +177,22 @@ impl Tensor {
         self.len() * self.dtype.size()
     }
 
-    /// The block's address in the allocator's address space.
+    /// The address of the tensor's first value in the allocator's address space.
     pub fn addr(&self) -> u64 {
-        self.block.0
+        self.storage.block.0 + self.offset
     }
 
-    /// Where the tensor's block lives.
+    /// Where the tensor's values live: its storage's block, moved to the view's first row.
     pub fn placement(&self) -> Placement {
-        self.device
+        let mut p = self
+            .device()
             .borrow()
             .alloc
-            .placement(self.block)
-            .expect("a live tensor's block is allocated")
+            .placement(self.storage.block)
+            .expect("a live tensor's block is allocated");
+        p.offset += self.offset;
+        p.size = self.bytes();
+        p
     }
 
     fn check_elem<T>(&self, n: usize) -> Result<(), Error> {
@@ -164,7 +217,7 @@ impl Tensor {
     pub fn write<T: bytemuck::Pod>(&self, data: &[T]) -> Result<(), Error> {
         self.check_elem::<T>(data.len())?;
         let p = self.placement();
-        let inner = self.device.borrow();
+        let inner = self.device().borrow();
         match inner.alloc.store() {
             Backing::Plan => Ok(()),
             Backing::Cpu(store) => {
@@ -187,7 +240,7 @@ impl Tensor {
         self.check_elem::<T>(self.len() as usize)?;
         let p = self.placement();
         let n = self.len() as usize;
-        let inner = self.device.borrow();
+        let inner = self.device().borrow();
         match inner.alloc.store() {
             Backing::Plan => Err(Error::Plan(format!(
                 "{}: the plan backing holds no data (steps are planned, not executed)",
@@ -219,9 +272,9 @@ impl Tensor {
                     .map(|&v| half::f16::from_f32(v))
                     .collect::<Vec<_>>(),
             ),
-            DType::U32 => Err(Error::Shape(format!(
-                "{}: uint32 tensors hold labels, not values",
-                self.label
+            DType::U32 | DType::I64 => Err(Error::Shape(format!(
+                "{}: {} tensors hold labels, not values",
+                self.label, self.dtype
             ))),
         }
     }
@@ -237,12 +290,13 @@ impl Tensor {
                 .map(|v| v.to_f64())
                 .collect(),
             DType::U32 => self.read::<u32>()?.into_iter().map(f64::from).collect(),
+            DType::I64 => self.read::<i64>()?.into_iter().map(|v| v as f64).collect(),
         })
     }
 }
 
 // ANCHOR: drop
-impl Drop for Tensor {
+impl Drop for Storage {
     fn drop(&mut self) {
         self.device.free(self.block);
     }

@@ -28,7 +28,7 @@ fn ptr<T>(t: &Tensor, count: u64) -> Result<*mut T, Error> {
 }
 
 /// A view of `t`'s values in host memory.
-fn raw<T>(t: &Tensor) -> Result<&[T], Error> {
+pub(super) fn raw<T>(t: &Tensor) -> Result<&[T], Error> {
     let p = ptr::<T>(t, t.len())?;
     // SAFETY: a tensor's values live in its own allocator block, and live blocks never
     // overlap (the allocator's invariant, property-tested); the only mutable views are an
@@ -47,7 +47,7 @@ fn raw_mut<T>(t: &Tensor) -> Result<*mut [T], Error> {
 }
 
 /// A tensor's values in the compute type: borrowed when stored as `C`, converted otherwise.
-fn load<C: Compute>(t: &Tensor) -> Result<Cow<'_, [C]>, Error> {
+pub(super) fn load<C: Compute>(t: &Tensor) -> Result<Cow<'_, [C]>, Error> {
     Ok(match t.dtype() {
         d if d == C::DTYPE => Cow::Borrowed(raw::<C>(t)?),
         DType::F16 => Cow::Owned(raw::<f16>(t)?.iter().map(|&v| C::from_f16(v)).collect()),
@@ -58,7 +58,7 @@ fn load<C: Compute>(t: &Tensor) -> Result<Cow<'_, [C]>, Error> {
                 .map(|&v| C::from(v).unwrap_or(C::nan()))
                 .collect(),
         ),
-        DType::U32 => {
+        DType::U32 | DType::I64 => {
             return Err(Error::Shape(format!(
                 "{}: labels are not numbers to compute with",
                 t.label()
@@ -70,7 +70,7 @@ fn load<C: Compute>(t: &Tensor) -> Result<Cow<'_, [C]>, Error> {
 /// Runs `f` on a mutable view of `t` in the compute type: directly when stored as `C`,
 /// else on a converted copy that is written back. `t` must be the running operation's
 /// output, and the caller must hold no view of it.
-fn with_mut<C: Compute, R>(t: &Tensor, f: impl FnOnce(&mut [C]) -> R) -> Result<R, Error> {
+pub(super) fn with_mut<C: Compute, R>(t: &Tensor, f: impl FnOnce(&mut [C]) -> R) -> Result<R, Error> {
     if t.dtype() == C::DTYPE {
         let p = raw_mut::<C>(t)?;
         // SAFETY: `p` covers `t`'s own block, and `t` outlives this call. `t` is an
@@ -85,7 +85,7 @@ fn with_mut<C: Compute, R>(t: &Tensor, f: impl FnOnce(&mut [C]) -> R) -> Result<
         DType::F16 => store(t, &values, |v| v.to_f16())?,
         DType::F32 => store(t, &values, |v| Compute::to_f32(v))?,
         DType::F64 => store(t, &values, |v| v.to_f64().unwrap_or(f64::NAN))?,
-        DType::U32 => {
+        DType::U32 | DType::I64 => {
             return Err(Error::Shape(format!(
                 "{}: labels are not numbers to compute with",
                 t.label()
@@ -107,16 +107,20 @@ fn store<C: Copy, T>(t: &Tensor, values: &[C], convert: impl Fn(C) -> T) -> Resu
     Ok(())
 }
 
+mod step;
+pub use step::*;
+
 /// Calls `$f::<f64>` if any tensor is float64, else `$f::<f32>`.
 macro_rules! dispatch {
     ($f:ident, [$($t:expr),+], $($arg:expr),*) => {
-        if [$($t),+].iter().any(|t: &&Tensor| t.dtype() == DType::F64) {
+        if [$($t),+].iter().any(|t: &&Tensor| t.dtype() == $crate::tensor::DType::F64) {
             $f::<f64>($($arg),*)
         } else {
             $f::<f32>($($arg),*)
         }
     };
 }
+pub(super) use dispatch;
 
 pub fn matmul(
     spec: Matmul,
@@ -186,79 +190,6 @@ pub fn relu(src: &Tensor, dst: &Tensor) -> Result<(), Error> {
         })
     }
     dispatch!(run, [src, dst], src, dst)
-}
-
-pub fn relu_backward(grad: &Tensor, activation: &Tensor) -> Result<(), Error> {
-    fn run<C: Compute>(grad: &Tensor, activation: &Tensor) -> Result<(), Error> {
-        let a = load::<C>(activation)?;
-        with_mut::<C, _>(grad, |g| {
-            g.iter_mut().zip(a.iter()).for_each(|(g, &a)| {
-                if a <= C::zero() {
-                    *g = C::zero();
-                }
-            })
-        })
-    }
-    dispatch!(run, [grad, activation], grad, activation)
-}
-
-pub fn softmax_xent(
-    logits: &Tensor,
-    labels: &Tensor,
-    stats: &Tensor,
-    dlogits: &Tensor,
-    scale: f32,
-) -> Result<(), Error> {
-    fn run<C: Compute>(
-        logits: &Tensor,
-        labels: &Tensor,
-        stats: &Tensor,
-        dlogits: &Tensor,
-        scale: f32,
-    ) -> Result<(), Error> {
-        let c = logits.cols() as usize;
-        let l = load::<C>(logits)?;
-        let y = raw::<u32>(labels)?;
-        if let Some((row, &label)) = y.iter().enumerate().find(|(_, l)| **l as usize >= c) {
-            return Err(Error::Shape(format!(
-                "label {label} of row {row} is not below {c}"
-            )));
-        }
-        let scale = C::from_f32(scale);
-        let mut losses = vec![C::zero(); 2 * y.len()];
-        with_mut::<C, _>(dlogits, |d| {
-            for ((lr, dr), (sr, &label)) in l
-                .chunks_exact(c)
-                .zip(d.chunks_exact_mut(c))
-                .zip(losses.chunks_exact_mut(2).zip(y))
-            {
-                let label = label as usize;
-                let max = lr.iter().copied().fold(C::neg_infinity(), C::max);
-                let sum = lr.iter().fold(C::zero(), |s, &v| s + (v - max).exp());
-                let log_sum = sum.ln() + max;
-                let argmax = lr
-                    .iter()
-                    .enumerate()
-                    .fold(0, |best, (j, &v)| if v > lr[best] { j } else { best });
-                sr[0] = log_sum - lr[label];
-                sr[1] = if argmax == label { C::one() } else { C::zero() };
-                for (j, (dv, &v)) in dr.iter_mut().zip(lr).enumerate() {
-                    let p = (v - log_sum).exp();
-                    *dv = (p - if j == label { C::one() } else { C::zero() }) * scale;
-                }
-            }
-        })?;
-        with_mut::<C, _>(stats, |s| s.copy_from_slice(&losses))
-    }
-    dispatch!(
-        run,
-        [logits, stats, dlogits],
-        logits,
-        labels,
-        stats,
-        dlogits,
-        scale
-    )
 }
 
 pub fn colsum(src: &Tensor, dst: &Tensor, accumulate: bool) -> Result<(), Error> {

@@ -43,6 +43,7 @@ fn tensor_parts<'s>(store: &'s BufferStore, t: &Tensor) -> Result<Vec<Part<'s>>,
 fn matrix<'a>(t: &Tensor, parts: &'a [Part<'a>]) -> Matrix<'a> {
     let dtype = match t.dtype() {
         DType::U32 => return Matrix::labels(parts, t.len()),
+        DType::I64 => return Matrix::labels_i64(parts, t.len()),
         DType::F16 => KernelDType::F16,
         DType::F32 => KernelDType::F32,
         DType::F64 => KernelDType::F64,
@@ -109,24 +110,6 @@ pub fn relu(src: &Tensor, dst: &Tensor) -> Result<(), Error> {
     with([src, dst], |k, e, [s, d]| k.relu(e, &s, &d))
 }
 
-pub fn relu_backward(grad: &Tensor, activation: &Tensor) -> Result<(), Error> {
-    with([grad, activation], |k, e, [g, a]| {
-        k.relu_backward(e, &g, &a)
-    })
-}
-
-pub fn softmax_xent(
-    logits: &Tensor,
-    labels: &Tensor,
-    stats: &Tensor,
-    dlogits: &Tensor,
-    scale: f32,
-) -> Result<(), Error> {
-    with([logits, labels, stats, dlogits], |k, e, [l, y, s, d]| {
-        k.softmax_xent(e, &l, &y, &s, &d, scale)
-    })
-}
-
 pub fn colsum(src: &Tensor, dst: &Tensor, accumulate: bool) -> Result<(), Error> {
     with([src, dst], |k, e, [s, d]| k.colsum(e, &s, &d, accumulate))
 }
@@ -167,4 +150,66 @@ pub fn zero(x: &Tensor) -> Result<(), Error> {
         }
         Ok(())
     })
+}
+
+pub fn copy(src: &Tensor, dst: &Tensor) -> Result<(), Error> {
+    with([src, dst], |k, e, [s, d]| k.copy(e, &s, &d))
+}
+
+/// Two dispatches, the gradient copied then masked in place: each writes the new tensor.
+pub fn threshold_backward(grad: &Tensor, output: &Tensor, dst: &Tensor) -> Result<(), Error> {
+    copy(grad, dst)?;
+    with([dst, output], |k, e, [d, a]| k.relu_backward(e, &d, &a))
+}
+
+pub fn relu_(x: &Tensor) -> Result<(), Error> {
+    with([x, x], |k, e, [s, d]| k.relu(e, &s, &d))
+}
+
+pub fn log_softmax(x: &Tensor, out: &Tensor) -> Result<(), Error> {
+    with([x, out], |k, e, [x, o]| k.log_softmax(e, &x, &o))
+}
+
+pub fn nll_loss(
+    logp: &Tensor,
+    labels: &Tensor,
+    loss: &Tensor,
+    total_weight: &Tensor,
+) -> Result<(), Error> {
+    with([logp, labels, loss, total_weight], |k, e, [p, y, l, t]| {
+        k.nll_loss(e, &p, &y, &l, &t)
+    })
+}
+
+pub fn nll_loss_backward(
+    grad: &Tensor,
+    labels: &Tensor,
+    total_weight: &Tensor,
+    out: &Tensor,
+) -> Result<(), Error> {
+    with([grad, labels, total_weight, out], |k, e, [g, y, t, o]| {
+        k.nll_loss_backward(e, &g, &y, &t, &o)
+    })
+}
+
+pub fn log_softmax_backward(grad: &Tensor, logp: &Tensor, out: &Tensor) -> Result<(), Error> {
+    with([grad, logp, out], |k, e, [g, p, o]| {
+        k.log_softmax_backward(e, &g, &p, &o)
+    })
+}
+
+pub fn fill(x: &Tensor, value: f32) -> Result<(), Error> {
+    with([x], |k, e, [x]| k.fill(e, &x, f64::from(value)))
+}
+
+pub fn scale(x: &Tensor, factor: f32) -> Result<(), Error> {
+    with([x], |k, e, [x]| k.scale(e, &x, factor))
+}
+
+pub fn add(dst: &Tensor, src: &Tensor) -> Result<(), Error> {
+    with([dst, src], |k, e, [d, s]| k.add(e, &d, &s))
+}
+
+pub fn adam_denom(v: &Tensor, dst: &Tensor, scale: f32, eps: f32) -> Result<(), Error> {
+    with([v, dst], |k, e, [v, d]| k.adam_denom(e, &v, &d, f64::from(scale), f64::from(eps)))
 }

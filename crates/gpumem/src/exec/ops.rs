@@ -27,7 +27,7 @@ fn same_device(ts: &[&Tensor]) -> Result<(), Error> {
 /// Every tensor holds floating-point values (float16, float32 or float64).
 fn float(ts: &[&Tensor]) -> Result<(), Error> {
     for t in ts {
-        if t.dtype() == DType::U32 {
+        if matches!(t.dtype(), DType::U32 | DType::I64) {
             return Err(mismatch(format!(
                 "{}: expected floating-point values, got {}",
                 t.label(),
@@ -38,8 +38,10 @@ fn float(ts: &[&Tensor]) -> Result<(), Error> {
     Ok(())
 }
 
+/// The output shares no byte with any input (views of one storage may).
 fn distinct(out: &Tensor, inputs: &[&Tensor]) -> Result<(), Error> {
-    if inputs.iter().any(|t| t.addr() == out.addr()) {
+    let overlaps = |t: &&Tensor| t.addr() < out.addr() + out.bytes() && out.addr() < t.addr() + t.bytes();
+    if inputs.iter().any(overlaps) {
         return Err(mismatch(format!(
             "{}: output may not also be an input",
             out.label()
@@ -130,56 +132,6 @@ pub fn relu(src: &Tensor, dst: &Tensor) -> Result<(), Error> {
     on_backing(dst, Ok(()), || cpu::relu(src, dst), || gpu::relu(src, dst))
 }
 
-/// `grad *= (activation > 0)`, in place: the gradient through a ReLU.
-pub fn relu_backward(grad: &Tensor, activation: &Tensor) -> Result<(), Error> {
-    same_device(&[grad, activation])?;
-    float(&[grad, activation])?;
-    same_shape(grad, activation)?;
-    distinct(grad, &[activation])?;
-    on_backing(
-        grad,
-        Ok(()),
-        || cpu::relu_backward(grad, activation),
-        || gpu::relu_backward(grad, activation),
-    )
-}
-
-/// Softmax cross-entropy of `logits` against `labels`: per-row `(loss, correct)` into
-/// `stats` and `(softmax − onehot) · scale` into `dlogits`.
-pub fn softmax_xent(
-    logits: &Tensor,
-    labels: &Tensor,
-    stats: &Tensor,
-    dlogits: &Tensor,
-    scale: f32,
-) -> Result<(), Error> {
-    same_device(&[logits, labels, stats, dlogits])?;
-    float(&[logits, stats, dlogits])?;
-    if labels.dtype() != DType::U32 || labels.len() != logits.rows() {
-        return Err(mismatch(format!(
-            "{}: expected {} uint32 labels",
-            labels.label(),
-            logits.rows()
-        )));
-    }
-    if (stats.rows(), stats.cols()) != (logits.rows(), 2) {
-        return Err(mismatch(format!(
-            "{}: expected {}×2",
-            stats.label(),
-            logits.rows()
-        )));
-    }
-    same_shape(logits, dlogits)?;
-    distinct(dlogits, &[logits, labels, stats])?;
-    distinct(stats, &[logits, labels])?;
-    on_backing(
-        logits,
-        Ok(()),
-        || cpu::softmax_xent(logits, labels, stats, dlogits, scale),
-        || gpu::softmax_xent(logits, labels, stats, dlogits, scale),
-    )
-}
-
 /// Column sums of `src` into `dst` (one value per column), or added to `dst`.
 pub fn colsum(src: &Tensor, dst: &Tensor, accumulate: bool) -> Result<(), Error> {
     same_device(&[src, dst])?;
@@ -259,4 +211,160 @@ pub fn unscale_check(x: &Tensor, factor: f32, flag: &Tensor) -> Result<(), Error
 /// Sets every value to zero.
 pub fn zero(x: &Tensor) -> Result<(), Error> {
     on_backing(x, Ok(()), || cpu::zero(x), || gpu::zero(x))
+}
+
+/// One value.
+fn scalar(t: &Tensor) -> Result<(), Error> {
+    if t.len() != 1 {
+        return Err(mismatch(format!("{}: expected one value", t.label())));
+    }
+    Ok(())
+}
+
+/// `labels` holds one int64 class per row of `rows`.
+fn labels_for(labels: &Tensor, rows: &Tensor) -> Result<(), Error> {
+    if labels.dtype() != DType::I64 || labels.len() != rows.rows() {
+        return Err(mismatch(format!(
+            "{}: expected {} int64 labels",
+            labels.label(),
+            rows.rows()
+        )));
+    }
+    Ok(())
+}
+
+/// `dst = src`, converted to `dst`'s type: PyTorch's `_to_copy` (autocast's casts) and
+/// `clone`.
+pub fn copy(src: &Tensor, dst: &Tensor) -> Result<(), Error> {
+    same_device(&[src, dst])?;
+    float(&[src, dst])?;
+    same_shape(src, dst)?;
+    distinct(dst, &[src])?;
+    on_backing(dst, Ok(()), || cpu::copy(src, dst), || gpu::copy(src, dst))
+}
+
+/// `dst = grad · (output > 0)`: the ReLU's backward pass (`threshold_backward`), into a new
+/// tensor while the incoming gradient and the saved output are still alive.
+pub fn threshold_backward(grad: &Tensor, output: &Tensor, dst: &Tensor) -> Result<(), Error> {
+    same_device(&[grad, output, dst])?;
+    float(&[grad, output, dst])?;
+    same_shape(grad, output)?;
+    same_shape(grad, dst)?;
+    distinct(dst, &[grad, output])?;
+    on_backing(
+        dst,
+        Ok(()),
+        || cpu::threshold_backward(grad, output, dst),
+        || gpu::threshold_backward(grad, output, dst),
+    )
+}
+
+/// `x = max(x, 0)` in place: `nn.ReLU(inplace=True)`.
+pub fn relu_(x: &Tensor) -> Result<(), Error> {
+    float(&[x])?;
+    on_backing(x, Ok(()), || cpu::relu_(x), || gpu::relu_(x))
+}
+
+/// Row-wise `log_softmax` of `x` into `out`.
+pub fn log_softmax(x: &Tensor, out: &Tensor) -> Result<(), Error> {
+    same_device(&[x, out])?;
+    float(&[x, out])?;
+    same_shape(x, out)?;
+    distinct(out, &[x])?;
+    on_backing(out, Ok(()), || cpu::log_softmax(x, out), || gpu::log_softmax(x, out))
+}
+
+/// The mean negative log-likelihood of `labels` under `logp`: `loss` and `total_weight` (the
+/// row count) are one value each, as `nll_loss_forward` makes them.
+pub fn nll_loss(
+    logp: &Tensor,
+    labels: &Tensor,
+    loss: &Tensor,
+    total_weight: &Tensor,
+) -> Result<(), Error> {
+    same_device(&[logp, labels, loss, total_weight])?;
+    float(&[logp, loss, total_weight])?;
+    labels_for(labels, logp)?;
+    scalar(loss)?;
+    scalar(total_weight)?;
+    distinct(loss, &[logp, labels, total_weight])?;
+    distinct(total_weight, &[logp, labels])?;
+    on_backing(
+        loss,
+        Ok(()),
+        || cpu::nll_loss(logp, labels, loss, total_weight),
+        || gpu::nll_loss(logp, labels, loss, total_weight),
+    )
+}
+
+/// `out[r, y_r] = −grad / total_weight`, zero elsewhere: `nll_loss_backward`.
+pub fn nll_loss_backward(
+    grad: &Tensor,
+    labels: &Tensor,
+    total_weight: &Tensor,
+    out: &Tensor,
+) -> Result<(), Error> {
+    same_device(&[grad, labels, total_weight, out])?;
+    float(&[grad, total_weight, out])?;
+    labels_for(labels, out)?;
+    scalar(grad)?;
+    scalar(total_weight)?;
+    distinct(out, &[grad, labels, total_weight])?;
+    on_backing(
+        out,
+        Ok(()),
+        || cpu::nll_loss_backward(grad, labels, total_weight, out),
+        || gpu::nll_loss_backward(grad, labels, total_weight, out),
+    )
+}
+
+/// `out = grad − exp(logp) · Σ_row grad`: `_log_softmax_backward_data`.
+pub fn log_softmax_backward(grad: &Tensor, logp: &Tensor, out: &Tensor) -> Result<(), Error> {
+    same_device(&[grad, logp, out])?;
+    float(&[grad, logp, out])?;
+    same_shape(grad, logp)?;
+    same_shape(grad, out)?;
+    distinct(out, &[grad, logp])?;
+    on_backing(
+        out,
+        Ok(()),
+        || cpu::log_softmax_backward(grad, logp, out),
+        || gpu::log_softmax_backward(grad, logp, out),
+    )
+}
+
+/// Every value set to `value`: `ones_like`, `full`.
+pub fn fill(x: &Tensor, value: f32) -> Result<(), Error> {
+    float(&[x])?;
+    on_backing(x, Ok(()), || cpu::fill(x, value), || gpu::fill(x, value))
+}
+
+/// `x *= factor` in place: `mul_`.
+pub fn scale(x: &Tensor, factor: f32) -> Result<(), Error> {
+    float(&[x])?;
+    on_backing(x, Ok(()), || cpu::scale(x, factor), || gpu::scale(x, factor))
+}
+
+/// `dst += src` in place: `add_` (gradient accumulation, momentum).
+pub fn add(dst: &Tensor, src: &Tensor) -> Result<(), Error> {
+    same_device(&[dst, src])?;
+    float(&[dst, src])?;
+    same_shape(dst, src)?;
+    distinct(dst, &[src])?;
+    on_backing(dst, Ok(()), || cpu::add(dst, src), || gpu::add(dst, src))
+}
+
+/// `dst = sqrt(v) · scale + eps`: Adam's denominator, the temporary that foreach and
+/// for-loop Adam allocate (`scale` is 1/√(1 − β₂ᵗ)).
+pub fn adam_denom(v: &Tensor, dst: &Tensor, scale: f32, eps: f32) -> Result<(), Error> {
+    same_device(&[v, dst])?;
+    float(&[v, dst])?;
+    same_shape(v, dst)?;
+    distinct(dst, &[v])?;
+    on_backing(
+        dst,
+        Ok(()),
+        || cpu::adam_denom(v, dst, scale, eps),
+        || gpu::adam_denom(v, dst, scale, eps),
+    )
 }

@@ -13,8 +13,13 @@ pub const MAX_LAYERS: u64 = 100_000;
 #[derive(Debug, Clone, Copy, PartialEq, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "snake_case", tag = "name")]
 pub enum Optimizer {
-    /// Plain stochastic gradient descent: no state beyond the gradients.
-    Sgd { lr: f32 },
+    /// Stochastic gradient descent; with momentum, one buffer per parameter (PyTorch's
+    /// `momentum_buffer`, a clone of the first gradient).
+    Sgd {
+        lr: f32,
+        #[serde(default)]
+        momentum: f32,
+    },
     /// Adam: two running averages per parameter (PyTorch's defaults for the rest).
     Adam {
         lr: f32,
@@ -26,7 +31,15 @@ pub enum Optimizer {
 
 impl Optimizer {
     /// The lesson's optimizer: SGD with learning rate 0.001.
-    pub const LESSON: Optimizer = Optimizer::Sgd { lr: 0.001 };
+    pub const LESSON: Optimizer = Optimizer::Sgd {
+        lr: 0.001,
+        momentum: 0.0,
+    };
+
+    /// SGD without momentum.
+    pub fn sgd(lr: f32) -> Optimizer {
+        Optimizer::Sgd { lr, momentum: 0.0 }
+    }
 
     pub fn adam(lr: f32) -> Optimizer {
         Optimizer::Adam {
@@ -39,14 +52,14 @@ impl Optimizer {
 
     pub fn lr(&self) -> f32 {
         match *self {
-            Optimizer::Sgd { lr } | Optimizer::Adam { lr, .. } => lr,
+            Optimizer::Sgd { lr, .. } | Optimizer::Adam { lr, .. } => lr,
         }
     }
 
     /// Values of optimizer state kept per parameter.
     pub fn states_per_parameter(&self) -> u64 {
-        match self {
-            Optimizer::Sgd { .. } => 0,
+        match *self {
+            Optimizer::Sgd { momentum, .. } => u64::from(momentum != 0.0),
             Optimizer::Adam { .. } => 2,
         }
     }
@@ -61,7 +74,12 @@ impl Optimizer {
 
 impl fmt::Display for Optimizer {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{} (lr {})", self.name(), self.lr())
+        match *self {
+            Optimizer::Sgd { momentum, .. } if momentum != 0.0 => {
+                write!(f, "sgd (lr {}, momentum {momentum})", self.lr())
+            }
+            _ => write!(f, "{} (lr {})", self.name(), self.lr()),
+        }
     }
 }
 
@@ -73,9 +91,12 @@ pub enum Precision {
     /// Everything float32.
     #[default]
     Float32,
-    /// Mixed precision: the activations and their gradients are float16 (half the bytes);
-    /// the weights, their gradients and the optimizer's state stay float32 ("master
-    /// weights"), and the loss is scaled so that small gradients survive in float16.
+    /// Mixed precision as `torch.autocast(dtype=torch.float16)` and `GradScaler` run it:
+    /// the matrix products take float16 copies of the weights (autocast's cast cache, kept
+    /// for the backward pass) and of the input, the activations and their gradients are
+    /// float16 (half the bytes); the weights, their gradients and the optimizer's state stay
+    /// float32 ("master weights"); the loss is computed in float32 and scaled so that small
+    /// gradients survive in float16.
     Mixed,
     /// Everything float64, as numpy loads data by default: twice the bytes of float32.
     Float64,
@@ -111,7 +132,7 @@ impl fmt::Display for Precision {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.pad(match self {
             Precision::Float32 => "float32",
-            Precision::Mixed => "mixed (float16 activations)",
+            Precision::Mixed => "mixed (autocast float16)",
             Precision::Float64 => "float64",
         })
     }
@@ -129,6 +150,9 @@ pub enum Checkpointing {
     Every(u64),
     /// Segments of ⌈√L⌉ layers: about √L kept activations and one extra forward pass.
     Sqrt,
+    /// Segments of this many layers, the last one checkpointed too (`checkpoint` around
+    /// every segment, where `checkpoint_sequential` leaves the last one alone).
+    Each(u64),
 }
 
 impl Checkpointing {
@@ -136,10 +160,38 @@ impl Checkpointing {
     pub fn segment(self, layers: u64) -> u64 {
         match self {
             Checkpointing::Off => layers,
-            Checkpointing::Every(k) => k.clamp(1, layers.max(1)),
+            Checkpointing::Every(k) | Checkpointing::Each(k) => k.clamp(1, layers.max(1)),
             Checkpointing::Sqrt => (layers as f64).sqrt().ceil().max(1.0) as u64,
         }
     }
+}
+
+/// How the optimizer's update runs, with PyTorch's names: what it costs in memory differs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum OptimizerImpl {
+    /// `foreach=True`, PyTorch's default for CUDA tensors: one operation over all parameters
+    /// at a time; Adam's square roots are temporaries as large as all parameters together.
+    #[default]
+    Foreach,
+    /// `foreach=False`: parameter by parameter; Adam's temporaries are one parameter's size.
+    ForLoop,
+    /// `fused=True`: one kernel per update, no temporaries (Adam's step counts live on the
+    /// device).
+    Fused,
+}
+
+/// What `optimizer.zero_grad()` does.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ZeroGrad {
+    /// `set_to_none=True`, the default since PyTorch 2.0: gradients are freed, and the next
+    /// backward pass allocates them again.
+    #[default]
+    SetToNone,
+    /// `set_to_none=False` (the default before 2.0, as in the lesson): gradients stay
+    /// allocated and are filled with zeros; the backward pass adds into them.
+    Zero,
 }
 
 /// How a step trades memory for time.
@@ -149,6 +201,25 @@ pub struct Strategy {
     /// Micro-batches per optimizer step (gradient accumulation); 1 means none.
     pub accumulation: u64,
     pub checkpointing: Checkpointing,
+    /// `nn.ReLU(inplace=True)`: the ReLU overwrites its input instead of allocating.
+    #[serde(default)]
+    pub relu_inplace: bool,
+    #[serde(default)]
+    pub zero_grad: ZeroGrad,
+    #[serde(default)]
+    pub optimizer_impl: OptimizerImpl,
+    /// `torch.amp.GradScaler`: `None` uses one exactly with mixed precision (the usual
+    /// pairing); `Some` forces it on or off.
+    #[serde(default)]
+    pub grad_scaler: Option<bool>,
+}
+
+impl Strategy {
+    /// Whether the loss is scaled by a `GradScaler`.
+    pub fn scales_loss(&self) -> bool {
+        self.grad_scaler
+            .unwrap_or(self.precision == Precision::Mixed)
+    }
 }
 
 impl Default for Strategy {
@@ -157,6 +228,10 @@ impl Default for Strategy {
             precision: Precision::Float32,
             accumulation: 1,
             checkpointing: Checkpointing::Off,
+            relu_inplace: false,
+            zero_grad: ZeroGrad::SetToNone,
+            optimizer_impl: OptimizerImpl::Foreach,
+            grad_scaler: None,
         }
     }
 }
@@ -233,6 +308,13 @@ impl MlpConfig {
                 "the learning rate must be a finite positive number, got {lr}"
             ));
         }
+        if let Optimizer::Sgd { momentum, .. } = self.optimizer
+            && !(momentum.is_finite() && momentum >= 0.0)
+        {
+            return bad(format!(
+                "SGD's momentum must be a finite number of at least 0, got {momentum}"
+            ));
+        }
         if let Optimizer::Adam {
             beta1, beta2, eps, ..
         } = self.optimizer
@@ -250,7 +332,10 @@ impl MlpConfig {
                 "gradient accumulation needs at least 1 micro-batch per step, got 0".into(),
             );
         }
-        if self.strategy.checkpointing == Checkpointing::Every(0) {
+        if matches!(
+            self.strategy.checkpointing,
+            Checkpointing::Every(0) | Checkpointing::Each(0)
+        ) {
             return bad("checkpoint segments need at least 1 layer, got 0".into());
         }
         self.checked_parameter_count().map(|_| ())

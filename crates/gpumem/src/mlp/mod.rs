@@ -1,20 +1,25 @@
 //! The lesson's network: `inputs → L hidden layers of width H with ReLU → classes`, trained
-//! with softmax cross-entropy by SGD or Adam.
+//! with softmax cross-entropy by SGD or Adam — step by step as PyTorch 2.x runs it.
 //!
-//! Memory that lives as long as the model is allocated here, in this order: every layer's
-//! weight and bias, then their gradients, then (Adam only) the two state tensors per
-//! parameter. A training step ([`Mlp::train_step`]) adds the batch and the activations on
-//! top.
+//! Only the parameters are allocated when the model is built (`model.to(device)`). Gradients
+//! appear during the first backward pass and optimizer state at the first update, as with
+//! PyTorch's lazy `.grad` and optimizer state; `zero_grad()` frees the gradients again unless
+//! [`ZeroGrad::Zero`] is chosen. A training step ([`Mlp::train_step`]) adds the batch, the
+//! activations its [autograd tape](autograd) saves, and the step's temporaries.
 
+mod autograd;
 mod config;
+mod forward;
+mod optim;
 mod step;
 
-pub use config::{Checkpointing, MAX_LAYERS, MlpConfig, Optimizer, Precision, Strategy};
+pub use config::{
+    Checkpointing, MAX_LAYERS, MlpConfig, Optimizer, OptimizerImpl, Precision, Strategy, ZeroGrad,
+};
 pub use step::{Batch, StepOutputs, StepResult, micro_batches};
 
 use crate::device::Device;
 use crate::error::Error;
-use crate::exec::ops;
 use crate::tensor::{DType, Tensor};
 use rand::RngExt;
 
@@ -26,19 +31,12 @@ pub struct Linear {
 }
 
 impl Linear {
-    /// Labels follow PyTorch's names: `layer1.weight`, `layer1.weight.grad`,
-    /// `layer1.weight.exp_avg`.
-    fn new(
-        device: &Device,
-        shape: (u64, u64),
-        dtype: DType,
-        layer: usize,
-        suffix: &str,
-    ) -> Result<Linear, Error> {
-        let label = |what: &str| format!("layer{layer}.{what}{suffix}");
+    /// Labels follow PyTorch's names: `layer1.weight` (its gradient `layer1.weight.grad`,
+    /// Adam's state `layer1.weight.exp_avg`).
+    fn new(device: &Device, shape: (u64, u64), dtype: DType, layer: usize) -> Result<Linear, Error> {
         Ok(Linear {
-            weight: Tensor::new(device, shape.0, shape.1, dtype, &label("weight"))?,
-            bias: Tensor::new(device, 1, shape.1, dtype, &label("bias"))?,
+            weight: Tensor::new(device, shape.0, shape.1, dtype, &param_label(layer, "weight"))?,
+            bias: Tensor::new(device, 1, shape.1, dtype, &param_label(layer, "bias"))?,
         })
     }
 
@@ -47,61 +45,87 @@ impl Linear {
     }
 }
 
-/// Adam's two running averages for every parameter (PyTorch's `exp_avg`, `exp_avg_sq`).
-#[derive(Debug)]
-struct AdamState {
-    exp_avg: Vec<Linear>,
-    exp_avg_sq: Vec<Linear>,
-    step: u32,
+/// `layer{i}.{what}`, PyTorch's name for a parameter.
+fn param_label(layer: usize, what: &str) -> String {
+    format!("layer{layer}.{what}")
 }
 
-/// A network on a device, with its gradients and optimizer state.
+/// A layer's gradients, as PyTorch's `.grad`: `None` until a backward pass makes them, and
+/// again after `zero_grad()` (set to none).
+#[derive(Debug, Default)]
+pub struct Grads {
+    pub weight: Option<Tensor>,
+    pub bias: Option<Tensor>,
+}
+
+/// What the lesson's loop keeps between steps: `y_pred` and `loss` are loop variables, so
+/// the previous step's stay alive until this step's forward pass rebinds them.
+#[derive(Debug, Default)]
+struct Kept {
+    y_pred: Option<Tensor>,
+    loss: Option<Tensor>,
+}
+
+/// Which part of a step is running: where an out-of-memory error happened.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Pass {
+    /// Building the model: its parameters.
+    #[default]
+    Model,
+    /// `y_pred = model(x)` and the loss.
+    Forward,
+    /// `loss.backward()`.
+    Backward,
+    /// `optimizer.step()` (and `zero_grad()`).
+    Optimizer,
+}
+
+impl std::fmt::Display for Pass {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.pad(match self {
+            Pass::Model => "model",
+            Pass::Forward => "forward pass",
+            Pass::Backward => "backward pass",
+            Pass::Optimizer => "optimizer step",
+        })
+    }
+}
+
+/// A network on a device, with its gradients and optimizer state once it has them.
 #[derive(Debug)]
 pub struct Mlp {
     config: MlpConfig,
     device: Device,
     layers: Vec<Linear>,
-    grads: Vec<Linear>,
-    adam: Option<AdamState>,
-    /// Mixed precision's current loss scale, and the steps since it last changed.
-    loss_scale: f32,
-    good_steps: u32,
+    grads: Vec<Grads>,
+    optim: optim::State,
+    scaler: optim::Scaler,
+    kept: Kept,
+    pass: Pass,
 }
 
 impl Mlp {
     /// Allocates and initialises the network like `torch.nn.Linear` does (uniform in
-    /// ±1/√fan_in), deterministically from `seed`.
+    /// ±1/√fan_in), deterministically from `seed`. Only the parameters are allocated.
     pub fn new(device: &Device, config: &MlpConfig, seed: u64) -> Result<Mlp, Error> {
         config.validate()?;
-        let shapes = config.layer_shapes();
         let dtype = config.strategy.precision.parameters();
-        let named = |suffix: &str| -> Result<Vec<Linear>, Error> {
-            shapes
-                .iter()
-                .enumerate()
-                .map(|(i, &(fan_in, fan_out))| {
-                    Linear::new(device, (fan_in, fan_out), dtype, i, suffix)
-                })
-                .collect()
-        };
-        let layers = named("")?;
-        let grads = named(".grad")?;
-        let adam = match config.optimizer {
-            Optimizer::Sgd { .. } => None,
-            Optimizer::Adam { .. } => Some(AdamState {
-                exp_avg: named(".exp_avg")?,
-                exp_avg_sq: named(".exp_avg_sq")?,
-                step: 0,
-            }),
-        };
+        let layers = config
+            .layer_shapes()
+            .iter()
+            .enumerate()
+            .map(|(i, &shape)| Linear::new(device, shape, dtype, i))
+            .collect::<Result<Vec<_>, _>>()?;
         let mlp = Mlp {
+            grads: layers.iter().map(|_| Grads::default()).collect(),
             config: config.clone(),
             device: device.clone(),
             layers,
-            grads,
-            adam,
-            loss_scale: step::INITIAL_LOSS_SCALE,
-            good_steps: 0,
+            optim: optim::State::default(),
+            scaler: optim::Scaler::default(),
+            kept: Kept::default(),
+            pass: Pass::Model,
         };
         if device.info().executes {
             mlp.initialise(seed)?;
@@ -120,13 +144,6 @@ impl Mlp {
                 t.write_f32(&values)?;
             }
         }
-        if let Some(adam) = &self.adam {
-            for l in adam.exp_avg.iter().chain(&adam.exp_avg_sq) {
-                for t in l.tensors() {
-                    ops::zero(t)?;
-                }
-            }
-        }
         Ok(())
     }
 
@@ -142,8 +159,14 @@ impl Mlp {
         &self.layers
     }
 
-    pub fn gradients(&self) -> &[Linear] {
+    /// Every layer's gradients (`None` where no backward pass has made them).
+    pub fn gradients(&self) -> &[Grads] {
         &self.grads
+    }
+
+    /// The part of the step that ran last: where an out-of-memory error came from.
+    pub fn pass(&self) -> Pass {
+        self.pass
     }
 
     /// Number of learnable values (weights and biases).
@@ -151,64 +174,9 @@ impl Mlp {
         self.config.parameter_count()
     }
 
-    /// Sets mixed precision's loss scale (to see what happens without scaling, set 1).
-    pub fn set_loss_scale(&mut self, scale: f32) -> Result<(), Error> {
-        if !(scale.is_finite() && scale > 0.0) {
-            return Err(Error::Setup(format!(
-                "the loss scale must be finite and positive, got {scale}"
-            )));
-        }
-        self.loss_scale = scale;
-        Ok(())
-    }
-
-    /// Mixed precision's current loss scale (1 when not mixed).
-    pub fn loss_scale(&self) -> f32 {
-        if self.config.strategy.precision == Precision::Mixed {
-            self.loss_scale
-        } else {
-            1.0
-        }
-    }
-
-    /// Applies the optimizer to every parameter with the current gradients.
-    fn update(&mut self) -> Result<(), Error> {
-        let Some(state) = &mut self.adam else {
-            let lr = self.config.optimizer.lr();
-            for (p, g) in self.layers.iter().zip(&self.grads) {
-                for (pt, gt) in p.tensors().into_iter().zip(g.tensors()) {
-                    ops::sgd(pt, gt, lr)?;
-                }
-            }
-            return Ok(());
-        };
-        state.step += 1;
-        let (beta1, beta2, eps) = match self.config.optimizer {
-            Optimizer::Adam {
-                beta1, beta2, eps, ..
-            } => (beta1, beta2, eps),
-            Optimizer::Sgd { .. } => (0.9, 0.999, 1e-8),
-        };
-        let hp = ops::AdamStep {
-            lr: self.config.optimizer.lr(),
-            beta1,
-            beta2,
-            eps,
-            step: state.step,
-        };
-        let params = self.layers.iter().zip(&self.grads);
-        for ((p, g), (m, v)) in params.zip(state.exp_avg.iter().zip(&state.exp_avg_sq)) {
-            for i in 0..2 {
-                ops::adam(
-                    p.tensors()[i],
-                    g.tensors()[i],
-                    m.tensors()[i],
-                    v.tensors()[i],
-                    hp,
-                )?;
-            }
-        }
-        Ok(())
+    /// Drops what the loop kept from the last step (`y_pred`, `loss`), as `del y_pred, loss`.
+    pub fn release_outputs(&mut self) {
+        self.kept = Kept::default();
     }
 }
 

@@ -1,0 +1,291 @@
+//! `optimizer.zero_grad()`, `optimizer.step()` and `GradScaler`, with the memory PyTorch's
+//! implementations use: state made lazily at the first step, `foreach` temporaries, the
+//! scaler's scalars.
+
+use super::autograd::{Node, Tape};
+use super::config::{Optimizer, OptimizerImpl, ZeroGrad};
+use super::forward::scaled;
+use super::{Mlp, param_label};
+use crate::error::Error;
+use crate::exec::ops::{self, AdamStep};
+use crate::tensor::{DType, Tensor};
+
+/// `GradScaler`'s defaults: initial scale 2¹⁶, doubled after 2000 steps without overflow,
+/// halved on an overflow.
+pub(crate) const INITIAL_LOSS_SCALE: f32 = 65536.0;
+const GROWTH_INTERVAL: u32 = 2000;
+
+/// One parameter's optimizer state.
+#[derive(Debug)]
+enum ParamState {
+    /// SGD with momentum: `momentum_buffer`.
+    Momentum(Tensor),
+    /// Adam: `exp_avg`, `exp_avg_sq`, and (fused only) the step count on the device.
+    Adam {
+        exp_avg: Tensor,
+        exp_avg_sq: Tensor,
+        _step: Option<Tensor>,
+    },
+}
+
+/// The optimizer's state: empty until the first step.
+#[derive(Debug, Default)]
+pub(super) struct State {
+    params: Vec<ParamState>,
+    steps: u32,
+}
+
+/// `GradScaler`: its scale and growth tracker live on the device from the first
+/// `scale(loss)`; the host keeps the value to compute with.
+#[derive(Debug)]
+pub(super) struct Scaler {
+    tensors: Option<(Tensor, Tensor)>,
+    scale: f32,
+    good_steps: u32,
+}
+
+impl Default for Scaler {
+    fn default() -> Self {
+        Scaler {
+            tensors: None,
+            scale: INITIAL_LOSS_SCALE,
+            good_steps: 0,
+        }
+    }
+}
+
+impl Mlp {
+    /// The parameters in PyTorch's order (`model.parameters()`): each layer's weight, then
+    /// its bias, with their gradients.
+    fn params(&self) -> Vec<(usize, bool, &Tensor, Option<&Tensor>)> {
+        self.layers
+            .iter()
+            .zip(&self.grads)
+            .enumerate()
+            .flat_map(|(i, (l, g))| {
+                [
+                    (i, false, &l.weight, g.weight.as_ref()),
+                    (i, true, &l.bias, g.bias.as_ref()),
+                ]
+            })
+            .collect()
+    }
+
+    /// `optimizer.zero_grad()`: frees the gradients (set to none) or fills them with zeros.
+    pub(super) fn zero_grad(&mut self) -> Result<(), Error> {
+        for g in &mut self.grads {
+            match self.config.strategy.zero_grad {
+                ZeroGrad::SetToNone => *g = Default::default(),
+                ZeroGrad::Zero => {
+                    for t in [&g.weight, &g.bias].into_iter().flatten() {
+                        ops::zero(t)?;
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// `scaler.scale(loss)` under mixed precision: a new scalar `loss · scale` whose backward
+    /// multiplies the seed by the scale.
+    pub(super) fn scale_loss(&mut self, loss: &Tensor, tape: &mut Tape) -> Result<Option<Tensor>, Error> {
+        if !self.config.strategy.scales_loss() {
+            return Ok(None);
+        }
+        if self.scaler.tensors.is_none() {
+            let scale = Tensor::new(&self.device, 1, 1, DType::F32, "GradScaler scale")?;
+            ops::fill(&scale, self.scaler.scale)?;
+            let growth = Tensor::new(&self.device, 1, 1, DType::U32, "GradScaler growth tracker")?;
+            ops::zero(&growth)?;
+            self.scaler.tensors = Some((scale, growth));
+        }
+        let factor = self.scaler.scale;
+        let out = scaled(loss, factor, "scaled loss")?;
+        tape.push(Node::Scale { factor });
+        Ok(Some(out))
+    }
+
+    /// Sets mixed precision's loss scale (to see what happens without scaling, set 1).
+    pub fn set_loss_scale(&mut self, scale: f32) -> Result<(), Error> {
+        if !(scale.is_finite() && scale > 0.0) {
+            return Err(Error::Setup(format!(
+                "the loss scale must be finite and positive, got {scale}"
+            )));
+        }
+        self.scaler.scale = scale;
+        if let Some((t, _)) = &self.scaler.tensors {
+            ops::fill(t, scale)?;
+        }
+        Ok(())
+    }
+
+    /// The `GradScaler`'s current loss scale (1 without one).
+    pub fn loss_scale(&self) -> f32 {
+        if self.config.strategy.scales_loss() {
+            self.scaler.scale
+        } else {
+            1.0
+        }
+    }
+
+    /// `optimizer.step()` (through `scaler.step` and `scaler.update` under mixed precision).
+    /// Returns whether the update was skipped because a gradient overflowed.
+    pub(super) fn optimizer_step(&mut self) -> Result<bool, Error> {
+        if !self.config.strategy.scales_loss() {
+            self.update()?;
+            return Ok(false);
+        }
+        // `unscale_`: 1/scale computed on the device in float64, then float32.
+        let scale64 = Tensor::new(&self.device, 1, 1, DType::F64, "scale (float64)")?;
+        ops::fill(&scale64, self.scaler.scale)?;
+        let inv64 = Tensor::new(&self.device, 1, 1, DType::F64, "1/scale (float64)")?;
+        ops::fill(&inv64, 1.0 / self.scaler.scale)?;
+        drop(scale64);
+        let inv = Tensor::new(&self.device, 1, 1, DType::F32, "inv_scale")?;
+        ops::fill(&inv, 1.0 / self.scaler.scale)?;
+        drop(inv64);
+        let found_inf = Tensor::new(&self.device, 1, 1, DType::F32, "found_inf")?;
+        ops::zero(&found_inf)?;
+        let per_device = Tensor::new(&self.device, 1, 1, DType::F32, "found_inf (per device)")?;
+        let for_step = Tensor::new(&self.device, 1, 1, DType::F32, "found_inf (for the step)")?;
+        for (_, _, _, g) in self.params() {
+            if let Some(g) = g {
+                ops::unscale_check(g, 1.0 / self.scaler.scale, &found_inf)?;
+            }
+        }
+        ops::copy(&found_inf, &per_device)?;
+        ops::copy(&found_inf, &for_step)?;
+        drop((inv, found_inf, for_step));
+        let finite = !self.device.info().executes || per_device.read::<f32>()?[0] == 0.0;
+        if finite {
+            self.update()?;
+            self.scaler.good_steps += 1;
+            if self.scaler.good_steps == GROWTH_INTERVAL {
+                self.scaler.scale *= 2.0;
+                self.scaler.good_steps = 0;
+            }
+        } else {
+            self.scaler.scale /= 2.0;
+            self.scaler.good_steps = 0;
+        }
+        if let Some((t, _)) = &self.scaler.tensors {
+            ops::fill(t, self.scaler.scale)?;
+        }
+        drop(per_device);
+        Ok(!finite)
+    }
+
+    /// The optimizer's update of every parameter that has a gradient.
+    fn update(&mut self) -> Result<(), Error> {
+        if self.optim.params.is_empty() {
+            self.optim.params = self.initial_state()?;
+        }
+        self.optim.steps += 1;
+        let lr = self.config.optimizer.lr();
+        let params = self.params();
+        let imp = self.config.strategy.optimizer_impl;
+        match self.config.optimizer {
+            Optimizer::Sgd { momentum, .. } if momentum == 0.0 => {
+                for (_, _, p, g) in &params {
+                    if let Some(g) = g {
+                        ops::sgd(p, g, lr)?;
+                    }
+                }
+                Ok(())
+            }
+            Optimizer::Sgd { momentum, .. } => {
+                for ((_, _, p, g), state) in params.iter().zip(&self.optim.params) {
+                    let (Some(g), ParamState::Momentum(buf)) = (g, state) else {
+                        continue;
+                    };
+                    // The first step's buffer is a clone of the gradient already.
+                    if self.optim.steps > 1 {
+                        ops::scale(buf, momentum)?;
+                        ops::add(buf, g)?;
+                    }
+                    ops::sgd(p, buf, lr)?;
+                }
+                Ok(())
+            }
+            Optimizer::Adam {
+                beta1, beta2, eps, ..
+            } => {
+                let hp = AdamStep {
+                    lr,
+                    beta1,
+                    beta2,
+                    eps,
+                    step: self.optim.steps,
+                };
+                let scale = 1.0 / (1.0 - beta2.powi(self.optim.steps as i32)).sqrt();
+                // Only foreach and for-loop Adam allocate denominators; the update itself
+                // runs as one fused kernel, and each denominator holds what PyTorch's does.
+                let mut denoms = Vec::new();
+                let mut last: Option<Tensor> = None;
+                for ((i, bias, p, g), state) in params.iter().zip(&self.optim.params) {
+                    let (Some(g), ParamState::Adam { exp_avg, exp_avg_sq, .. }) = (g, state) else {
+                        continue;
+                    };
+                    ops::adam(p, g, exp_avg, exp_avg_sq, hp)?;
+                    let label = |what: &str| format!("{} {what}", param_label(*i, if *bias { "bias" } else { "weight" }));
+                    match imp {
+                        OptimizerImpl::Foreach => {
+                            let d = Tensor::new(&self.device, p.rows(), p.cols(), p.dtype(), &label("_foreach_sqrt"))?;
+                            ops::adam_denom(exp_avg_sq, &d, scale, eps)?;
+                            denoms.push(d);
+                        }
+                        OptimizerImpl::ForLoop => {
+                            let root = Tensor::new(&self.device, p.rows(), p.cols(), p.dtype(), &label("sqrt"))?;
+                            ops::adam_denom(exp_avg_sq, &root, 1.0, 0.0)?;
+                            let d = Tensor::new(&self.device, p.rows(), p.cols(), p.dtype(), &label("denom"))?;
+                            ops::adam_denom(exp_avg_sq, &d, scale, eps)?;
+                            drop(root);
+                            last = Some(d);
+                        }
+                        OptimizerImpl::Fused => {}
+                    }
+                }
+                drop((denoms, last));
+                Ok(())
+            }
+        }
+    }
+
+    /// The state made at the first step, parameter by parameter in PyTorch's order.
+    fn initial_state(&self) -> Result<Vec<ParamState>, Error> {
+        let fused = self.config.strategy.optimizer_impl == OptimizerImpl::Fused;
+        let mut state = Vec::new();
+        for (i, bias, p, g) in self.params() {
+            let name = param_label(i, if bias { "bias" } else { "weight" });
+            let like = |what: &str| Tensor::new(&self.device, p.rows(), p.cols(), p.dtype(), &format!("{name}.{what}"));
+            match self.config.optimizer {
+                Optimizer::Sgd { momentum, .. } if momentum != 0.0 => {
+                    let Some(g) = g else { continue };
+                    let buf = like("momentum_buffer")?;
+                    ops::copy(g, &buf)?;
+                    state.push(ParamState::Momentum(buf));
+                }
+                Optimizer::Sgd { .. } => return Ok(Vec::new()),
+                Optimizer::Adam { .. } => {
+                    let step = if fused {
+                        let s = Tensor::new(&self.device, 1, 1, DType::F32, &format!("{name}.step"))?;
+                        ops::zero(&s)?;
+                        Some(s)
+                    } else {
+                        None
+                    };
+                    let exp_avg = like("exp_avg")?;
+                    ops::zero(&exp_avg)?;
+                    let exp_avg_sq = like("exp_avg_sq")?;
+                    ops::zero(&exp_avg_sq)?;
+                    state.push(ParamState::Adam {
+                        exp_avg,
+                        exp_avg_sq,
+                        _step: step,
+                    });
+                }
+            }
+        }
+        Ok(state)
+    }
+}

@@ -1,0 +1,137 @@
+//! PyTorch's own figures for the training step: the fixture that
+//! `reference/pytorch/step_peaks.py` writes (MemTracker's peak of raw tensor bytes over two
+//! steps of the lesson's loop), read into the engine's terms.
+
+use crate::mlp::{Checkpointing, MlpConfig, Optimizer, OptimizerImpl, Precision, Strategy, ZeroGrad};
+use serde::Deserialize;
+
+/// The committed fixture, next to the tests that read it.
+pub const FIXTURE: &str = concat!(
+    env!("CARGO_MANIFEST_DIR"),
+    "/tests/fixtures/pytorch_step_peaks.json"
+);
+
+/// The fixture file.
+#[derive(Debug, Deserialize)]
+pub struct Fixture {
+    pub torch_version: String,
+    pub command: String,
+    pub setups: Vec<Setup>,
+}
+
+/// One setup PyTorch ran and its peak.
+#[derive(Debug, Deserialize)]
+pub struct Setup {
+    pub name: String,
+    pub inputs: u64,
+    pub width: u64,
+    pub layers: u64,
+    pub classes: u64,
+    pub batch: u64,
+    pub optimizer: SetupOptimizer,
+    pub strategy: SetupStrategy,
+    /// The largest total of live tensor bytes over the two steps.
+    pub peak_bytes: u64,
+}
+
+/// The optimizer's settings as the script records them.
+#[derive(Debug, Deserialize)]
+pub struct SetupOptimizer {
+    pub name: String,
+    pub lr: f32,
+    #[serde(default)]
+    pub momentum: f32,
+    #[serde(default)]
+    pub betas: Option<(f32, f32)>,
+    #[serde(default)]
+    pub eps: Option<f32>,
+    pub foreach: bool,
+    pub fused: bool,
+}
+
+/// The strategy's settings as the script records them.
+#[derive(Debug, Deserialize)]
+pub struct SetupStrategy {
+    pub autocast: Option<String>,
+    pub autocast_loss: Option<String>,
+    pub grad_scaler: bool,
+    pub accumulation: u64,
+    pub checkpoint_segment: u64,
+    pub checkpoint_last_segment: bool,
+    pub relu_inplace: bool,
+    pub zero_grad_set_to_none: bool,
+}
+
+impl Fixture {
+    /// Reads and parses the fixture at `path`.
+    pub fn load(path: &std::path::Path) -> Result<Fixture, String> {
+        let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
+        serde_json::from_str(&text).map_err(|e| format!("{}: {e}", path.display()))
+    }
+}
+
+impl Setup {
+    /// The engine's configuration for this setup, or why the engine has none: the settings
+    /// it does not express.
+    pub fn config(&self) -> Result<MlpConfig, String> {
+        let o = &self.optimizer;
+        let optimizer = match o.name.as_str() {
+            "sgd" => Optimizer::Sgd {
+                lr: o.lr,
+                momentum: o.momentum,
+            },
+            "adam" => {
+                let (beta1, beta2) = o.betas.unwrap_or((0.9, 0.999));
+                Optimizer::Adam {
+                    lr: o.lr,
+                    beta1,
+                    beta2,
+                    eps: o.eps.unwrap_or(1e-8),
+                }
+            }
+            other => return Err(format!("optimizer {other:?}")),
+        };
+        let s = &self.strategy;
+        let precision = match (s.autocast.as_deref(), s.autocast_loss.as_deref()) {
+            (None, _) => Precision::Float32,
+            // The engine's mixed precision is CUDA's autocast float16, loss policy included.
+            (Some("float16"), Some("cuda")) => Precision::Mixed,
+            (Some(a), l) => {
+                return Err(format!(
+                    "autocast {a} with {} autocast's loss policy (the engine follows CUDA's)",
+                    l.unwrap_or("cpu")
+                ));
+            }
+        };
+        let checkpointing = match (s.checkpoint_segment, s.checkpoint_last_segment) {
+            (0, _) => Checkpointing::Off,
+            (k, false) => Checkpointing::Every(k),
+            (k, true) => Checkpointing::Each(k),
+        };
+        let optimizer_impl = match (o.foreach, o.fused) {
+            (_, true) => OptimizerImpl::Fused,
+            (true, false) => OptimizerImpl::Foreach,
+            (false, false) => OptimizerImpl::ForLoop,
+        };
+        Ok(MlpConfig {
+            inputs: self.inputs,
+            hidden: self.width,
+            layers: self.layers,
+            classes: self.classes,
+            optimizer,
+            strategy: Strategy {
+                precision,
+                accumulation: s.accumulation,
+                checkpointing,
+                relu_inplace: s.relu_inplace,
+                zero_grad: if s.zero_grad_set_to_none {
+                    ZeroGrad::SetToNone
+                } else {
+                    ZeroGrad::Zero
+                },
+                optimizer_impl,
+                grad_scaler: Some(s.grad_scaler),
+            },
+        })
+    }
+}
