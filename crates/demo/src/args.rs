@@ -3,7 +3,7 @@
 
 use clap::Args;
 use gpumem::device::{Backend, DeviceOptions};
-use gpumem::mlp::{MlpConfig, Optimizer};
+use gpumem::mlp::{MlpConfig, Optimizer, OptimizerImpl, ZeroGrad};
 use gpumem::size::MemorySpec;
 use gpumem::train::BatchSize;
 
@@ -59,6 +59,24 @@ pub struct ModelArgs {
     #[arg(long, value_name = "RATE", default_value = "0.001", value_parser = parse_lr, allow_hyphen_values = true)]
     pub lr: f32,
 
+    /// SGD's momentum (0: none; otherwise one buffer per parameter).
+    #[arg(long, value_name = "M", default_value = "0", value_parser = parse_momentum, allow_hyphen_values = true)]
+    pub momentum: f32,
+
+    /// How the optimizer runs, with PyTorch's names: foreach (PyTorch's default on CUDA),
+    /// for-loop (`foreach=False`) or fused (`fused=True`).
+    #[arg(long, value_name = "IMPL", default_value = "foreach", value_parser = parse_optimizer_impl)]
+    pub optimizer_impl: OptimizerImpl,
+
+    /// What `optimizer.zero_grad()` does: none (free the gradients, PyTorch 2's default) or
+    /// zero (keep them and fill them with zeros, the default before 2.0).
+    #[arg(long, value_name = "HOW", default_value = "none", value_parser = parse_zero_grad)]
+    pub zero_grad: ZeroGrad,
+
+    /// `nn.ReLU(inplace=True)`: the ReLU overwrites its input.
+    #[arg(long)]
+    pub relu_inplace: bool,
+
     /// Seed for the data, the initial weights and the shuffling.
     #[arg(long, value_name = "N", default_value = "0")]
     pub seed: u64,
@@ -68,14 +86,21 @@ impl ModelArgs {
     pub fn optimizer(&self) -> Optimizer {
         match self.optimizer.as_str() {
             "adam" => Optimizer::adam(self.lr),
-            _ => Optimizer::Sgd { lr: self.lr },
+            _ => Optimizer::Sgd {
+                lr: self.lr,
+                momentum: self.momentum,
+            },
         }
     }
 
     pub fn config(&self) -> MlpConfig {
-        MlpConfig::lesson(self.hidden)
+        let mut config = MlpConfig::lesson(self.hidden)
             .with_layers(self.layers)
-            .with_optimizer(self.optimizer())
+            .with_optimizer(self.optimizer());
+        config.strategy.optimizer_impl = self.optimizer_impl;
+        config.strategy.zero_grad = self.zero_grad;
+        config.strategy.relu_inplace = self.relu_inplace;
+        config
     }
 
     /// The batch in rows for the training set.
@@ -130,6 +155,35 @@ fn parse_lr(s: &str) -> Result<f32, String> {
             "the learning rate must be a finite positive number, got {v}"
         )),
         Err(_) => Err(format!("`{s}` is not a number")),
+    }
+}
+
+fn parse_momentum(s: &str) -> Result<f32, String> {
+    match s.trim().parse::<f32>() {
+        Ok(v) if v.is_finite() && v >= 0.0 => Ok(v),
+        Ok(v) => Err(format!(
+            "the momentum must be a finite number of at least 0, got {v}"
+        )),
+        Err(_) => Err(format!("`{s}` is not a number")),
+    }
+}
+
+fn parse_optimizer_impl(s: &str) -> Result<OptimizerImpl, String> {
+    match s.trim() {
+        "foreach" => Ok(OptimizerImpl::Foreach),
+        "for-loop" => Ok(OptimizerImpl::ForLoop),
+        "fused" => Ok(OptimizerImpl::Fused),
+        other => Err(format!(
+            "unknown optimizer implementation `{other}` (foreach, for-loop or fused)"
+        )),
+    }
+}
+
+fn parse_zero_grad(s: &str) -> Result<ZeroGrad, String> {
+    match s.trim() {
+        "none" => Ok(ZeroGrad::SetToNone),
+        "zero" => Ok(ZeroGrad::Zero),
+        other => Err(format!("unknown zero_grad mode `{other}` (none or zero)")),
     }
 }
 

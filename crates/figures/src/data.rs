@@ -148,7 +148,9 @@ pub fn deepest_fit(optimizer: Optimizer) -> Result<DeepestFit> {
             .peak_allocated,
         step,
         oom,
-        failed_in: next.failed_in.unwrap_or(gpumem::measure::Phase::Step),
+        failed_in: next
+            .failed_in
+            .ok_or_else(|| anyhow!("an out-of-memory error without its pass"))?,
         equation_layers: deepest_that_fits(&base, DEEP_BATCH, CARD_BYTES, MAX_DEPTH).unwrap_or(0),
     })
 }

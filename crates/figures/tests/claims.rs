@@ -206,6 +206,7 @@ fn challenge4_claims() {
             precision,
             accumulation,
             checkpointing,
+            ..Default::default()
         });
         measure_update(&card, &c, FULL, 0).unwrap().fits()
     };

@@ -216,6 +216,7 @@ mod tests {
             precision,
             accumulation,
             checkpointing,
+            ..Default::default()
         }
     }
 

@@ -79,6 +79,7 @@ fn strategy() -> impl Strategy<Value = gpumem::mlp::Strategy> {
             precision,
             accumulation,
             checkpointing,
+            ..Default::default()
         },
     )
 }
@@ -181,6 +182,7 @@ fn strategies_are_exact_when_executed_on_cpu() {
                 precision,
                 accumulation,
                 checkpointing,
+                ..Default::default()
             };
             let config = MlpConfig::lesson(hidden)
                 .with_layers(layers)

@@ -18,6 +18,7 @@ fn strategy(accumulation: u64, checkpointing: Checkpointing) -> Strategy {
         precision: Precision::Float32,
         accumulation,
         checkpointing,
+        ..Default::default()
     }
 }
 
@@ -131,6 +132,7 @@ fn with_precision(precision: Precision, accumulation: u64, ck: Checkpointing) ->
         precision,
         accumulation,
         checkpointing: ck,
+        ..Default::default()
     }
 }
 

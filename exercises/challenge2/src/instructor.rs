@@ -4,7 +4,7 @@
 use clap::{CommandFactory, FromArgMatches, Parser};
 use demo::{DeviceArgs, ModelArgs, Output, with_defaults};
 use gpumem::estimate::{deepest_that_fits, estimate};
-use gpumem::measure::{Phase, Search, StepMemory, measure_step, search_largest};
+use gpumem::measure::{Search, StepMemory, measure_step, search_largest};
 use gpumem::mlp::MlpConfig;
 use gpumem::size::format_bytes;
 use gpumem::{Device, DeviceOptions};
@@ -137,7 +137,7 @@ fn print_attempts(base: &MlpConfig, attempts: &[&(u64, StepMemory)], out: Output
                 if m.fits() {
                     "yes".into()
                 } else {
-                    format!("no (in the {})", m.failed_in.unwrap_or(Phase::Step))
+                    format!("no (in the {})", m.failed_in.map(|p| p.to_string()).unwrap_or_default())
                 },
             ]
         })
@@ -167,7 +167,7 @@ fn print_result(
         Some((layers, m)) => {
             out.line(format!(
                 "{layers} hidden layers ran out of memory (in the {}):\n",
-                m.failed_in.unwrap_or(Phase::Step)
+                m.failed_in.map(|p| p.to_string()).unwrap_or_default()
             ));
             if let Some(oom) = &m.oom {
                 out.line(oom.to_string());

@@ -66,12 +66,10 @@ pub fn train(mlp: &mut Mlp, batches: &[Split], epochs: u64) -> Result<Vec<f32>, 
     for epoch in &history {
         let (mut sum, mut rows) = (0.0f64, 0u64);
         for outputs in epoch {
-            // Each row of `loss_rows` holds (loss, correct).
-            let values = outputs.loss_rows.read::<f32>()?;
-            for row in values.chunks(2) {
-                sum += f64::from(row[0]);
-                rows += 1;
-            }
+            // `loss` is the batch's mean loss, one value; `logits` has one row per sample.
+            let n = outputs.logits.rows();
+            sum += outputs.loss.read_f64()?[0] * n as f64;
+            rows += n;
         }
         losses.push((sum / rows.max(1) as f64) as f32);
     }

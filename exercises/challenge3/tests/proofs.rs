@@ -152,10 +152,9 @@ mod per_epoch_history {
             let mut sum = 0.0f64;
             let mut rows = 0u64;
             for o in &epoch {
-                for row in o.loss_rows.read::<f32>()?.chunks(2) {
-                    sum += f64::from(row[0]);
-                    rows += 1;
-                }
+                let n = o.logits.rows();
+                sum += o.loss.read_f64()? [0] * n as f64;
+                rows += n;
             }
             losses.push((sum / rows as f64) as f32);
         }

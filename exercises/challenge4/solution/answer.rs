@@ -41,7 +41,7 @@ pub fn peak_bytes(setup: Setup, settings: Settings) -> u64 {
     // checkpoint per segment, plus the g activations of the segment being recomputed.
     let g = match settings.checkpointing {
         Checkpointing::Off => layers,
-        Checkpointing::Every(k) => k.clamp(1, layers),
+        Checkpointing::Every(k) | Checkpointing::Each(k) => k.clamp(1, layers),
         Checkpointing::Sqrt => (layers as f64).sqrt().ceil() as u64,
     };
     let segments = layers.div_ceil(g);

@@ -98,6 +98,7 @@ impl fmt::Display for Settings {
         match self.checkpointing {
             Checkpointing::Off => write!(f, "no checkpointing"),
             Checkpointing::Every(g) => write!(f, "checkpoints every {g} layers"),
+            Checkpointing::Each(g) => write!(f, "checkpoints every {g} layers, the last too"),
             Checkpointing::Sqrt => write!(f, "checkpoints every ⌈√layers⌉ layers"),
         }
     }
@@ -153,6 +154,7 @@ fn run(setup: &Setup, settings: &Settings) -> (MlpConfig, u64) {
         precision: settings.precision,
         accumulation: settings.accumulation_steps,
         checkpointing: settings.checkpointing,
+        ..Default::default()
     });
     let rows = if same_batch(setup.batch, settings) {
         setup.batch

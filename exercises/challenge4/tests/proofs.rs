@@ -192,7 +192,7 @@ mod checkpoints_only {
         let full = crate::solution::peak_bytes(setup, settings);
         let g = match settings.checkpointing {
             Checkpointing::Off => return full,
-            Checkpointing::Every(k) => k.clamp(1, setup.layers),
+            Checkpointing::Every(k) | Checkpointing::Each(k) => k.clamp(1, setup.layers),
             Checkpointing::Sqrt => (setup.layers as f64).sqrt().ceil() as u64,
         };
         let act = match settings.precision {

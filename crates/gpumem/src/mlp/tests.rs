@@ -189,6 +189,7 @@ mod strategies {
             precision,
             accumulation,
             checkpointing,
+            ..Default::default()
         }
     }
 

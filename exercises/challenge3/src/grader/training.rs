@@ -65,7 +65,7 @@ fn rounded(v: &[f32]) -> Vec<String> {
 }
 
 const LEAK_HINT: &str = "memory still grows with every step: something from each step stays \
-alive. Read the loss you need as a number (or read loss_rows right away) and let the \
+alive. Read the loss you need as a number (or read the loss tensor right away) and let the \
 StepOutputs drop at the end of the step — empty_cache() cannot help, it only returns cached \
 blocks that no tensor uses";
 

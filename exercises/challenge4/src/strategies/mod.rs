@@ -66,6 +66,7 @@ fn with(base: &MlpConfig, precision: Precision, accumulation: u64, ck: Checkpoin
         precision,
         accumulation,
         checkpointing: ck,
+        ..Default::default()
     })
 }
 

@@ -153,6 +153,7 @@ pub fn rows(base: &MlpConfig, start: Precision, k: u64, ck: Checkpointing) -> Ve
         precision,
         accumulation,
         checkpointing,
+        ..Default::default()
     };
     let segment = match ck {
         Checkpointing::Sqrt => format!("⌈√{}⌉ = {}", base.layers, ck.segment(base.layers)),
