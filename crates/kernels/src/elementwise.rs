@@ -1,4 +1,5 @@
-//! Elementwise kernels: `relu`, `relu_backward`, `scale`, `add`, `unscale_check`.
+//! Elementwise kernels: `relu`, `relu_backward`, `scale`, `add`, `unscale_check`, `copy`,
+//! `adam_denom`, `fill`.
 //!
 //! Elementwise operands are viewed flat (`len × 1`), so pieces can be cut at any element
 //! and no row ever straddles two parts. Operands may be float32, float16 or float64 (each
@@ -82,7 +83,7 @@ fn slot_stores(
 ) -> Result<Vec<Store>, KernelError> {
     let mut stores = Vec::new();
     for (name, m, access) in operands {
-        if m.dtype == DType::U32 {
+        if !m.dtype.is_float() {
             return Err(KernelError::DType {
                 name: name.to_string(),
                 expected: DType::F32,
@@ -220,7 +221,7 @@ impl Kernels {
         dst: &Matrix<'_>,
     ) -> Result<(), KernelError> {
         let ops = [("src", src, Access::Read), ("dst", dst, Access::Walk)];
-        self.run_flat2(encoder, "relu", &ops, &[], 0.0)
+        self.run_flat2(encoder, "relu", &ops, &[], NO_SCALARS)
     }
 
     /// `grad *= (activation > 0)`, in place. `activation` may be the ReLU's input or its
@@ -235,7 +236,7 @@ impl Kernels {
             ("grad", grad, Access::Walk),
             ("activation", activation, Access::Read),
         ];
-        self.run_flat2(encoder, "relu_backward", &ops, &[], 0.0)
+        self.run_flat2(encoder, "relu_backward", &ops, &[], NO_SCALARS)
     }
 
     /// `x *= factor`.
@@ -245,7 +246,8 @@ impl Kernels {
         x: &Matrix<'_>,
         factor: f32,
     ) -> Result<(), KernelError> {
-        self.run_flat2(encoder, "scale", &[("x", x, Access::Walk)], &[], factor)
+        let f = [[factor, 0.0, 0.0, 0.0], [0.0; 4]];
+        self.run_flat2(encoder, "scale", &[("x", x, Access::Walk)], &[], f)
     }
 
     /// `dst += src`.
@@ -256,7 +258,7 @@ impl Kernels {
         src: &Matrix<'_>,
     ) -> Result<(), KernelError> {
         let ops = [("dst", dst, Access::Walk), ("src", src, Access::Read)];
-        self.run_flat2(encoder, "add", &ops, &[], 0.0)
+        self.run_flat2(encoder, "add", &ops, &[], NO_SCALARS)
     }
 
     /// `x *= factor`, and `flag[0] = 1` if any result is infinite or NaN (left alone
@@ -273,7 +275,55 @@ impl Kernels {
     ) -> Result<(), KernelError> {
         let ops = [("x", x, Access::Walk)];
         let scalars = [("flag", flag, Access::Write)];
-        self.run_flat2(encoder, "unscale_check", &ops, &scalars, factor)
+        let f = [[factor, 0.0, 0.0, 0.0], [0.0; 4]];
+        self.run_flat2(encoder, "unscale_check", &ops, &scalars, f)
+    }
+
+    /// `dst = src`, converted to `dst`'s float type (float32, float16, float64 in any
+    /// pair): PyTorch's `_to_copy` (autocast's casts) and `clone`.
+    pub fn copy(
+        &self,
+        encoder: &mut wgpu::CommandEncoder,
+        src: &Matrix<'_>,
+        dst: &Matrix<'_>,
+    ) -> Result<(), KernelError> {
+        let ops = [("src", src, Access::Read), ("dst", dst, Access::Walk)];
+        self.run_flat2(encoder, "copy", &ops, &[], NO_SCALARS)
+    }
+
+    /// `dst = sqrt(v) * scale + eps`: foreach Adam's denominator (`_foreach_sqrt`, divided
+    /// by `sqrt(1 - beta2^t)`, so `scale` is its reciprocal, plus `eps`) as its own
+    /// temporary. `scale` and `eps` reach float64 kernels to about 48 bits (two f32s each).
+    pub fn adam_denom(
+        &self,
+        encoder: &mut wgpu::CommandEncoder,
+        v: &Matrix<'_>,
+        dst: &Matrix<'_>,
+        scale: f64,
+        eps: f64,
+    ) -> Result<(), KernelError> {
+        let ops = [("v", v, Access::Read), ("dst", dst, Access::Walk)];
+        let ((s, s_lo), (e, e_lo)) = (split2(scale), split2(eps));
+        let f = [[s, e, s_lo, e_lo], [0.0; 4]];
+        self.run_flat2(encoder, "adam_denom", &ops, &[], f)
+    }
+
+    /// Every element of `x` = `value` (PyTorch's `ones_like`, `full`). Exact in float64
+    /// (the value reaches the shader as three f32s and a power of two).
+    pub fn fill(
+        &self,
+        encoder: &mut wgpu::CommandEncoder,
+        x: &Matrix<'_>,
+        value: f64,
+    ) -> Result<(), KernelError> {
+        let g = if x.dtype == DType::F64 {
+            let ([hi, mid, lo], e) = split3(value);
+            [hi, mid, lo, e as f32]
+        } else {
+            [value as f32, 0.0, 0.0, 0.0]
+        };
+        let f = [[0.0; 4], g];
+        self.run_flat2(encoder, "fill", &[("x", x, Access::Walk)], &[], f)
     }
 
     fn run_flat2(
@@ -282,7 +332,7 @@ impl Kernels {
         entry: &'static str,
         operands: &[FlatOperand<'_, '_>],
         scalars: &[FlatOperand<'_, '_>],
-        f0: f32,
+        [f, g]: [[f32; 4]; 2],
     ) -> Result<(), KernelError> {
         let kernel = Flat {
             family: &ELEMENTWISE,
@@ -294,10 +344,37 @@ impl Kernels {
             (&self.layouts.storage2.0, &self.layouts.storage2.1),
             operands,
             scalars,
-            [f0, 0.0, 0.0, 0.0],
-            [0.0; 4],
+            f,
+            g,
         )?;
         record(self, encoder, &d);
         Ok(())
     }
+}
+
+/// The uniforms of a kernel without scalar arguments.
+const NO_SCALARS: [[f32; 4]; 2] = [[0.0; 4]; 2];
+
+/// `x` as an f32 and the rest below its precision: `hi + lo` is `x` to about 48 bits, for
+/// f64 kernels whose uniforms are f32s.
+pub(crate) fn split2(x: f64) -> (f32, f32) {
+    let hi = x as f32;
+    (hi, (x - f64::from(hi)) as f32)
+}
+
+/// A finite `x` as `([hi, mid, lo], e)` with `x = (hi + mid + lo) · 2^e` exactly (53 bits
+/// fit three f32s' 72 once scaled into f32's range); infinities and NaN as `hi`.
+pub(crate) fn split3(x: f64) -> ([f32; 3], i32) {
+    if !x.is_finite() || x == 0.0 {
+        return ([x as f32, 0.0, 0.0], 0);
+    }
+    let e = x.abs().log2().floor() as i32;
+    // 2^-e in two steps: one power of two of f64 cannot reach 2^1074.
+    let h = -e / 2;
+    let m = x * 2f64.powi(h) * 2f64.powi(-e - h);
+    let hi = m as f32;
+    let r = m - f64::from(hi);
+    let mid = r as f32;
+    let lo = (r - f64::from(mid)) as f32;
+    ([hi, mid, lo], e)
 }

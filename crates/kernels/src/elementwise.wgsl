@@ -13,8 +13,9 @@ struct Params {
     aligned: u32,     // 1: every operand's offset is ≡ the written one's (mod 4)
     p1: u32, p2: u32,
     off: vec4<u32>,   // first element of x0, x1 inside their bindings
-    f: vec4<f32>,     // scalars: f.x = factor for `scale` and `unscale_check`
-    g: vec4<f32>,
+    f: vec4<f32>,     // scalars: f.x = factor for `scale` and `unscale_check`; adam_denom's
+                      // scale and eps (f.x + f.z, f.y + f.w)
+    g: vec4<f32>,     // fill's value (g.x + g.y + g.z) * 2^g.w
 }
 
 @group(0) @binding(2) var<uniform> p: Params;
@@ -133,6 +134,70 @@ fn unscale_check(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) 
         }
         if (bad) {
             st_x1(p.off.y, T(1.0));
+        }
+    }
+}
+
+// x1 = x0, converted to x1's type: PyTorch's _to_copy (autocast's casts) and clone.
+@compute @workgroup_size(64)
+fn copy(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>, @builtin(local_invocation_index) li: u32) {
+    let o = p.off.y;
+    let nq = quads(o, p.n);
+    for (var u = (wg.y * nwg.x + wg.x) * 64u + li; u < nq; u += nwg.x * nwg.y * 64u) {
+        let r = quad(o, p.n, u);
+        if (r.y == 4u && p.aligned != 0u) {
+            st4_x1((o + r.x) >> 2u, ld4_x0((p.off.x + r.x) >> 2u));
+        } else {
+            var i = r.x;
+            loop {
+                st_x1(o + i, ld_x0(p.off.x + i));
+                i++;
+                if (i - r.x >= r.y) { break; }
+            }
+        }
+    }
+}
+
+// x1 = sqrt(x0) * scale + eps: foreach Adam's denominator. scale = f.x + f.z and
+// eps = f.y + f.w (each split in two f32s, for f64 kernels).
+@compute @workgroup_size(64)
+fn adam_denom(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>, @builtin(local_invocation_index) li: u32) {
+    let scale = T(p.f.x) + T(p.f.z);
+    let eps = T(p.f.y) + T(p.f.w);
+    let o = p.off.y;
+    let nq = quads(o, p.n);
+    for (var u = (wg.y * nwg.x + wg.x) * 64u + li; u < nq; u += nwg.x * nwg.y * 64u) {
+        let r = quad(o, p.n, u);
+        if (r.y == 4u && p.aligned != 0u) {
+            st4_x1((o + r.x) >> 2u, sqrt(ld4_x0((p.off.x + r.x) >> 2u)) * scale + eps);
+        } else {
+            var i = r.x;
+            loop {
+                st_x1(o + i, sqrt(ld_x0(p.off.x + i)) * scale + eps);
+                i++;
+                if (i - r.x >= r.y) { break; }
+            }
+        }
+    }
+}
+
+// x0 = (g.x + g.y + g.z) * 2^g.w: the value, exact in f64 (split by the host).
+@compute @workgroup_size(64)
+fn fill(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>, @builtin(local_invocation_index) li: u32) {
+    let v = ldexp(T(p.g.x) + (T(p.g.y) + T(p.g.z)), i32(p.g.w));
+    let o = p.off.x;
+    let nq = quads(o, p.n);
+    for (var u = (wg.y * nwg.x + wg.x) * 64u + li; u < nq; u += nwg.x * nwg.y * 64u) {
+        let r = quad(o, p.n, u);
+        if (r.y == 4u) {
+            st4_x0((o + r.x) >> 2u, vec4<T>(v));
+        } else {
+            var i = r.x;
+            loop {
+                st_x0(o + i, v);
+                i++;
+                if (i - r.x >= r.y) { break; }
+            }
         }
     }
 }

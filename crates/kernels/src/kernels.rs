@@ -12,10 +12,11 @@ use crate::view::DType;
 
 /// Scratch buffer slots (see [`Kernels::scratch`]): below `COLSUM_SLOT`, gathered operands
 /// (one per binding slot); then colsum's partial sums, matmul's split-k partial sums, and
-/// a float16 C's sums over several reduction pieces.
+/// a float16 C's sums over several reduction pieces, `nll_loss`'s running sum.
 pub(crate) const COLSUM_SLOT: usize = 8;
 pub(crate) const SPLIT_K_SLOT: usize = 9;
 pub(crate) const KACC_SLOT: usize = 10;
+pub(crate) const NLL_SLOT: usize = 11;
 
 /// Bytes of the buffer bound where a kernel has no operand: any binding's minimum size
 /// (a `vec4<f64>` is 32 bytes).

@@ -48,7 +48,7 @@ impl Kernels {
         let mut stores = Vec::new();
         for (name, m) in [("logits", logits), ("stats", stats), ("dlogits", dlogits)] {
             let s = match m.dtype {
-                DType::U32 => None,
+                d if !d.is_float() => None,
                 d => Some(self.store(d)?),
             };
             match s {

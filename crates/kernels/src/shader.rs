@@ -110,7 +110,8 @@ pub(crate) fn store_for(
 ) -> Result<Store, KernelError> {
     Ok(match dtype {
         DType::F32 => Store::F32,
-        DType::U32 => Store::U32,
+        // Labels: int64 ones are read as pairs of u32 words.
+        DType::U32 | DType::I64 => Store::U32,
         DType::F16 if f16_native && device.features().contains(wgpu::Features::SHADER_F16) => {
             Store::F16
         }

@@ -16,6 +16,7 @@ use crate::matmul::{self, tiled};
 use crate::optim::OPTIM;
 use crate::reduce::COLSUM;
 use crate::shader::{Layout, Store};
+use crate::xent;
 
 /// Env var that makes tests rewrite the committed generated files they compare with.
 pub(crate) const BLESS_ENV: &str = "GPUMEM_BLESS";
@@ -170,6 +171,19 @@ fn softmax_xent() -> Vec<Variant> {
         .collect()
 }
 
+/// The cross-entropy ops' modules (`xent.rs`): binding c holds what they write row by
+/// row or a scalar, never packed.
+fn xent() -> Vec<Variant> {
+    combinations(3)
+        .into_iter()
+        .filter(|s| s[2] != Store::F16Packed)
+        .map(|s| {
+            let name = format!("xent/{}", tags(&s));
+            variant(name, xent::source([s[0], s[1], s[2]]), &s, false)
+        })
+        .collect()
+}
+
 /// A hand-written matmul kernel's modules (`mm-naive`, `mm-skinny`).
 fn matmul_family(family: &str, body: &str, layouts: &[Layout]) -> Vec<Variant> {
     let mut out = Vec::new();
@@ -252,6 +266,7 @@ pub(crate) fn all() -> Vec<Variant> {
     out.extend(flat(&COLSUM, &[Layout::Scalar]));
     out.extend(flat(&OPTIM, &both));
     out.extend(softmax_xent());
+    out.extend(xent());
     out.extend(matmul_family("mm-naive", matmul::NAIVE, &both));
     out.extend(matmul_family("mm-skinny", matmul::SKINNY, &both));
     out.extend(tiled_kernels());

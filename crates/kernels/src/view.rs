@@ -16,8 +16,12 @@ pub enum DType {
     F32,
     F16,
     F64,
-    /// Class labels for [`crate::Kernels::softmax_xent`].
+    /// Class labels for [`crate::Kernels::softmax_xent`] (and the `nll_loss` kernels).
     U32,
+    /// Class labels as PyTorch's `cross_entropy` takes them, for the `nll_loss` kernels:
+    /// shaders read the low `u32` word of each (little-endian), and a label whose high word
+    /// is not zero counts as out of range.
+    I64,
 }
 
 impl DType {
@@ -25,8 +29,13 @@ impl DType {
         match self {
             DType::F16 => 2,
             DType::F32 | DType::U32 => 4,
-            DType::F64 => 8,
+            DType::F64 | DType::I64 => 8,
         }
+    }
+
+    /// Whether values of this type are floats (operands of the float kernels), not labels.
+    pub fn is_float(self) -> bool {
+        matches!(self, DType::F16 | DType::F32 | DType::F64)
     }
 }
 
@@ -85,6 +94,16 @@ impl<'a> Matrix<'a> {
             rows: n,
             cols: 1,
             dtype: DType::U32,
+        }
+    }
+
+    /// An int64 column vector (`n × 1`): class labels as PyTorch keeps them, `8 n` bytes.
+    pub fn labels_i64(parts: &'a [Part<'a>], n: u64) -> Self {
+        Matrix {
+            parts,
+            rows: n,
+            cols: 1,
+            dtype: DType::I64,
         }
     }
 

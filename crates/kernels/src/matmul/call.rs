@@ -173,7 +173,7 @@ fn bias_row<'a>(bias: &Matrix<'a>, n: u64) -> Result<Matrix<'a>, KernelError> {
 
 /// The storage of a float operand of matmul.
 fn float_store(k: &Kernels, name: &str, m: &Matrix<'_>) -> Result<Store, KernelError> {
-    if m.dtype == DType::U32 {
+    if !m.dtype.is_float() {
         return Err(KernelError::DType {
             name: name.to_string(),
             expected: DType::F32,

@@ -94,6 +94,17 @@ impl Ctx {
         ]
     }
 
+    /// The configurations of the float16 and float64 checks: float16 native (where the
+    /// device has it) and packed, each under the device's and tiny limits.
+    pub fn dtype_configs(&self) -> [(&'static str, &Kernels); 4] {
+        [
+            ("full", &self.full),
+            ("full_packed", &self.full_packed),
+            ("tiny", &self.tiny),
+            ("packed", &self.packed),
+        ]
+    }
+
     pub fn run(&self, f: impl FnOnce(&mut wgpu::CommandEncoder)) {
         let mut encoder = self.gpu.device.create_command_encoder(&Default::default());
         f(&mut encoder);
@@ -299,6 +310,16 @@ pub fn labels<'a>(parts: &'a [Part<'a>], n: u64) -> Matrix<'a> {
         dtype: DType::U32,
         ..Matrix::new(parts, n, 1)
     }
+}
+
+/// Whether `k` can hold every one of `dtypes` (float64 needs `SHADER_F64`).
+pub fn has_dtypes(k: &Kernels, dtypes: &[DType]) -> bool {
+    !dtypes.contains(&DType::F64) || k.supports_f64()
+}
+
+/// Whether `k` stores float16 packed, where a float16 operand written by rows is refused.
+pub fn packed_f16(k: &Kernels, dtype: DType) -> bool {
+    dtype == DType::F16 && !k.uses_native_f16()
 }
 
 /// Cut points that split `bytes` into uneven parts, in the middle of rows of `row_bytes`.

@@ -32,7 +32,7 @@ fn the_device_has_the_downlevel_limits() {
 type Check = (&'static str, fn(&Ctx));
 
 /// Every check that takes a context, on the downlevel device.
-const CHECKS: [Check; 12] = [
+const CHECKS: [Check; 17] = [
     (
         "matmul",
         crate::matmul::all_forms_odd_shapes_device_limits_on,
@@ -47,6 +47,23 @@ const CHECKS: [Check; 12] = [
     (
         "softmax_xent",
         crate::loss::softmax_xent_matches_reference_on,
+    ),
+    (
+        "copy",
+        crate::elementwise::copy_converts_between_float_types_on,
+    ),
+    (
+        "adam_denom",
+        crate::elementwise::adam_denom_matches_reference_on,
+    ),
+    ("fill", crate::elementwise::fill_writes_every_element_on),
+    (
+        "log_softmax",
+        crate::xent::log_softmax_and_backward_match_reference_on,
+    ),
+    (
+        "nll_loss",
+        crate::xent::nll_loss_and_backward_match_reference_on,
     ),
     ("sgd", crate::optim::sgd_step_on),
     ("adam", crate::optim::adam_three_steps_like_pytorch_on),

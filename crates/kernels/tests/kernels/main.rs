@@ -14,3 +14,4 @@ mod loss;
 mod matmul;
 mod optim;
 mod reduce;
+mod xent;

@@ -1,0 +1,131 @@
+// PyTorch's cross-entropy as the ops it decomposes into: log_softmax, nll_loss (mean) and
+// their backwards, computed in T. Row kernels take one row per invocation (the MLP has few
+// classes), walked with a grid-stride loop; nll_sum is one workgroup's tree sum, so the
+// loss is the same bits on every run.
+//
+// Bindings a, b, c (floats) and labels (u32 words) and their accessors come from the
+// generated prelude; what each entry point keeps in them is said above it. c is never
+// packed float16, nor is any binding an entry point writes (the host refuses it): they
+// are written row by row or by one invocation.
+
+struct Params {
+    rows: u32,        // rows in this piece (nll_mean: the whole batch)
+    cols: u32,        // classes
+    stride: u32,      // u32 words per label: 1 (u32) or 2 (int64, low word first)
+    first: u32,       // nll_sum: 1 in the first piece (the running sum starts at zero)
+    off: vec4<u32>,   // first element of a, b, c, and first word of labels, in their bindings
+    f: vec4<f32>,
+    g: vec4<f32>,
+}
+
+@group(0) @binding(4) var<uniform> p: Params;
+
+// The class of row r: its label, or cols when the label is out of range (>= cols, or an
+// int64 label with a non-zero high word).
+fn class_of(r: u32) -> u32 {
+    let w = p.off.w + r * p.stride;
+    var y = ld_labels(w);
+    if (p.stride == 2u && ld_labels(w + 1u) != 0u) {
+        y = p.cols;
+    }
+    return min(y, p.cols);
+}
+
+// c = a - max - log(sum(exp(a - max))) per row (a = x, c = out).
+@compute @workgroup_size(64)
+fn log_softmax(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>, @builtin(local_invocation_index) li: u32) {
+    for (var r = (wg.y * nwg.x + wg.x) * 64u + li; r < p.rows; r += nwg.x * nwg.y * 64u) {
+        let x = p.off.x + r * p.cols;
+        let o = p.off.z + r * p.cols;
+        var m = ld_a(x);
+        for (var j = 1u; j < p.cols; j++) {
+            m = max(m, ld_a(x + j));
+        }
+        var s = T(0.0);
+        for (var j = 0u; j < p.cols; j++) {
+            s += exp_t(ld_a(x + j) - m);
+        }
+        let ls = log_t(s);
+        for (var j = 0u; j < p.cols; j++) {
+            st_c(o + j, (ld_a(x + j) - m) - ls);
+        }
+    }
+}
+
+// c = a - exp(b) * sum(a) per row (a = grad, b = logp, c = out).
+@compute @workgroup_size(64)
+fn log_softmax_backward(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>, @builtin(local_invocation_index) li: u32) {
+    for (var r = (wg.y * nwg.x + wg.x) * 64u + li; r < p.rows; r += nwg.x * nwg.y * 64u) {
+        let g = p.off.x + r * p.cols;
+        let l = p.off.y + r * p.cols;
+        let o = p.off.z + r * p.cols;
+        var s = T(0.0);
+        for (var j = 0u; j < p.cols; j++) {
+            s += ld_a(g + j);
+        }
+        for (var j = 0u; j < p.cols; j++) {
+            st_c(o + j, ld_a(g + j) - exp_t(ld_b(l + j)) * s);
+        }
+    }
+}
+
+const WG: u32 = 256u;
+var<workgroup> partial: array<T, WG>;
+
+// b[0] (+)= sum over this piece's rows of a[r, label r] (a = logp, b = the running sum in
+// T). NaN for an out-of-range label. One workgroup: each invocation strides over rows,
+// then a tree sum in a fixed order.
+@compute @workgroup_size(256)
+fn nll_sum(@builtin(local_invocation_index) li: u32) {
+    var s = T(0.0);
+    for (var r = li; r < p.rows; r += WG) {
+        let y = class_of(r);
+        if (y < p.cols) {
+            s += ld_a(p.off.x + r * p.cols + y);
+        } else {
+            s += T(bitcast<f32>(0x7fc00000u));
+        }
+    }
+    partial[li] = s;
+    workgroupBarrier();
+    for (var w = WG / 2u; w > 0u; w >>= 1u) {
+        if (li < w) {
+            partial[li] += partial[li + w];
+        }
+        workgroupBarrier();
+    }
+    if (li == 0u) {
+        var total = partial[0];
+        if (p.first == 0u) {
+            total = ld_b(p.off.y) + total;
+        }
+        st_b(p.off.y, total);
+    }
+}
+
+// b = -a / rows, c = rows (a = the running sum, b = loss, c = total_weight). NaN for an
+// empty batch, as PyTorch's mean over nothing.
+@compute @workgroup_size(1)
+fn nll_mean() {
+    let n = T(p.rows);
+    var loss = T(bitcast<f32>(0x7fc00000u));
+    if (p.rows > 0u) {
+        loss = -ld_a(p.off.x) / n;
+    }
+    st_b(p.off.y, loss);
+    st_c(p.off.z, n);
+}
+
+// a[r, j] = -b / c where j is row r's label, else 0; a row with an out-of-range label is
+// all zeros (a = out, b = grad_loss, c = total_weight).
+@compute @workgroup_size(64)
+fn nll_loss_backward(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>, @builtin(local_invocation_index) li: u32) {
+    let v = -ld_b(p.off.y) / ld_c(p.off.z);
+    for (var r = (wg.y * nwg.x + wg.x) * 64u + li; r < p.rows; r += nwg.x * nwg.y * 64u) {
+        let y = class_of(r);
+        let o = p.off.x + r * p.cols;
+        for (var j = 0u; j < p.cols; j++) {
+            st_a(o + j, select(T(0.0), v, j == y));
+        }
+    }
+}
