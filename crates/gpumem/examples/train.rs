@@ -59,7 +59,7 @@ fn main() -> anyhow::Result<()> {
     let optimizer = if args.adam {
         Optimizer::adam(args.lr)
     } else {
-        Optimizer::Sgd { lr: args.lr }
+        Optimizer::sgd(args.lr)
     };
     let config = MlpConfig::lesson(args.hidden)
         .with_layers(args.layers)

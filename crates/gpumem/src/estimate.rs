@@ -1,17 +1,24 @@
 //! The memory equation, written as code a reader can follow term by term:
 //!
 //! ```text
-//! peak allocated = parameters + gradients + optimizer state      (live as long as the model)
+//! peak allocated = parameters + gradients + optimizer state      (the model's, once they exist)
 //!                + input batch                                   (x and y)
-//!                + activations                                   (a_0 … a_{L-1}, kept for backward)
-//!                + temporaries at the peak                       (z, d, logits, loss terms)
+//!                + activations                                   (what the forward pass made and kept)
+//!                + temporaries                                   (the backward pass's and the optimizer's)
 //! ```
 //!
-//! Every tensor is counted as the block the allocator gives it (see [`block_bytes`]), so the
-//! result is what `max_memory_allocated()` reports after a step — to the byte. This is
-//! arithmetic only: nothing is allocated or run to get it.
+//! each term taken at the busiest moment of two steps of PyTorch's training loop. The terms
+//! change from moment to moment — gradients appear during the backward pass while the
+//! activations are let go — so the equation walks the step's tensors in PyTorch's order
+//! (`schedule`) and keeps the largest total. Every tensor is counted as the block the
+//! allocator gives it (see [`block_bytes`]), so inside its domain ([`is_exact`]) the result
+//! is what `max_memory_allocated()` reports after two steps — to the byte. This is arithmetic
+//! only: nothing is allocated or run to get it.
 
-use crate::alloc::{LARGE_BUFFER, MIN_BLOCK, MIN_LARGE_ALLOC, ROUND_LARGE, SMALL_SIZE, round_size};
+mod ledger;
+mod schedule;
+
+use crate::alloc::{LARGE_BUFFER, MIN_LARGE_ALLOC, ROUND_LARGE, SMALL_SIZE, round_size};
 use crate::error::Error;
 use crate::mlp::MlpConfig;
 use crate::mlp::micro_batches;
@@ -21,7 +28,20 @@ use std::fmt;
 // ANCHOR: bytes_per_value
 /// Bytes of one float32 value.
 const F32: u64 = 4;
+/// Bytes of one label: PyTorch's `cross_entropy` wants int64 class indices.
+const LABEL: u64 = 8;
 // ANCHOR_END: bytes_per_value
+
+/// The six terms of the equation.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Term {
+    Parameters,
+    Gradients,
+    OptimizerState,
+    InputBatch,
+    Activations,
+    Temporaries,
+}
 
 // ANCHOR: block_bytes
 /// The block the caching allocator hands out for a fresh request of `bytes`.
@@ -73,26 +93,30 @@ impl SharedSegments {
     }
 }
 
-/// The memory of one training step, by category, in bytes (blocks, as allocated).
+/// The memory of the busiest moment of a training step, by category, in bytes (blocks, as
+/// allocated).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
 pub struct Estimate {
     /// Weights and biases.
     pub parameters: u64,
-    /// One gradient per parameter.
+    /// The gradients alive at that moment (during the backward pass, those already made).
     pub gradients: u64,
-    /// Adam's two running averages per parameter; none for SGD.
+    /// The optimizer's state: momentum buffers, Adam's running averages, the loss scaler's.
     pub optimizer_state: u64,
-    /// The batch: features `x` and labels `y`.
+    /// The batch: features `x` and int64 labels `y`.
     pub input_batch: u64,
-    /// The hidden activations kept for the backward pass.
+    /// What the forward pass made and still holds: activations saved for the backward pass,
+    /// `y_pred`, the loss, autocast's float16 copies.
     pub activations: u64,
-    /// Short-lived tensors alive at the peak (pre-activation or its gradient, logits, loss).
+    /// What the backward pass and the optimizer make on top: gradients flowing back, the
+    /// loss's seed, Adam's square roots.
     pub temporaries: u64,
-    /// The sum: what `max_memory_allocated()` reports after one step on a fresh device.
+    /// The sum: what `max_memory_allocated()` reports after two steps on a fresh device.
     pub peak_allocated: u64,
     /// Learnable values.
     pub parameter_count: u64,
-    /// Hidden layers the backward pass computes again (activation checkpointing).
+    /// Hidden layers computed again during the backward passes of one update (activation
+    /// checkpointing).
     pub recomputed_layers: u64,
 }
 
@@ -109,14 +133,14 @@ impl Estimate {
         ]
     }
 
-    /// Memory that lives as long as the model: parameters, gradients, optimizer state.
+    /// Memory of the model and its training: parameters, gradients, optimizer state.
     pub fn persistent(&self) -> u64 {
         self.parameters + self.gradients + self.optimizer_state
     }
 }
 
-/// What a training step of `config` at `batch` rows costs, or why the setup is invalid
-/// (zero sizes, or sizes whose bytes do not fit in 64 bits).
+/// What training `config` at `batch` rows costs at its busiest moment, or why the setup is
+/// invalid (zero sizes, or sizes whose bytes do not fit in 64 bits).
 pub fn estimate(config: &MlpConfig, batch: u64) -> Result<Estimate, Error> {
     config.validate()?;
     if batch == 0 {
@@ -126,7 +150,7 @@ pub fn estimate(config: &MlpConfig, batch: u64) -> Result<Estimate, Error> {
     }
     let widest = config.hidden.max(config.inputs).max(config.classes).max(2);
     let fits = batch
-        .checked_mul(widest * F32)
+        .checked_mul(widest * F32.max(LABEL))
         .and_then(|row| row.checked_mul(config.layers + 4))
         .is_some_and(|total| total < u64::MAX / 4);
     if !fits {
@@ -135,77 +159,38 @@ pub fn estimate(config: &MlpConfig, batch: u64) -> Result<Estimate, Error> {
             config.hidden
         )));
     }
-    let (h, l) = (config.hidden, config.layers);
-    let strategy = config.strategy;
-    // ANCHOR: model
-    // Bytes per value: parameters (and their gradients and state), activations, data.
-    let (sp, sa, sd) = (
-        strategy.precision.parameters().size(),
-        strategy.precision.activations().size(),
-        strategy.precision.data().size(),
-    );
-    // Weights and biases, then their gradients, then the optimizer's state: each a block.
-    let copies = 2 + config.optimizer.states_per_parameter();
-    let one_copy: u64 = config
-        .layer_shapes()
-        .iter()
-        .map(|&(fan_in, fan_out)| block_bytes(fan_in * fan_out * sp) + block_bytes(fan_out * sp))
-        .sum();
+    let sp = config.strategy.precision.parameters().size();
     // Hidden-to-hidden weights between 1 and 10 MiB share 20 MiB segments; the last one
     // placed in each segment also takes the segment's leftover when it is 1 MiB or less.
-    let shared = SharedSegments::new(round_size(h * h * sp).unwrap_or(u64::MAX));
-    let per_copy = l - 1;
-    let leftover = |copy: u64| shared.leftover_taken(copy * per_copy, (copy + 1) * per_copy);
-    let parameters = one_copy + leftover(0);
-    let gradients = one_copy + leftover(1);
-    let optimizer_state: u64 = (2..copies).map(|c| one_copy + leftover(c)).sum();
-    // ANCHOR_END: model
-
-    // ANCHOR: per_step
-    // Checkpointing keeps the output of each of the S − 1 earlier segments of g layers and
-    // all g_last activations of the last segment; off, that is one segment of L layers.
-    let g = strategy.checkpointing.segment(l);
-    let segments = l.div_ceil(g);
-    let g_last = l - (segments - 1) * g;
-    let kept = segments - 1 + g_last;
-
-    // Gradient accumulation runs micro-batches of about B/k rows; the first is the largest.
-    let micro = micro_batches(batch, strategy.accumulation);
-    let step = |rows: u64, totals_early: bool| {
-        let x = block_bytes(rows * config.inputs * sd);
-        let y = block_bytes(rows * F32);
-        let act = block_bytes(rows * h * sa);
-        let logits = block_bytes(rows * config.classes * sd);
-        let stats = block_bytes(rows * 2 * sd);
-        let (dlogits, totals) = (logits, MIN_BLOCK);
-        // After the kept activations, the busiest moments: the backward pass's first
-        // gradient d beside the loss gradient; the logits with the loss terms (the totals
-        // already exist from the second micro-batch on); recomputing a segment (its
-        // g − 1 inner activations, the one being made and d, beside the checkpoints).
-        let early = if totals_early { totals } else { 0 };
-        let mut busiest = [
-            act + dlogits + totals,
-            logits + stats + dlogits + early,
-            stats + dlogits + totals,
-            0,
-        ];
-        if segments > 1 && g > 1 {
-            busiest[3] = (g + 1 - g_last) * act + totals;
+    let shared =
+        SharedSegments::new(round_size(config.hidden * config.hidden * sp).unwrap_or(u64::MAX));
+    let layers = config.layers as usize;
+    let leftover = |i: usize| {
+        if i == 0 || i >= layers {
+            return 0;
         }
-        (x + y, kept * act, busiest.into_iter().max().unwrap_or(0))
+        let k = i as u64 - 1;
+        shared.leftover_taken(k, k + 1)
     };
-    let (input_batch, activations, temporaries) = micro
-        .iter()
-        .enumerate()
-        .map(|(j, &(_, rows))| step(rows, j > 0))
-        .max_by_key(|&(x, a, t)| x + a + t)
-        .unwrap_or_default();
-    // ANCHOR_END: per_step
-
+    let mut walk = schedule::Walk::new(config);
+    walk.parameters(leftover);
     // ANCHOR: sum
+    // Two steps: the second is the steady state (the optimizer's state exists, and the
+    // first step's y_pred and loss live until the second rebinds them).
+    walk.step(batch);
+    walk.step(batch);
+    let [
+        parameters,
+        gradients,
+        optimizer_state,
+        input_batch,
+        activations,
+        temporaries,
+    ] = walk.led.peak;
     let peak_allocated =
         parameters + gradients + optimizer_state + input_batch + activations + temporaries;
     // ANCHOR_END: sum
+    let micro = micro_batches(batch, config.strategy.accumulation).len() as u64;
     Ok(Estimate {
         parameters,
         gradients,
@@ -215,8 +200,20 @@ pub fn estimate(config: &MlpConfig, batch: u64) -> Result<Estimate, Error> {
         temporaries,
         peak_allocated,
         parameter_count: config.parameter_count(),
-        recomputed_layers: (segments - 1) * (g - 1) * micro.len() as u64,
+        // The walk plans two micro-batches of each of two steps; one update runs them all.
+        recomputed_layers: walk.recomputed / (2 * micro.min(2)) * micro,
     })
+}
+
+/// The peak of the bytes the step's tensors ask for, before the allocator's rounding: what
+/// PyTorch's MemTracker counts, and the engine's `peak_requested`.
+pub fn requested_peak(config: &MlpConfig, batch: u64) -> Result<u64, Error> {
+    estimate(config, batch)?;
+    let mut walk = schedule::Walk::new(config).raw();
+    walk.parameters(|_| 0);
+    walk.step(batch);
+    walk.step(batch);
+    Ok(walk.led.peak.iter().sum())
 }
 
 impl fmt::Display for Estimate {
@@ -233,12 +230,21 @@ impl fmt::Display for Estimate {
     }
 }
 
-/// Whether every tensor a step allocates per batch row (x, y, logits, activations) is either
-/// in the small pool (at most 1 MiB) or at least 10 MiB (20 MiB when hidden weights share
-/// 20 MiB segments), with the batch below 1.31 million rows. There the equation is exact: each such tensor gets a block of exactly
-/// [`block_bytes`]. In the 1–10 MiB band, tensors share 20 MiB segments and which of them
-/// picks up a segment's leftover (at most 1 MiB each) depends on the order of allocations
-/// and frees; see [`band_margin`].
+/// Whether the equation is exact for `config` at `batch` rows: every tensor gets a block of
+/// exactly [`block_bytes`] whatever the allocator has cached. That holds when
+/// - no tensor is in the 1–10 MiB band: there, tensors share 20 MiB segments and which of
+///   them picks up a segment's leftover depends on the order of allocations and frees;
+/// - large tensors (10 MiB or more) do not come in two families: weight-shaped ones
+///   (weights, gradients, optimizer state, Adam's temporaries) *and* batch-shaped ones
+///   (`x`, the activations and their gradients). When both exist, one family's freed blocks
+///   can hold the other's tensors with up to 1 MiB to spare, which they then take whole;
+/// - the precision is not mixed: autocast's float16 copies and the float32 gradients made
+///   from them do the same;
+/// - the batch is below 1.31 million rows.
+///
+/// The lesson's network (one hidden layer, so no large weights) is inside at every batch.
+/// Outside, see [`band_margin`]. The bytes requested ([`requested_peak`]) are exact
+/// everywhere.
 pub fn is_exact(config: &MlpConfig, batch: u64) -> bool {
     let p = config.strategy.precision;
     let (sp, sa, sd) = (
@@ -246,42 +252,39 @@ pub fn is_exact(config: &MlpConfig, batch: u64) -> bool {
         p.activations().size(),
         p.data().size(),
     );
-    // When hidden weights share 20 MiB segments, those segments' free tails can take a
-    // batch tensor of up to 20 MiB too, so the band to avoid widens.
-    let shared = config.layers > 1 && {
-        let w = config
-            .hidden
-            .saturating_mul(config.hidden)
-            .saturating_mul(sp);
-        w > SMALL_SIZE && w < MIN_LARGE_ALLOC
-    };
-    let band_end = if shared {
-        LARGE_BUFFER
-    } else {
-        MIN_LARGE_ALLOC
-    };
-    let outside_band = |bytes: u64| bytes <= SMALL_SIZE || bytes >= band_end;
+    let weights: Vec<u64> = config
+        .layer_shapes()
+        .iter()
+        .flat_map(|&(fan_in, fan_out)| [fan_in * fan_out * sp, fan_out * sp])
+        .collect();
     let per_row = [
         config.inputs * sd,
-        F32,
-        config.classes * sd,
-        2 * sd,
+        LABEL,
+        config.classes * sa,
+        config.classes * F32,
         config.hidden * sa,
     ];
-    micro_batches(batch, config.strategy.accumulation)
+    let mut batch_sized: Vec<u64> = Vec::new();
+    for &(_, rows) in micro_batches(batch, config.strategy.accumulation)
         .iter()
-        .all(|&(_, rows)| {
-            per_row
-                .iter()
-                .all(|&bytes| outside_band(rows.saturating_mul(bytes)))
-                && rows.saturating_mul(config.classes.max(2) * sd) < MIN_LARGE_ALLOC
-        })
+        .take(1)
+    {
+        batch_sized.extend(per_row.iter().map(|&b| rows.saturating_mul(b)));
+    }
+    batch_sized.extend(per_row[..2].iter().map(|&b| batch.saturating_mul(b)));
+    let band = |bytes: &u64| *bytes > SMALL_SIZE && *bytes < MIN_LARGE_ALLOC;
+    let large = |bytes: &u64| *bytes >= MIN_LARGE_ALLOC;
+    batch < 1_310_000
+        && p != crate::mlp::Precision::Mixed
+        && !weights.iter().chain(&batch_sized).any(band)
+        && !(weights.iter().any(large) && batch_sized.iter().any(large))
 }
 
 /// How far the measured peak can be from the equation outside [`is_exact`]'s domain: one
-/// leftover of at most 1 MiB for every tensor alive at the peak.
+/// leftover of at most 1 MiB for every tensor alive at the peak (the model's tensors, their
+/// gradients, state and temporaries, the activations and a few more).
 pub fn band_margin(config: &MlpConfig) -> u64 {
-    (config.layers + 6) * SMALL_SIZE
+    (9 * (config.layers + 1) + config.layers + 12) * SMALL_SIZE
 }
 
 /// The setups the book's table and the tests compare with measurements: depths 1–8,

@@ -13,7 +13,7 @@
 //!    fast 16-bit arithmetic, but it changes the numbers (float16 activations, loss scaling);
 //! 4. **least peak memory**.
 
-use crate::device::{Backend, DeviceOptions};
+use crate::device::{Backend, Device, DeviceOptions};
 use crate::error::Error;
 use crate::estimate::estimate;
 use crate::measure::{StepMemory, measure_step};
@@ -30,11 +30,12 @@ const PLAN_ALL_UP_TO: u64 = 8;
 /// [`measure_step`] for one optimizer update, in time independent of the number of
 /// micro-batches on the `plan` backing.
 ///
-/// With more than a few micro-batches, only the first two are planned: the first is the
-/// largest (the engine's micro-batches differ by at most one row, longest first) and the
-/// second is the first to add its loss into existing totals. Every later micro-batch repeats
-/// the second's allocations with at most as many rows, served from the blocks the second
-/// freed, so the peaks — allocated and reserved — are those of the first two. (A test checks
+/// With more than a few micro-batches, only the first two of each step are planned: the
+/// first is the largest (the engine's micro-batches differ by at most one row, longest
+/// first) and the second is the first to add its gradients into existing ones while the
+/// first's `y_pred` and loss are still alive. Every later micro-batch repeats the second's
+/// allocations with at most as many rows, served from the blocks the second freed, so the
+/// peaks — allocated and reserved — are those of the first two. (A test checks
 /// this against planning every micro-batch.) On backings that execute, every micro-batch
 /// runs.
 pub fn measure_update(
@@ -47,12 +48,9 @@ pub fn measure_update(
     if options.backend != Backend::Plan || parts <= PLAN_ALL_UP_TO {
         return measure_step(options, config, batch, seed);
     }
-    config.validate()?;
-    // The engine's split, without listing a million micro-batches: `extra` of them have one
-    // row more than the others, and they come first.
-    let (base, extra) = (batch / parts, batch % parts);
-    let rows = 2 * base + extra.min(2);
-    measure_step(options, &with_micro_batches(config, 2), rows, seed)
+    // The whole batch is uploaded (the micro-batches are views of it); only the first two
+    // micro-batches of each step are planned.
+    crate::measure::measure_steps(&Device::new(options)?, config, batch, seed, Some(2))
 }
 
 /// How many micro-batches the engine makes of `batch` rows when asked for `asked`.

@@ -63,6 +63,18 @@ pub fn measure_step_on(
     batch: u64,
     seed: u64,
 ) -> Result<StepMemory, Error> {
+    measure_steps(device, config, batch, seed, None)
+}
+
+/// [`measure_step_on`], planning only the first `micro_batch_limit` micro-batches of each
+/// step when given.
+pub(crate) fn measure_steps(
+    device: &Device,
+    config: &MlpConfig,
+    batch: u64,
+    seed: u64,
+    micro_batch_limit: Option<u64>,
+) -> Result<StepMemory, Error> {
     crate::estimate::estimate(config, batch)?;
     let executed = device.info().executes;
     let snapshot = |oom: Option<OutOfMemory>, failed_in, model_allocated, loss| {
@@ -91,6 +103,9 @@ pub fn measure_step_on(
         }
         Err(e) => return Err(e),
     };
+    if let Some(n) = micro_batch_limit {
+        mlp.limit_micro_batches(n);
+    }
     let model_allocated = device.memory_allocated();
     let data = executed.then(|| Dataset::generate(batch, seed).train);
     let rows = match &data {

@@ -2,7 +2,9 @@
 //! `reference/pytorch/step_peaks.py` writes (MemTracker's peak of raw tensor bytes over two
 //! steps of the lesson's loop), read into the engine's terms.
 
-use crate::mlp::{Checkpointing, MlpConfig, Optimizer, OptimizerImpl, Precision, Strategy, ZeroGrad};
+use crate::mlp::{
+    Checkpointing, MlpConfig, Optimizer, OptimizerImpl, Precision, Strategy, ZeroGrad,
+};
 use serde::Deserialize;
 
 /// The committed fixture, next to the tests that read it.

@@ -148,7 +148,9 @@ impl Tensor {
     /// Rows `start..start + len` of this tensor, sharing its storage (PyTorch's `x[a:b]`):
     /// no memory is allocated, and the storage stays allocated while the view lives.
     pub fn rows_view(&self, start: u64, len: u64) -> Result<Tensor, Error> {
-        let end = start.checked_add(len).filter(|&e| e <= self.rows && len > 0);
+        let end = start
+            .checked_add(len)
+            .filter(|&e| e <= self.rows && len > 0);
         let Some(end) = end else {
             return Err(Error::Shape(format!(
                 "{}: rows {start}..{} of a {}-row tensor",
@@ -182,7 +184,7 @@ impl Tensor {
         self.storage.block.0 + self.offset
     }
 
-    /// Where the tensor's values live: its storage's block, moved to the view's first row.
+    /// Where the tensor's values live: its storage's block from the view's first row on.
     pub fn placement(&self) -> Placement {
         let mut p = self
             .device()
@@ -191,7 +193,7 @@ impl Tensor {
             .placement(self.storage.block)
             .expect("a live tensor's block is allocated");
         p.offset += self.offset;
-        p.size = self.bytes();
+        p.size -= self.offset;
         p
     }
 

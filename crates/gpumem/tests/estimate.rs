@@ -1,9 +1,9 @@
 //! The memory equation against the allocator's measurements.
 
 use gpumem::device::DeviceOptions;
-use gpumem::estimate::{band_margin, estimate, is_exact, reference_setups};
+use gpumem::estimate::{band_margin, estimate, is_exact, reference_setups, requested_peak};
 use gpumem::measure::measure_step;
-use gpumem::mlp::{Checkpointing, MlpConfig, Optimizer, Precision};
+use gpumem::mlp::{Checkpointing, MlpConfig, Optimizer, OptimizerImpl, Precision, ZeroGrad};
 use gpumem::{Backend, MemorySpec};
 use proptest::prelude::*;
 use proptest::strategy::Strategy;
@@ -19,18 +19,34 @@ fn measured_peak(options: &DeviceOptions, config: &MlpConfig, batch: u64) -> u64
 }
 
 #[test]
-fn the_equation_is_exact_on_every_reference_setup_planned() {
+fn the_equation_is_exact_on_every_reference_setup_in_its_domain_planned() {
     let setups = reference_setups();
     assert!(setups.len() >= 30);
+    let mut exact = 0;
     for (config, batch) in setups {
         let e = estimate(&config, batch).unwrap();
-        let got = measured_peak(&plan(), &config, batch);
-        assert_eq!(
-            got, e.peak_allocated,
+        let m = measure_step(&plan(), &config, batch, 1).unwrap();
+        let what = format!(
             "L={} H={} B={batch} {}",
             config.layers, config.hidden, config.optimizer
         );
+        // The schedule itself, before any rounding, is PyTorch's on every setup.
+        assert_eq!(
+            m.peak_requested,
+            requested_peak(&config, batch).unwrap(),
+            "{what}"
+        );
+        if is_exact(&config, batch) {
+            assert_eq!(m.peak_allocated, e.peak_allocated, "{what}");
+            exact += 1;
+        } else {
+            assert!(
+                m.peak_allocated.abs_diff(e.peak_allocated) <= band_margin(&config),
+                "{what}"
+            );
+        }
     }
+    assert!(exact >= 15, "only {exact} reference setups in the domain");
 }
 
 /// Reference setups small enough to execute here in seconds.
@@ -50,7 +66,7 @@ fn the_equation_is_exact_when_executed_on_cpu() {
     };
     let setups = executable();
     assert!(setups.len() >= 15, "{}", setups.len());
-    for (config, batch) in setups {
+    for (config, batch) in setups.into_iter().filter(|(c, b)| is_exact(c, *b)) {
         let e = estimate(&config, batch).unwrap();
         assert_eq!(
             measured_peak(&cpu, &config, batch),
@@ -72,37 +88,59 @@ fn strategy() -> impl Strategy<Value = gpumem::mlp::Strategy> {
     let checkpointing = prop_oneof![
         Just(Checkpointing::Off),
         Just(Checkpointing::Sqrt),
-        (1..6u64).prop_map(Checkpointing::Every)
+        (1..6u64).prop_map(Checkpointing::Every),
+        (1..6u64).prop_map(Checkpointing::Each)
     ];
-    (precision, prop_oneof![Just(1u64), 1..9u64], checkpointing).prop_map(
-        |(precision, accumulation, checkpointing)| gpumem::mlp::Strategy {
-            precision,
-            accumulation,
-            checkpointing,
-            ..Default::default()
-        },
+    let optimizer_impl = prop_oneof![
+        Just(OptimizerImpl::Foreach),
+        Just(OptimizerImpl::ForLoop),
+        Just(OptimizerImpl::Fused)
+    ];
+    let zero_grad = prop_oneof![Just(ZeroGrad::SetToNone), Just(ZeroGrad::Zero)];
+    (
+        precision,
+        prop_oneof![Just(1u64), 1..9u64],
+        checkpointing,
+        (
+            any::<bool>(),
+            zero_grad,
+            optimizer_impl,
+            proptest::option::of(any::<bool>()),
+        ),
     )
+        .prop_map(
+            |(
+                precision,
+                accumulation,
+                checkpointing,
+                (relu_inplace, zero_grad, optimizer_impl, grad_scaler),
+            )| {
+                gpumem::mlp::Strategy {
+                    precision,
+                    accumulation,
+                    checkpointing,
+                    relu_inplace,
+                    zero_grad,
+                    optimizer_impl,
+                    grad_scaler,
+                }
+            },
+        )
 }
 
 fn setup() -> impl Strategy<Value = (MlpConfig, u64)> {
-    (
-        1..=8u64,
-        2..=6000u64,
-        1..=1_500_000u64,
-        any::<bool>(),
-        strategy(),
-    )
-        .prop_map(|(l, h, b, adam, s)| {
-            let c = MlpConfig::lesson(h).with_layers(l).with_strategy(s);
-            (
-                if adam {
-                    c.with_optimizer(Optimizer::adam(0.001))
-                } else {
-                    c
-                },
-                b,
-            )
-        })
+    (1..=8u64, 2..=6000u64, 1..=1_500_000u64, 0..3u8, strategy()).prop_map(|(l, h, b, opt, s)| {
+        let c = MlpConfig::lesson(h).with_layers(l).with_strategy(s);
+        let optimizer = match opt {
+            0 => Optimizer::sgd(0.001),
+            1 => Optimizer::Sgd {
+                lr: 0.001,
+                momentum: 0.9,
+            },
+            _ => Optimizer::adam(0.001),
+        };
+        (c.with_optimizer(optimizer), b)
+    })
 }
 
 proptest! {
@@ -112,13 +150,20 @@ proptest! {
     #[test]
     fn random_setups((config, batch) in setup()) {
         let e = estimate(&config, batch).unwrap();
-        let got = measured_peak(&plan(), &config, batch);
+        let m = measure_step(&plan(), &config, batch, 1).unwrap();
+        prop_assert_eq!(m.peak_requested, requested_peak(&config, batch).unwrap());
+        let got = m.peak_allocated;
         if is_exact(&config, batch) {
             prop_assert_eq!(got, e.peak_allocated);
         } else {
             prop_assert!(got.abs_diff(e.peak_allocated) <= band_margin(&config), "{} vs {}", got, e.peak_allocated);
         }
     }
+
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 150, max_global_rejects: 100_000, ..ProptestConfig::default() })]
 
     /// In the domain on purpose: batches up to 131 072 rows with activations outside the band.
     #[test]
@@ -149,13 +194,14 @@ fn categories_follow_the_optimizer() {
         32,
     )
     .unwrap();
+    // At 32 rows the busiest moment comes late in the backward pass, when most gradients
+    // exist; with Adam, in the update: every gradient, the two averages and foreach's square
+    // roots, each as large as the parameters.
     assert_eq!(sgd.optimizer_state, 0);
-    assert_eq!(sgd.gradients, sgd.parameters);
+    assert!(sgd.gradients > 0 && sgd.gradients <= sgd.parameters);
+    assert_eq!(adam.gradients, adam.parameters);
     assert_eq!(adam.optimizer_state, 2 * adam.parameters);
-    assert_eq!(
-        adam.peak_allocated - sgd.peak_allocated,
-        adam.optimizer_state
-    );
+    assert_eq!(adam.temporaries, adam.parameters);
     // 2 × 3000 + 3000 + 2 × (3000 × 3000 + 3000) + 3000 × 2 + 2 parameters.
     assert_eq!(sgd.parameter_count, 9000 + 2 * 9_003_000 + 6002);
 }

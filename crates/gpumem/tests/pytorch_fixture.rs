@@ -14,7 +14,11 @@ use gpumem::pytorch::{FIXTURE, Fixture};
 #[test]
 fn the_engine_spends_memory_as_pytorch_does_on_every_fixture_setup() {
     let fixture = Fixture::load(std::path::Path::new(FIXTURE)).unwrap();
-    assert!(fixture.setups.len() >= 30, "the fixture has {} setups", fixture.setups.len());
+    assert!(
+        fixture.setups.len() >= 30,
+        "the fixture has {} setups",
+        fixture.setups.len()
+    );
     let mut compared = 0;
     let mut worst = (0.0f64, String::new());
     let mut failures = Vec::new();
@@ -29,7 +33,11 @@ fn the_engine_spends_memory_as_pytorch_does_on_every_fixture_setup() {
             Err(why) => panic!("{}: the engine cannot express it: {why}", setup.name),
         };
         let m = measure_step(&planning_unlimited(), &config, setup.batch, 0).unwrap();
-        assert!(m.fits(), "{}: out of memory on an unlimited device", setup.name);
+        assert!(
+            m.fits(),
+            "{}: out of memory on an unlimited device",
+            setup.name
+        );
         let (engine, pytorch) = (m.peak_requested, setup.peak_bytes);
         // Non-fused Adam's step counts: 4 bytes per parameter tensor, on the CPU under CUDA.
         let cpu_steps = match (config.optimizer, config.strategy.optimizer_impl) {

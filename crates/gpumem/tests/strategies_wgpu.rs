@@ -40,7 +40,7 @@ fn agrees_with_cpu(gpu: &TestGpu, config: &MlpConfig, data: &Split) {
 fn config(strategy: Strategy) -> MlpConfig {
     MlpConfig::lesson(16)
         .with_layers(4)
-        .with_optimizer(Optimizer::Sgd { lr: 0.1 })
+        .with_optimizer(Optimizer::sgd(0.1))
         .with_strategy(strategy)
 }
 
@@ -104,7 +104,10 @@ fn agrees_with_cpu_within(
         .enumerate()
     {
         for (name, gt, ct) in [("weight", &g.weight, &c.weight), ("bias", &g.bias, &c.bias)] {
-            let err = max_rel(&gt.read_f64().unwrap(), &ct.read_f64().unwrap());
+            let err = max_rel(
+                &gt.as_ref().unwrap().read_f64().unwrap(),
+                &ct.as_ref().unwrap().read_f64().unwrap(),
+            );
             assert!(err <= grad_tol, "{what}: layer{l}.{name}.grad off by {err}");
         }
     }
@@ -156,7 +159,7 @@ fn mixed_precision_on_wgpu_matches_cpu() {
     ] {
         let config = MlpConfig::lesson(width)
             .with_layers(layers)
-            .with_optimizer(Optimizer::Sgd { lr: 0.1 })
+            .with_optimizer(Optimizer::sgd(0.1))
             .with_strategy(with_precision(Precision::Mixed, accumulation, ck));
         agrees_with_cpu_within(&gpu, &config, &data, tol, 3);
     }
@@ -225,7 +228,7 @@ fn without_optional_features_mixed_is_packed_and_float64_is_refused() {
     let cpu = Device::cpu(1 << 30);
     let mixed = MlpConfig::lesson(33)
         .with_layers(2)
-        .with_optimizer(Optimizer::Sgd { lr: 0.1 })
+        .with_optimizer(Optimizer::sgd(0.1))
         .with_strategy(with_precision(Precision::Mixed, 1, Checkpointing::Off));
     let (mut on_cpu, mut on_gpu) = (
         Mlp::new(&cpu, &mixed, 3).unwrap(),

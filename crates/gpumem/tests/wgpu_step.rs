@@ -47,13 +47,13 @@ fn compare_one_step(wgpu: &Device, config: &MlpConfig, data: &Split) {
     {
         assert_close(
             &format!("layer{l}.weight.grad"),
-            &g.weight.read().unwrap(),
-            &c.weight.read().unwrap(),
+            &g.weight.as_ref().unwrap().read().unwrap(),
+            &c.weight.as_ref().unwrap().read().unwrap(),
         );
         assert_close(
             &format!("layer{l}.bias.grad"),
-            &g.bias.read().unwrap(),
-            &c.bias.read().unwrap(),
+            &g.bias.as_ref().unwrap().read().unwrap(),
+            &c.bias.as_ref().unwrap().read().unwrap(),
         );
     }
     for (l, (g, c)) in on_gpu.layers().iter().zip(on_cpu.layers()).enumerate() {

@@ -137,7 +137,10 @@ fn print_attempts(base: &MlpConfig, attempts: &[&(u64, StepMemory)], out: Output
                 if m.fits() {
                     "yes".into()
                 } else {
-                    format!("no (in the {})", m.failed_in.map(|p| p.to_string()).unwrap_or_default())
+                    format!(
+                        "no (in the {})",
+                        m.failed_in.map(|p| p.to_string()).unwrap_or_default()
+                    )
                 },
             ]
         })

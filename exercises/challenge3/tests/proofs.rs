@@ -153,7 +153,7 @@ mod per_epoch_history {
             let mut rows = 0u64;
             for o in &epoch {
                 let n = o.logits.rows();
-                sum += o.loss.read_f64()? [0] * n as f64;
+                sum += o.loss.read_f64()?[0] * n as f64;
                 rows += n;
             }
             losses.push((sum / rows as f64) as f32);

@@ -70,7 +70,10 @@ pub(super) fn load<C: Compute>(t: &Tensor) -> Result<Cow<'_, [C]>, Error> {
 /// Runs `f` on a mutable view of `t` in the compute type: directly when stored as `C`,
 /// else on a converted copy that is written back. `t` must be the running operation's
 /// output, and the caller must hold no view of it.
-pub(super) fn with_mut<C: Compute, R>(t: &Tensor, f: impl FnOnce(&mut [C]) -> R) -> Result<R, Error> {
+pub(super) fn with_mut<C: Compute, R>(
+    t: &Tensor,
+    f: impl FnOnce(&mut [C]) -> R,
+) -> Result<R, Error> {
     if t.dtype() == C::DTYPE {
         let p = raw_mut::<C>(t)?;
         // SAFETY: `p` covers `t`'s own block, and `t` outlives this call. `t` is an

@@ -211,5 +211,7 @@ pub fn add(dst: &Tensor, src: &Tensor) -> Result<(), Error> {
 }
 
 pub fn adam_denom(v: &Tensor, dst: &Tensor, scale: f32, eps: f32) -> Result<(), Error> {
-    with([v, dst], |k, e, [v, d]| k.adam_denom(e, &v, &d, f64::from(scale), f64::from(eps)))
+    with([v, dst], |k, e, [v, d]| {
+        k.adam_denom(e, &v, &d, f64::from(scale), f64::from(eps))
+    })
 }

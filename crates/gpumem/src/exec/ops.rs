@@ -40,7 +40,8 @@ fn float(ts: &[&Tensor]) -> Result<(), Error> {
 
 /// The output shares no byte with any input (views of one storage may).
 fn distinct(out: &Tensor, inputs: &[&Tensor]) -> Result<(), Error> {
-    let overlaps = |t: &&Tensor| t.addr() < out.addr() + out.bytes() && out.addr() < t.addr() + t.bytes();
+    let overlaps =
+        |t: &&Tensor| t.addr() < out.addr() + out.bytes() && out.addr() < t.addr() + t.bytes();
     if inputs.iter().any(overlaps) {
         return Err(mismatch(format!(
             "{}: output may not also be an input",
@@ -271,7 +272,12 @@ pub fn log_softmax(x: &Tensor, out: &Tensor) -> Result<(), Error> {
     float(&[x, out])?;
     same_shape(x, out)?;
     distinct(out, &[x])?;
-    on_backing(out, Ok(()), || cpu::log_softmax(x, out), || gpu::log_softmax(x, out))
+    on_backing(
+        out,
+        Ok(()),
+        || cpu::log_softmax(x, out),
+        || gpu::log_softmax(x, out),
+    )
 }
 
 /// The mean negative log-likelihood of `labels` under `logp`: `loss` and `total_weight` (the
@@ -342,7 +348,12 @@ pub fn fill(x: &Tensor, value: f32) -> Result<(), Error> {
 /// `x *= factor` in place: `mul_`.
 pub fn scale(x: &Tensor, factor: f32) -> Result<(), Error> {
     float(&[x])?;
-    on_backing(x, Ok(()), || cpu::scale(x, factor), || gpu::scale(x, factor))
+    on_backing(
+        x,
+        Ok(()),
+        || cpu::scale(x, factor),
+        || gpu::scale(x, factor),
+    )
 }
 
 /// `dst += src` in place: `add_` (gradient accumulation, momentum).

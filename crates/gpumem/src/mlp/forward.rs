@@ -53,7 +53,10 @@ pub(super) fn scaled(src: &Tensor, factor: f32, label: &str) -> Result<Tensor, E
 
 /// The segments of hidden layers for `checkpointing`, each with whether it is checkpointed:
 /// `torch.utils.checkpoint_sequential`'s rule, every segment but the last.
-pub(super) fn segments(checkpointing: Checkpointing, layers: usize) -> Vec<(std::ops::Range<usize>, bool)> {
+pub(crate) fn segments(
+    checkpointing: Checkpointing,
+    layers: usize,
+) -> Vec<(std::ops::Range<usize>, bool)> {
     if checkpointing == Checkpointing::Off {
         return vec![(0..layers, false)];
     }
@@ -106,16 +109,30 @@ impl Mlp {
                 let input = if input.dtype() == DType::F16 {
                     input.clone()
                 } else {
-                    cast(input, DType::F16, &format!("{} (float16 copy)", input.label()))?
+                    cast(
+                        input,
+                        DType::F16,
+                        &format!("{} (float16 copy)", input.label()),
+                    )?
                 };
                 (input, Some(weight), Some(bias))
             }
             None => (input.clone(), None, None),
         };
         let w = weight.as_ref().unwrap_or(&layer.weight);
-        let dtype = if cache.is_some() { DType::F16 } else { self.precision().parameters() };
+        let dtype = if cache.is_some() {
+            DType::F16
+        } else {
+            self.precision().parameters()
+        };
         let z = Tensor::new(&self.device, input.rows(), w.cols(), dtype, &label)?;
-        ops::matmul(NN, &input, w, &z, Some(bias.as_ref().unwrap_or(&layer.bias)))?;
+        ops::matmul(
+            NN,
+            &input,
+            w,
+            &z,
+            Some(bias.as_ref().unwrap_or(&layer.bias)),
+        )?;
         if let Some(tape) = tape {
             tape.push(Node::Linear {
                 layer: i,
@@ -128,12 +145,23 @@ impl Mlp {
     }
 
     /// `relu(z)` into a new tensor, or `relu_(z)` in place; the node saves the output.
-    pub(super) fn relu(&self, i: usize, z: Tensor, tape: Option<&mut Tape>) -> Result<Tensor, Error> {
+    pub(super) fn relu(
+        &self,
+        i: usize,
+        z: Tensor,
+        tape: Option<&mut Tape>,
+    ) -> Result<Tensor, Error> {
         let a = if self.config.strategy.relu_inplace {
             ops::relu_(&z)?;
             z
         } else {
-            let a = Tensor::new(&self.device, z.rows(), z.cols(), z.dtype(), &format!("a{i}"))?;
+            let a = Tensor::new(
+                &self.device,
+                z.rows(),
+                z.cols(),
+                z.dtype(),
+                &format!("a{i}"),
+            )?;
             ops::relu(&z, &a)?;
             a
         };
@@ -188,7 +216,12 @@ impl Mlp {
     /// `F.cross_entropy(y_pred, y)` as `log_softmax` then `nll_loss`. Under autocast the
     /// log-softmax runs in float16 and its output is cast to float32 for the loss (CUDA's
     /// policy). Returns the loss, one value.
-    pub(super) fn cross_entropy(&self, y_pred: &Tensor, y: &Tensor, tape: &mut Tape) -> Result<Tensor, Error> {
+    pub(super) fn cross_entropy(
+        &self,
+        y_pred: &Tensor,
+        y: &Tensor,
+        tape: &mut Tape,
+    ) -> Result<Tensor, Error> {
         let (rows, classes) = (y_pred.rows(), y_pred.cols());
         let mut logp = Tensor::new(&self.device, rows, classes, y_pred.dtype(), "log_softmax")?;
         ops::log_softmax(y_pred, &logp)?;

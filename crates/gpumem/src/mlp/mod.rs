@@ -16,6 +16,7 @@ mod step;
 pub use config::{
     Checkpointing, MAX_LAYERS, MlpConfig, Optimizer, OptimizerImpl, Precision, Strategy, ZeroGrad,
 };
+pub(crate) use forward::segments;
 pub use step::{Batch, StepOutputs, StepResult, micro_batches};
 
 use crate::device::Device;
@@ -33,9 +34,20 @@ pub struct Linear {
 impl Linear {
     /// Labels follow PyTorch's names: `layer1.weight` (its gradient `layer1.weight.grad`,
     /// Adam's state `layer1.weight.exp_avg`).
-    fn new(device: &Device, shape: (u64, u64), dtype: DType, layer: usize) -> Result<Linear, Error> {
+    fn new(
+        device: &Device,
+        shape: (u64, u64),
+        dtype: DType,
+        layer: usize,
+    ) -> Result<Linear, Error> {
         Ok(Linear {
-            weight: Tensor::new(device, shape.0, shape.1, dtype, &param_label(layer, "weight"))?,
+            weight: Tensor::new(
+                device,
+                shape.0,
+                shape.1,
+                dtype,
+                &param_label(layer, "weight"),
+            )?,
             bias: Tensor::new(device, 1, shape.1, dtype, &param_label(layer, "bias"))?,
         })
     }
@@ -103,6 +115,9 @@ pub struct Mlp {
     scaler: optim::Scaler,
     kept: Kept,
     pass: Pass,
+    /// Plan only the first this many micro-batches of each step (see
+    /// [`crate::fit::measure_update`]).
+    micro_batch_limit: Option<u64>,
 }
 
 impl Mlp {
@@ -126,6 +141,7 @@ impl Mlp {
             scaler: optim::Scaler::default(),
             kept: Kept::default(),
             pass: Pass::Model,
+            micro_batch_limit: None,
         };
         if device.info().executes {
             mlp.initialise(seed)?;
@@ -172,6 +188,12 @@ impl Mlp {
     /// Number of learnable values (weights and biases).
     pub fn parameter_count(&self) -> u64 {
         self.config.parameter_count()
+    }
+
+    /// Runs only the first `n` micro-batches of each step (on the `plan` backing, where the
+    /// later ones repeat the second's allocations).
+    pub(crate) fn limit_micro_batches(&mut self, n: u64) {
+        self.micro_batch_limit = Some(n);
     }
 
     /// Drops what the loop kept from the last step (`y_pred`, `loss`), as `del y_pred, loss`.

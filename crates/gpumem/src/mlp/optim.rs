@@ -88,7 +88,11 @@ impl Mlp {
 
     /// `scaler.scale(loss)` under mixed precision: a new scalar `loss · scale` whose backward
     /// multiplies the seed by the scale.
-    pub(super) fn scale_loss(&mut self, loss: &Tensor, tape: &mut Tape) -> Result<Option<Tensor>, Error> {
+    pub(super) fn scale_loss(
+        &mut self,
+        loss: &Tensor,
+        tape: &mut Tape,
+    ) -> Result<Option<Tensor>, Error> {
         if !self.config.strategy.scales_loss() {
             return Ok(None);
         }
@@ -223,21 +227,52 @@ impl Mlp {
                 let mut denoms = Vec::new();
                 let mut last: Option<Tensor> = None;
                 for ((i, bias, p, g), state) in params.iter().zip(&self.optim.params) {
-                    let (Some(g), ParamState::Adam { exp_avg, exp_avg_sq, .. }) = (g, state) else {
+                    let (
+                        Some(g),
+                        ParamState::Adam {
+                            exp_avg,
+                            exp_avg_sq,
+                            ..
+                        },
+                    ) = (g, state)
+                    else {
                         continue;
                     };
                     ops::adam(p, g, exp_avg, exp_avg_sq, hp)?;
-                    let label = |what: &str| format!("{} {what}", param_label(*i, if *bias { "bias" } else { "weight" }));
+                    let label = |what: &str| {
+                        format!(
+                            "{} {what}",
+                            param_label(*i, if *bias { "bias" } else { "weight" })
+                        )
+                    };
                     match imp {
                         OptimizerImpl::Foreach => {
-                            let d = Tensor::new(&self.device, p.rows(), p.cols(), p.dtype(), &label("_foreach_sqrt"))?;
+                            let d = Tensor::new(
+                                &self.device,
+                                p.rows(),
+                                p.cols(),
+                                p.dtype(),
+                                &label("_foreach_sqrt"),
+                            )?;
                             ops::adam_denom(exp_avg_sq, &d, scale, eps)?;
                             denoms.push(d);
                         }
                         OptimizerImpl::ForLoop => {
-                            let root = Tensor::new(&self.device, p.rows(), p.cols(), p.dtype(), &label("sqrt"))?;
+                            let root = Tensor::new(
+                                &self.device,
+                                p.rows(),
+                                p.cols(),
+                                p.dtype(),
+                                &label("sqrt"),
+                            )?;
                             ops::adam_denom(exp_avg_sq, &root, 1.0, 0.0)?;
-                            let d = Tensor::new(&self.device, p.rows(), p.cols(), p.dtype(), &label("denom"))?;
+                            let d = Tensor::new(
+                                &self.device,
+                                p.rows(),
+                                p.cols(),
+                                p.dtype(),
+                                &label("denom"),
+                            )?;
                             ops::adam_denom(exp_avg_sq, &d, scale, eps)?;
                             drop(root);
                             last = Some(d);
@@ -257,7 +292,15 @@ impl Mlp {
         let mut state = Vec::new();
         for (i, bias, p, g) in self.params() {
             let name = param_label(i, if bias { "bias" } else { "weight" });
-            let like = |what: &str| Tensor::new(&self.device, p.rows(), p.cols(), p.dtype(), &format!("{name}.{what}"));
+            let like = |what: &str| {
+                Tensor::new(
+                    &self.device,
+                    p.rows(),
+                    p.cols(),
+                    p.dtype(),
+                    &format!("{name}.{what}"),
+                )
+            };
             match self.config.optimizer {
                 Optimizer::Sgd { momentum, .. } if momentum != 0.0 => {
                     let Some(g) = g else { continue };
@@ -268,7 +311,8 @@ impl Mlp {
                 Optimizer::Sgd { .. } => return Ok(Vec::new()),
                 Optimizer::Adam { .. } => {
                     let step = if fused {
-                        let s = Tensor::new(&self.device, 1, 1, DType::F32, &format!("{name}.step"))?;
+                        let s =
+                            Tensor::new(&self.device, 1, 1, DType::F32, &format!("{name}.step"))?;
                         ops::zero(&s)?;
                         Some(s)
                     } else {

@@ -154,7 +154,8 @@ impl Mlp {
         let k = self.config.strategy.accumulation;
         let mut totals = Totals::default();
         let mut recomputed_layers = 0;
-        for (start, len) in micro_batches(rows, k) {
+        let limit = self.micro_batch_limit.unwrap_or(u64::MAX) as usize;
+        for (start, len) in micro_batches(rows, k).into_iter().take(limit) {
             let (xb, yb) = if len == rows {
                 (x.clone(), y.clone())
             } else {
@@ -181,7 +182,13 @@ impl Mlp {
     }
 
     /// Forward and backward of one micro-batch; returns the layers computed again.
-    fn micro_step(&mut self, x: &Tensor, y: &Tensor, k: u64, totals: &mut Totals) -> Result<u64, Error> {
+    fn micro_step(
+        &mut self,
+        x: &Tensor,
+        y: &Tensor,
+        k: u64,
+        totals: &mut Totals,
+    ) -> Result<u64, Error> {
         self.pass = Pass::Forward;
         let mut tape = Tape::default();
         let mut cache = self.autocast_region();
@@ -242,7 +249,8 @@ impl Mlp {
 
     /// One node's backward: the gradient for its input (`None` where none is needed).
     fn backward_node(&mut self, node: Node, grad: Tensor) -> Result<Option<Tensor>, Error> {
-        let new = |rows, cols, dtype, label: &str| Tensor::new(&self.device, rows, cols, dtype, label);
+        let new =
+            |rows, cols, dtype, label: &str| Tensor::new(&self.device, rows, cols, dtype, label);
         Ok(match node {
             Node::Scale { factor } => Some(scaled(&grad, factor, "loss.grad (scaled)")?),
             Node::NllLoss {
@@ -301,7 +309,13 @@ impl Mlp {
         let (rows, dtype) = (dz.rows(), dz.dtype());
         let w = weight.as_ref().unwrap_or(&self.layers[layer].weight);
         let da = if input_grad {
-            let da = Tensor::new(&self.device, rows, w.rows(), dtype, &format!("a{}.grad", layer.wrapping_sub(1)))?;
+            let da = Tensor::new(
+                &self.device,
+                rows,
+                w.rows(),
+                dtype,
+                &format!("a{}.grad", layer.wrapping_sub(1)),
+            )?;
             ops::matmul(NT, &dz, w, &da, None)?;
             Some(da)
         } else {
@@ -310,9 +324,19 @@ impl Mlp {
         let cast_back = dtype != self.precision().parameters();
         let grad_label = |what: &str| {
             let name = format!("{}.grad", param_label(layer, what));
-            if cast_back { format!("{name} (float16)") } else { name }
+            if cast_back {
+                format!("{name} (float16)")
+            } else {
+                name
+            }
         };
-        let dw = Tensor::new(&self.device, input.cols(), dz.cols(), dtype, &grad_label("weight"))?;
+        let dw = Tensor::new(
+            &self.device,
+            input.cols(),
+            dz.cols(),
+            dtype,
+            &grad_label("weight"),
+        )?;
         ops::matmul(TN, &input, &dz, &dw, None)?;
         let db = Tensor::new(&self.device, 1, dz.cols(), dtype, &grad_label("bias"))?;
         ops::colsum(&dz, &db, false)?;
@@ -336,7 +360,11 @@ impl Mlp {
     /// into it and freed.
     fn accumulate(&mut self, layer: usize, bias: bool, g: Tensor) -> Result<(), Error> {
         let grads = &mut self.grads[layer];
-        let slot = if bias { &mut grads.bias } else { &mut grads.weight };
+        let slot = if bias {
+            &mut grads.bias
+        } else {
+            &mut grads.weight
+        };
         match slot {
             Some(existing) => ops::add(existing, &g),
             None => {

@@ -104,11 +104,20 @@ fn kept_outputs_hold_memory_until_the_observer_drops_them() {
     };
     run(&mut m, Rows::Planned(10), &schedule(1, 4), &mut r).unwrap();
     assert!(r.calls.iter().any(|c| c.ends_with("outputs true")));
-    // Three steps' logits and per-row losses, each in a 512-byte block.
+    // Three steps' y_pred and loss, each in a 512-byte block (the last step's are also the
+    // loop's own), beside the gradients.
     assert_eq!(r.kept.len(), 3);
-    assert_eq!(dev.memory_allocated(), model + 3 * 2 * 512);
+    let grads: u64 = m
+        .gradients()
+        .iter()
+        .flat_map(|g| [&g.weight, &g.bias])
+        .map(|t| t.as_ref().map_or(0, |t| t.placement().size))
+        .sum();
+    assert_eq!(dev.memory_allocated(), model + grads + 3 * 2 * 512);
     r.kept.clear();
-    assert_eq!(dev.memory_allocated(), model);
+    assert_eq!(dev.memory_allocated(), model + grads + 2 * 512);
+    m.release_outputs();
+    assert_eq!(dev.memory_allocated(), model + grads);
 }
 
 #[test]

@@ -16,7 +16,9 @@ fn labels(t: &Tensor, classes: usize) -> Result<Vec<usize>, Error> {
             usize::try_from(l)
                 .ok()
                 .filter(|&l| l < classes)
-                .ok_or_else(|| Error::Shape(format!("label {l} of row {row} is not below {classes}")))
+                .ok_or_else(|| {
+                    Error::Shape(format!("label {l} of row {row} is not below {classes}"))
+                })
         })
         .collect()
 }
@@ -61,7 +63,9 @@ pub fn log_softmax(x: &Tensor, out: &Tensor) -> Result<(), Error> {
                 let max = row.iter().copied().fold(C::neg_infinity(), C::max);
                 let sum = row.iter().fold(C::zero(), |s, &v| s + (v - max).exp());
                 let log_sum = sum.ln() + max;
-                orow.iter_mut().zip(row).for_each(|(o, &v)| *o = v - log_sum);
+                orow.iter_mut()
+                    .zip(row)
+                    .for_each(|(o, &v)| *o = v - log_sum);
             }
         })
     }

@@ -1,0 +1,506 @@
+//! The training step's tensors, moment by moment, as block sizes in a [`Ledger`]: the same
+//! schedule as the engine's step ([`crate::mlp`]), PyTorch's, written as arithmetic.
+
+use super::ledger::{Id, Ledger};
+use super::{Term, block_bytes};
+use crate::mlp::{MlpConfig, Optimizer, OptimizerImpl, Precision, ZeroGrad, micro_batches};
+use std::ops::Range;
+
+/// Bytes of one float32 scalar (a loss, a count, the loss scale).
+const SCALAR: u64 = 4;
+
+/// A tensor of the walk: its ledger entry, columns and bytes per value.
+#[derive(Debug, Clone, Copy)]
+struct T {
+    id: Id,
+    cols: u64,
+    size: u64,
+}
+
+/// What a forward operation saved for backward (as in `crate::mlp::autograd`).
+#[derive(Debug)]
+enum Node {
+    Linear {
+        layer: usize,
+        input: T,
+        weight: Option<T>,
+        input_grad: bool,
+    },
+    Relu {
+        output: T,
+    },
+    LogSoftmax {
+        output: T,
+    },
+    ToFloat32,
+    Nll {
+        logp: T,
+        total_weight: T,
+    },
+    Scale,
+    Checkpoint {
+        layers: Range<usize>,
+        input: T,
+    },
+}
+
+/// The walk through two steps of `config` at `batch` rows.
+pub(super) struct Walk<'a> {
+    c: &'a MlpConfig,
+    pub(super) led: Ledger,
+    /// Bytes per value of the parameters, of autocast's copies (2) or not.
+    param: u64,
+    mixed: bool,
+    params: Vec<(u64, u64)>,
+    grads: Vec<[Option<Id>; 2]>,
+    state: Vec<Id>,
+    scaler: Option<[Id; 2]>,
+    kept: (Option<Id>, Option<Id>),
+    pub(super) recomputed: u64,
+    /// Bytes a request of `n` bytes takes: its block, or `n` itself for the raw sum.
+    round: fn(u64) -> u64,
+}
+
+impl<'a> Walk<'a> {
+    pub(super) fn new(c: &'a MlpConfig) -> Walk<'a> {
+        Walk {
+            c,
+            led: Ledger::default(),
+            param: c.strategy.precision.parameters().size(),
+            mixed: c.strategy.precision == Precision::Mixed,
+            params: c.layer_shapes(),
+            grads: vec![[None, None]; c.layers as usize + 1],
+            state: Vec::new(),
+            scaler: None,
+            kept: (None, None),
+            recomputed: 0,
+            round: block_bytes,
+        }
+    }
+
+    /// Counts requests at their size, without the allocator's rounding (PyTorch's raw tensor
+    /// bytes, as MemTracker counts them).
+    pub(super) fn raw(mut self) -> Self {
+        self.round = |n| n;
+        self
+    }
+
+    fn new_t(&mut self, term: Term, rows: u64, cols: u64, size: u64) -> T {
+        let id = self.led.alloc(term, (self.round)(rows * cols * size));
+        T { id, cols, size }
+    }
+
+    /// The loss: a float32 scalar (float64 when everything is).
+    fn loss_bytes(&self) -> u64 {
+        if self.param == 8 { 8 } else { SCALAR }
+    }
+
+    fn hold(&mut self, t: T) -> T {
+        self.led.hold(t.id);
+        t
+    }
+
+    // ANCHOR: model
+    /// The model: every layer's weight (`fan_in × fan_out`) and bias, in order.
+    pub(super) fn parameters(&mut self, leftover: impl Fn(usize) -> u64) {
+        for (i, &(fan_in, fan_out)) in self.params.clone().iter().enumerate() {
+            let w = (self.round)(fan_in * fan_out * self.param) + leftover(i);
+            self.led.alloc(Term::Parameters, w);
+            self.led
+                .alloc(Term::Parameters, (self.round)(fan_out * self.param));
+        }
+    }
+    // ANCHOR_END: model
+
+    // ANCHOR: per_step
+    /// One step of `rows`: `zero_grad()`, the batch, each micro-batch's forward and backward
+    /// pass (only the first two: later ones repeat the second with at most as many rows),
+    /// `optimizer.step()`.
+    pub(super) fn step(&mut self, rows: u64) {
+        if self.c.strategy.zero_grad == ZeroGrad::SetToNone {
+            let grads = std::mem::take(&mut self.grads);
+            self.led.drop_all(grads.iter().flatten().flatten().copied());
+            self.grads = vec![[None, None]; grads.len()];
+        }
+        let x = self.new_t(Term::InputBatch, rows, self.c.inputs, self.param);
+        let y = self.new_t(Term::InputBatch, rows, 1, 8);
+        let parts = micro_batches(rows, self.c.strategy.accumulation);
+        for &(_, len) in parts.iter().take(2) {
+            self.micro(x, len, parts.len() as u64);
+        }
+        self.optimizer_step();
+        self.led.drop_all([x.id, y.id]);
+    }
+
+    /// `y_pred = model(x)`, the loss (divided by `k`), `loss.backward()`.
+    fn micro(&mut self, x: T, rows: u64, k: u64) {
+        let mut tape = Vec::new();
+        let mut cache = Vec::new();
+        let y_pred = self.forward(x, rows, &mut tape, &mut cache);
+        let old = self.kept.0.replace(self.led.hold(y_pred.id));
+        self.led.drop_all(old);
+        let loss = self.cross_entropy(y_pred, rows, &mut tape);
+        self.led.drop(y_pred.id);
+        let old = self.kept.1.replace(self.led.hold(loss));
+        self.led.drop_all(old);
+        if k > 1 {
+            let divided = self
+                .led
+                .alloc(Term::Activations, (self.round)(self.loss_bytes()));
+            tape.push(Node::Scale);
+            self.led.drop(loss);
+            let old = self.kept.1.replace(divided);
+            self.led.drop_all(old);
+        } else {
+            self.led.drop(loss);
+        }
+        self.led
+            .drop_all(cache.drain(..).map(|(_, t): (_, T)| t.id));
+        let scaled = self.scale_loss(&mut tape);
+        let seed = self.led.alloc(Term::Temporaries, (self.round)(SCALAR));
+        let held = self.led.hold(seed);
+        self.backward(tape, held, rows);
+        self.led
+            .drop_all([Some(seed), scaled].into_iter().flatten());
+    }
+    // ANCHOR_END: per_step
+
+    /// The hidden layers (checkpointed segments save only their input) and the output layer.
+    fn forward(
+        &mut self,
+        x: T,
+        rows: u64,
+        tape: &mut Vec<Node>,
+        cache: &mut Vec<((usize, bool), T)>,
+    ) -> T {
+        let mut h = self.hold(x);
+        let layers = self.c.layers as usize;
+        for (range, ck) in crate::mlp::segments(self.c.strategy.checkpointing, layers) {
+            if ck {
+                let out = self.blocks(range.clone(), h, rows, None, cache);
+                self.recomputed += range.len() as u64;
+                tape.push(Node::Checkpoint {
+                    layers: range,
+                    input: h,
+                });
+                h = out;
+            } else {
+                let out = self.blocks(range, h, rows, Some(tape), cache);
+                self.led.drop(h.id);
+                h = out;
+            }
+        }
+        let y_pred = self.linear(layers, h, rows, Some(tape), cache);
+        self.led.drop(h.id);
+        y_pred
+    }
+
+    fn blocks(
+        &mut self,
+        layers: Range<usize>,
+        input: T,
+        rows: u64,
+        mut tape: Option<&mut Vec<Node>>,
+        cache: &mut Vec<((usize, bool), T)>,
+    ) -> T {
+        let mut h = self.hold(input);
+        for i in layers {
+            let z = self.linear(i, h, rows, tape.as_deref_mut(), cache);
+            let a = self.relu(z, rows, tape.as_deref_mut());
+            self.led.drop(h.id);
+            h = a;
+        }
+        h
+    }
+
+    /// Autocast's float16 copy of a parameter, made once per autocast region.
+    fn cast_param(&mut self, cache: &mut Vec<((usize, bool), T)>, key: (usize, bool)) -> T {
+        if let Some(&(_, t)) = cache.iter().find(|(k, _)| *k == key) {
+            return self.hold(t);
+        }
+        let (fan_in, fan_out) = self.params[key.0];
+        let t = self.new_t(
+            Term::Activations,
+            if key.1 { 1 } else { fan_in },
+            fan_out,
+            2,
+        );
+        cache.push((key, t));
+        self.hold(t)
+    }
+
+    fn linear(
+        &mut self,
+        i: usize,
+        input: T,
+        rows: u64,
+        tape: Option<&mut Vec<Node>>,
+        cache: &mut Vec<((usize, bool), T)>,
+    ) -> T {
+        let input_grad = i > 0;
+        let out_cols = self.params[i].1;
+        let (input, weight, bias) = if self.mixed {
+            let b = self.cast_param(cache, (i, true));
+            let w = self.cast_param(cache, (i, false));
+            let x = if input.size == 2 {
+                self.hold(input)
+            } else {
+                self.new_t(Term::Activations, rows, input.cols, 2)
+            };
+            (x, Some(w), Some(b))
+        } else {
+            (self.hold(input), None, None)
+        };
+        let size = if self.mixed { 2 } else { self.param };
+        let z = self.new_t(Term::Activations, rows, out_cols, size);
+        match tape {
+            Some(tape) => {
+                let weight = match weight {
+                    Some(w) if !input_grad => {
+                        self.led.drop(w.id);
+                        None
+                    }
+                    w => w,
+                };
+                tape.push(Node::Linear {
+                    layer: i,
+                    input,
+                    weight,
+                    input_grad,
+                });
+            }
+            None => self
+                .led
+                .drop_all([Some(input.id), weight.map(|w| w.id)].into_iter().flatten()),
+        }
+        self.led.drop_all(bias.map(|b| b.id));
+        z
+    }
+
+    fn relu(&mut self, z: T, rows: u64, tape: Option<&mut Vec<Node>>) -> T {
+        let a = if self.c.strategy.relu_inplace {
+            z
+        } else {
+            let a = self.new_t(Term::Activations, rows, z.cols, z.size);
+            self.led.drop(z.id);
+            a
+        };
+        if let Some(tape) = tape {
+            let output = self.hold(a);
+            tape.push(Node::Relu { output });
+        }
+        a
+    }
+
+    /// `log_softmax` then `nll_loss`; returns the loss.
+    fn cross_entropy(&mut self, y_pred: T, rows: u64, tape: &mut Vec<Node>) -> Id {
+        let mut logp = self.new_t(Term::Activations, rows, y_pred.cols, y_pred.size);
+        let output = self.hold(logp);
+        tape.push(Node::LogSoftmax { output });
+        if logp.size == 2 {
+            let wide = self.new_t(Term::Activations, rows, logp.cols, 4);
+            self.led.drop(logp.id);
+            logp = wide;
+            tape.push(Node::ToFloat32);
+        }
+        let loss = self
+            .led
+            .alloc(Term::Activations, (self.round)(self.loss_bytes()));
+        let total_weight = self.new_t(Term::Activations, 1, 1, logp.size);
+        tape.push(Node::Nll { logp, total_weight });
+        loss
+    }
+
+    /// `scaler.scale(loss)`: the scaler's own tensors at the first use, then the scaled loss.
+    fn scale_loss(&mut self, tape: &mut Vec<Node>) -> Option<Id> {
+        if !self.c.strategy.scales_loss() {
+            return None;
+        }
+        if self.scaler.is_none() {
+            self.scaler =
+                Some([0, 1].map(|_| self.led.alloc(Term::OptimizerState, (self.round)(SCALAR))));
+        }
+        tape.push(Node::Scale);
+        Some(
+            self.led
+                .alloc(Term::Temporaries, (self.round)(self.loss_bytes())),
+        )
+    }
+
+    fn backward(&mut self, tape: Vec<Node>, seed: Id, rows: u64) {
+        let mut grad = Some(T {
+            id: seed,
+            cols: 1,
+            size: 4,
+        });
+        for node in tape.into_iter().rev() {
+            let Some(g) = grad.take() else { break };
+            grad = self.backward_node(node, g, rows);
+        }
+        self.led.drop_all(grad.map(|g| g.id));
+    }
+
+    fn backward_node(&mut self, node: Node, grad: T, rows: u64) -> Option<T> {
+        let out = match node {
+            Node::Scale => Some(self.new_t(Term::Temporaries, 1, 1, grad.size)),
+            Node::Nll { logp, total_weight } => {
+                let out = self.new_t(Term::Temporaries, rows, logp.cols, logp.size);
+                self.led.drop_all([logp.id, total_weight.id]);
+                Some(out)
+            }
+            Node::ToFloat32 => Some(self.new_t(Term::Temporaries, rows, grad.cols, 2)),
+            Node::LogSoftmax { output } | Node::Relu { output } => {
+                let out = self.new_t(Term::Temporaries, rows, output.cols, output.size);
+                self.led.drop(output.id);
+                Some(out)
+            }
+            Node::Linear {
+                layer,
+                input,
+                weight,
+                input_grad,
+            } => {
+                return self.linear_backward(layer, [Some(input), weight], input_grad, grad, rows);
+            }
+            Node::Checkpoint { layers, input } => {
+                let mut sub = Vec::new();
+                let mut cache = Vec::new();
+                let out = self.blocks(layers, input, rows, Some(&mut sub), &mut cache);
+                self.led.drop_all([out.id, input.id]);
+                self.led.drop_all(cache.drain(..).map(|(_, t)| t.id));
+                let mut g = Some(grad);
+                for node in sub.into_iter().rev() {
+                    let Some(incoming) = g.take() else { break };
+                    g = self.backward_node(node, incoming, rows);
+                }
+                return g;
+            }
+        };
+        self.led.drop(grad.id);
+        out
+    }
+
+    /// `AddmmBackward0`: the input's gradient, the weight's, the bias's; the saved tensors and
+    /// `dz` let go; the parameters' gradients accumulated (cast back to float32 first under
+    /// autocast).
+    fn linear_backward(
+        &mut self,
+        layer: usize,
+        saved: [Option<T>; 2],
+        input_grad: bool,
+        dz: T,
+        rows: u64,
+    ) -> Option<T> {
+        let (fan_in, fan_out) = self.params[layer];
+        let da = input_grad.then(|| self.new_t(Term::Temporaries, rows, fan_in, dz.size));
+        let cast_back = dz.size != self.param;
+        let term = |w: &Self, bias: bool| {
+            if cast_back || w.grads[layer][usize::from(bias)].is_some() {
+                Term::Temporaries
+            } else {
+                Term::Gradients
+            }
+        };
+        let (tw, tb) = (term(self, false), term(self, true));
+        let dw = self.new_t(tw, fan_in, fan_out, dz.size);
+        let db = self.new_t(tb, 1, fan_out, dz.size);
+        self.led.drop_all(saved.into_iter().flatten().map(|t| t.id));
+        self.led.drop(dz.id);
+        if cast_back {
+            for (g, bias, rows_) in [(dw, false, fan_in), (db, true, 1)] {
+                let term = if self.grads[layer][usize::from(bias)].is_some() {
+                    Term::Temporaries
+                } else {
+                    Term::Gradients
+                };
+                let wide = self.new_t(term, rows_, fan_out, self.param);
+                self.led.drop(g.id);
+                self.accumulate(layer, bias, wide.id);
+            }
+        } else {
+            self.accumulate(layer, true, db.id);
+            self.accumulate(layer, false, dw.id);
+        }
+        da
+    }
+
+    /// `AccumulateGrad`: the first gradient becomes `.grad`; later ones are added and freed.
+    fn accumulate(&mut self, layer: usize, bias: bool, g: Id) {
+        let slot = &mut self.grads[layer][usize::from(bias)];
+        if slot.is_some() {
+            self.led.drop(g);
+        } else {
+            *slot = Some(g);
+        }
+    }
+
+    /// `optimizer.step()`, through the `GradScaler`'s unscaling when there is one.
+    fn optimizer_step(&mut self) {
+        if !self.c.strategy.scales_loss() {
+            return self.update();
+        }
+        let s64 = self.led.alloc(Term::Temporaries, (self.round)(8));
+        let inv64 = self.led.alloc(Term::Temporaries, (self.round)(8));
+        self.led.drop(s64);
+        let inv = self.led.alloc(Term::Temporaries, (self.round)(SCALAR));
+        self.led.drop(inv64);
+        let [found, per_device, for_step] =
+            [0; 3].map(|_| self.led.alloc(Term::Temporaries, (self.round)(SCALAR)));
+        self.led.drop_all([inv, found, for_step]);
+        self.update();
+        self.led.drop(per_device);
+    }
+
+    /// The update: state made at the first step; Adam's temporaries (foreach: all at once;
+    /// for-loop: one parameter's at a time; fused: none).
+    fn update(&mut self) {
+        let sizes: Vec<u64> = self
+            .params
+            .iter()
+            .flat_map(|&(i, o)| [i * o * self.param, o * self.param])
+            .collect();
+        let adam = matches!(self.c.optimizer, Optimizer::Adam { .. });
+        if self.state.is_empty() {
+            let fused = self.c.strategy.optimizer_impl == OptimizerImpl::Fused;
+            for &bytes in &sizes {
+                let copies = if adam {
+                    2
+                } else {
+                    self.c.optimizer.states_per_parameter()
+                };
+                if adam && fused {
+                    self.state
+                        .push(self.led.alloc(Term::OptimizerState, (self.round)(SCALAR)));
+                }
+                for _ in 0..copies {
+                    self.state
+                        .push(self.led.alloc(Term::OptimizerState, (self.round)(bytes)));
+                }
+            }
+        }
+        if !adam {
+            return;
+        }
+        match self.c.strategy.optimizer_impl {
+            OptimizerImpl::Foreach => {
+                let temps: Vec<Id> = sizes
+                    .iter()
+                    .map(|&b| self.led.alloc(Term::Temporaries, (self.round)(b)))
+                    .collect();
+                self.led.drop_all(temps);
+            }
+            OptimizerImpl::ForLoop => {
+                let mut last: Option<Id> = None;
+                for &b in &sizes {
+                    let root = self.led.alloc(Term::Temporaries, (self.round)(b));
+                    let d = self.led.alloc(Term::Temporaries, (self.round)(b));
+                    self.led.drop(root);
+                    let old = last.replace(d);
+                    self.led.drop_all(old);
+                }
+                self.led.drop_all(last);
+            }
+            OptimizerImpl::Fused => {}
+        }
+    }
+}
