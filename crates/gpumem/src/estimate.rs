@@ -200,8 +200,9 @@ pub fn estimate(config: &MlpConfig, batch: u64) -> Result<Estimate, Error> {
         temporaries,
         peak_allocated,
         parameter_count: config.parameter_count(),
-        // The walk plans two micro-batches of each of two steps; one update runs them all.
-        recomputed_layers: walk.recomputed / (2 * micro.min(2)) * micro,
+        // The walk plans up to three micro-batches of each of two steps; one update runs
+        // them all.
+        recomputed_layers: walk.recomputed / (2 * micro.min(3)) * micro,
     })
 }
 

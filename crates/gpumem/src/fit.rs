@@ -30,7 +30,8 @@ const PLAN_ALL_UP_TO: u64 = 8;
 /// [`measure_step`] for one optimizer update, in time independent of the number of
 /// micro-batches on the `plan` backing.
 ///
-/// With more than a few micro-batches, only the first two of each step are planned: the
+/// With more than a few micro-batches, only the first two of each step and the last are
+/// planned (the last because the loop keeps its `y_pred` and loss through the update): the
 /// first is the largest (the engine's micro-batches differ by at most one row, longest
 /// first) and the second is the first to add its gradients into existing ones while the
 /// first's `y_pred` and loss are still alive. Every later micro-batch repeats the second's
@@ -243,9 +244,24 @@ mod tests {
                         let full = measure_step(&planning_unlimited(), &c, batch, 0).unwrap();
                         let fast = measure_update(&planning_unlimited(), &c, batch, 0).unwrap();
                         let what = format!("{c:?} at {batch}");
-                        assert_eq!(fast.peak_allocated, full.peak_allocated, "{what}");
-                        assert_eq!(fast.peak_reserved, full.peak_reserved, "{what}");
                         assert_eq!(fast.peak_requested, full.peak_requested, "{what}");
+                        // Blocks: equal where the equation is exact; in the 1–10 MiB band a
+                        // later, one-row-shorter micro-batch may land in a block cut
+                        // differently.
+                        if crate::estimate::is_exact(&c, batch) {
+                            assert_eq!(fast.peak_allocated, full.peak_allocated, "{what}");
+                            assert_eq!(fast.peak_reserved, full.peak_reserved, "{what}");
+                        } else {
+                            let margin = crate::estimate::band_margin(&c);
+                            assert!(
+                                fast.peak_allocated.abs_diff(full.peak_allocated) <= margin,
+                                "{what}"
+                            );
+                            assert!(
+                                fast.peak_reserved.abs_diff(full.peak_reserved) <= margin,
+                                "{what}"
+                            );
+                        }
                         // On a card just large enough for the full plan, both fit; just
                         // too small, both fail.
                         for card in [full.peak_reserved, full.peak_allocated - 1] {
@@ -306,7 +322,9 @@ mod tests {
         )
         .unwrap();
         let best32 = cheapest(&f32_only).unwrap();
-        assert_eq!(best32.strategy.accumulation, 2);
+        // Two micro-batches would fit in allocated bytes, but the backward pass then finds
+        // the cache fragmented (small tensors cut out of a cached 4.7 GB block): three.
+        assert_eq!(best32.strategy.accumulation, 3);
         assert_eq!(best32.cost.recomputed_layers, 0);
     }
 
@@ -327,9 +345,11 @@ mod tests {
             Checkpointing::Sqrt,
         ));
         let cost = Cost::of(&deep, 100, 0).unwrap();
-        // Segments of 4: 3 earlier segments recompute 3 layers each, per micro-batch.
-        assert_eq!(cost.recomputed_layers, 18);
-        assert!((cost.extra_forward_passes(16) - 9.0 / 16.0).abs() < 1e-12);
+        // Segments of 4: the 3 earlier segments are computed again whole (PyTorch's
+        // non-reentrant checkpoint recomputes the segment, its last layer too), per
+        // micro-batch.
+        assert_eq!(cost.recomputed_layers, 24);
+        assert!((cost.extra_forward_passes(16) - 12.0 / 16.0).abs() < 1e-12);
         assert!(!checkpointing_has_effect(Checkpointing::Sqrt, 1));
         assert!(!checkpointing_has_effect(Checkpointing::Sqrt, 2));
         assert!(!checkpointing_has_effect(Checkpointing::Every(1), 8));

@@ -3,7 +3,10 @@
 
 use super::ledger::{Id, Ledger};
 use super::{Term, block_bytes};
-use crate::mlp::{MlpConfig, Optimizer, OptimizerImpl, Precision, ZeroGrad, micro_batches};
+use crate::alloc::{MIN_LARGE_ALLOC, ROUND_LARGE, SMALL_SIZE, round_size};
+use crate::mlp::{
+    MlpConfig, Optimizer, OptimizerImpl, Precision, ZeroGrad, micro_batches, planned_micro_batches,
+};
 use std::ops::Range;
 
 /// Bytes of one float32 scalar (a loss, a count, the loss scale).
@@ -56,9 +59,13 @@ pub(super) struct Walk<'a> {
     state: Vec<Id>,
     scaler: Option<[Id; 2]>,
     kept: (Option<Id>, Option<Id>),
+    /// Rows of the step's first (largest) micro-batch.
+    first_rows: u64,
     pub(super) recomputed: u64,
     /// Bytes a request of `n` bytes takes: its block, or `n` itself for the raw sum.
     round: fn(u64) -> u64,
+    /// Whether blocks are counted (not raw bytes).
+    blocks: bool,
 }
 
 impl<'a> Walk<'a> {
@@ -73,8 +80,10 @@ impl<'a> Walk<'a> {
             state: Vec::new(),
             scaler: None,
             kept: (None, None),
+            first_rows: 0,
             recomputed: 0,
             round: block_bytes,
+            blocks: true,
         }
     }
 
@@ -82,7 +91,25 @@ impl<'a> Walk<'a> {
     /// bytes, as MemTracker counts them).
     pub(super) fn raw(mut self) -> Self {
         self.round = |n| n;
+        self.blocks = false;
         self
+    }
+
+    /// A tensor of the current micro-batch's rows. A later, shorter micro-batch's large
+    /// tensor is served from the segment the first micro-batch's tensor of its kind made
+    /// (free again, its leftover merged back): split off when more than 1 MiB would be left,
+    /// else handed over whole.
+    fn batch_t(&mut self, term: Term, rows: u64, cols: u64, size: u64) -> T {
+        let (bytes, first) = (rows * cols * size, self.first_rows * cols * size);
+        let block = match (self.blocks, round_size(bytes), round_size(first)) {
+            (true, Some(b), Some(f)) if rows < self.first_rows && b >= MIN_LARGE_ALLOC => {
+                let segment = f.next_multiple_of(ROUND_LARGE);
+                if segment - b > SMALL_SIZE { b } else { segment }
+            }
+            _ => (self.round)(bytes),
+        };
+        let id = self.led.alloc(term, block);
+        T { id, cols, size }
     }
 
     fn new_t(&mut self, term: Term, rows: u64, cols: u64, size: u64) -> T {
@@ -114,8 +141,8 @@ impl<'a> Walk<'a> {
 
     // ANCHOR: per_step
     /// One step of `rows`: `zero_grad()`, the batch, each micro-batch's forward and backward
-    /// pass (only the first two: later ones repeat the second with at most as many rows),
-    /// `optimizer.step()`.
+    /// pass (the first two and the last: the ones between repeat the second with at most as
+    /// many rows, and the last leaves its `y_pred` and loss to the update), `optimizer.step()`.
     pub(super) fn step(&mut self, rows: u64) {
         if self.c.strategy.zero_grad == ZeroGrad::SetToNone {
             let grads = std::mem::take(&mut self.grads);
@@ -124,9 +151,11 @@ impl<'a> Walk<'a> {
         }
         let x = self.new_t(Term::InputBatch, rows, self.c.inputs, self.param);
         let y = self.new_t(Term::InputBatch, rows, 1, 8);
-        let parts = micro_batches(rows, self.c.strategy.accumulation);
-        for &(_, len) in parts.iter().take(2) {
-            self.micro(x, len, parts.len() as u64);
+        let k = micro_batches(rows, self.c.strategy.accumulation).len() as u64;
+        let planned = planned_micro_batches(rows, k, Some(2));
+        self.first_rows = planned[0].1;
+        for (_, len) in planned {
+            self.micro(x, len, k);
         }
         self.optimizer_step();
         self.led.drop_all([x.id, y.id]);
@@ -245,14 +274,14 @@ impl<'a> Walk<'a> {
             let x = if input.size == 2 {
                 self.hold(input)
             } else {
-                self.new_t(Term::Activations, rows, input.cols, 2)
+                self.batch_t(Term::Activations, rows, input.cols, 2)
             };
             (x, Some(w), Some(b))
         } else {
             (self.hold(input), None, None)
         };
         let size = if self.mixed { 2 } else { self.param };
-        let z = self.new_t(Term::Activations, rows, out_cols, size);
+        let z = self.batch_t(Term::Activations, rows, out_cols, size);
         match tape {
             Some(tape) => {
                 let weight = match weight {
@@ -281,7 +310,7 @@ impl<'a> Walk<'a> {
         let a = if self.c.strategy.relu_inplace {
             z
         } else {
-            let a = self.new_t(Term::Activations, rows, z.cols, z.size);
+            let a = self.batch_t(Term::Activations, rows, z.cols, z.size);
             self.led.drop(z.id);
             a
         };
@@ -294,11 +323,11 @@ impl<'a> Walk<'a> {
 
     /// `log_softmax` then `nll_loss`; returns the loss.
     fn cross_entropy(&mut self, y_pred: T, rows: u64, tape: &mut Vec<Node>) -> Id {
-        let mut logp = self.new_t(Term::Activations, rows, y_pred.cols, y_pred.size);
+        let mut logp = self.batch_t(Term::Activations, rows, y_pred.cols, y_pred.size);
         let output = self.hold(logp);
         tape.push(Node::LogSoftmax { output });
         if logp.size == 2 {
-            let wide = self.new_t(Term::Activations, rows, logp.cols, 4);
+            let wide = self.batch_t(Term::Activations, rows, logp.cols, 4);
             self.led.drop(logp.id);
             logp = wide;
             tape.push(Node::ToFloat32);
@@ -344,13 +373,13 @@ impl<'a> Walk<'a> {
         let out = match node {
             Node::Scale => Some(self.new_t(Term::Temporaries, 1, 1, grad.size)),
             Node::Nll { logp, total_weight } => {
-                let out = self.new_t(Term::Temporaries, rows, logp.cols, logp.size);
+                let out = self.batch_t(Term::Temporaries, rows, logp.cols, logp.size);
                 self.led.drop_all([logp.id, total_weight.id]);
                 Some(out)
             }
-            Node::ToFloat32 => Some(self.new_t(Term::Temporaries, rows, grad.cols, 2)),
+            Node::ToFloat32 => Some(self.batch_t(Term::Temporaries, rows, grad.cols, 2)),
             Node::LogSoftmax { output } | Node::Relu { output } => {
-                let out = self.new_t(Term::Temporaries, rows, output.cols, output.size);
+                let out = self.batch_t(Term::Temporaries, rows, output.cols, output.size);
                 self.led.drop(output.id);
                 Some(out)
             }
@@ -392,7 +421,7 @@ impl<'a> Walk<'a> {
         rows: u64,
     ) -> Option<T> {
         let (fan_in, fan_out) = self.params[layer];
-        let da = input_grad.then(|| self.new_t(Term::Temporaries, rows, fan_in, dz.size));
+        let da = input_grad.then(|| self.batch_t(Term::Temporaries, rows, fan_in, dz.size));
         let cast_back = dz.size != self.param;
         let term = |w: &Self, bias: bool| {
             if cast_back || w.grads[layer][usize::from(bias)].is_some() {

@@ -17,6 +17,7 @@ pub use config::{
     Checkpointing, MAX_LAYERS, MlpConfig, Optimizer, OptimizerImpl, Precision, Strategy, ZeroGrad,
 };
 pub(crate) use forward::segments;
+pub(crate) use step::planned_micro_batches;
 pub use step::{Batch, StepOutputs, StepResult, micro_batches};
 
 use crate::device::Device;
@@ -190,8 +191,8 @@ impl Mlp {
         self.config.parameter_count()
     }
 
-    /// Runs only the first `n` micro-batches of each step (on the `plan` backing, where the
-    /// later ones repeat the second's allocations).
+    /// Runs only the first `n` micro-batches of each step and the last (on the `plan`
+    /// backing, where the ones between repeat the second's allocations).
     pub(crate) fn limit_micro_batches(&mut self, n: u64) {
         self.micro_batch_limit = Some(n);
     }

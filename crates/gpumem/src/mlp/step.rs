@@ -68,6 +68,20 @@ pub fn micro_batches(rows: u64, parts: u64) -> Vec<(u64, u64)> {
         .collect()
 }
 
+/// The micro-batches a step runs: all of them, or with a `limit` only the first `limit`
+/// and the last (whose `y_pred` and loss the loop keeps).
+pub(crate) fn planned_micro_batches(rows: u64, parts: u64, limit: Option<u64>) -> Vec<(u64, u64)> {
+    let all = micro_batches(rows, parts);
+    match limit {
+        Some(n) if (n as usize) < all.len() => {
+            let mut some = all[..n as usize].to_vec();
+            some.extend(all.last().copied());
+            some
+        }
+        _ => all,
+    }
+}
+
 /// Device tensors a step handed back: the loop's `y_pred` and `loss`. They hold device
 /// memory until dropped: keep them in a `Vec` and memory grows every step.
 #[derive(Debug)]
@@ -154,8 +168,7 @@ impl Mlp {
         let k = self.config.strategy.accumulation;
         let mut totals = Totals::default();
         let mut recomputed_layers = 0;
-        let limit = self.micro_batch_limit.unwrap_or(u64::MAX) as usize;
-        for (start, len) in micro_batches(rows, k).into_iter().take(limit) {
+        for (start, len) in planned_micro_batches(rows, k, self.micro_batch_limit) {
             let (xb, yb) = if len == rows {
                 (x.clone(), y.clone())
             } else {
