@@ -232,5 +232,14 @@ mod tests {
         assert!(parse_lr("nan").is_err());
         assert!(parse_lr("inf").is_err());
         assert_eq!(parse_lr("0.01"), Ok(0.01));
+        assert!(parse_momentum("-0.5").unwrap_err().contains("at least 0"));
+        assert!(parse_momentum("nan").unwrap_err().contains("finite"));
+        assert!(parse_momentum("fast").unwrap_err().contains("not a number"));
+        assert_eq!(parse_momentum("0.9"), Ok(0.9));
+        let e = parse_optimizer_impl("vectorised").unwrap_err();
+        assert!(e.contains("foreach, for-loop or fused"), "{e}");
+        assert_eq!(parse_optimizer_impl("fused"), Ok(OptimizerImpl::Fused));
+        assert!(parse_zero_grad("maybe").unwrap_err().contains("none or zero"));
+        assert_eq!(parse_zero_grad("zero"), Ok(ZeroGrad::Zero));
     }
 }

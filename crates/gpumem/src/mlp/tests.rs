@@ -1,6 +1,6 @@
 use super::*;
 use crate::data::Dataset;
-use crate::mlp::{Batch, MlpConfig, Optimizer};
+use crate::mlp::{Batch, Checkpointing, MlpConfig, Optimizer, Strategy};
 
 /// A plain f64 reference of the network: returns (mean loss, weight grads, bias grads).
 fn reference(
@@ -153,6 +153,27 @@ fn bad_configurations_are_errors() {
         (
             MlpConfig::lesson(10).with_optimizer(Optimizer::sgd(-1.0)),
             "finite positive",
+        ),
+        (
+            MlpConfig::lesson(10).with_optimizer(Optimizer::Sgd {
+                lr: 0.1,
+                momentum: -0.9,
+            }),
+            "momentum must be a finite number of at least 0",
+        ),
+        (
+            MlpConfig::lesson(10).with_optimizer(Optimizer::Sgd {
+                lr: 0.1,
+                momentum: f32::INFINITY,
+            }),
+            "momentum must be a finite number",
+        ),
+        (
+            MlpConfig::lesson(10).with_strategy(Strategy {
+                checkpointing: Checkpointing::Each(0),
+                ..Default::default()
+            }),
+            "at least 1 layer",
         ),
         (
             MlpConfig::lesson(5000).with_layers(100_000_000),
