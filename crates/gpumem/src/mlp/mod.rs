@@ -8,7 +8,9 @@
 //! activations its [autograd tape](autograd) saves, and the step's temporaries.
 
 mod autograd;
+mod backward;
 mod config;
+mod eval;
 mod forward;
 mod optim;
 mod step;

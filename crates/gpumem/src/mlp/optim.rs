@@ -189,7 +189,7 @@ impl Mlp {
         let params = self.params();
         let imp = self.config.strategy.optimizer_impl;
         match self.config.optimizer {
-            Optimizer::Sgd { momentum, .. } if momentum == 0.0 => {
+            Optimizer::Sgd { momentum: 0.0, .. } => {
                 for (_, _, p, g) in &params {
                     if let Some(g) = g {
                         ops::sgd(p, g, lr)?;

@@ -1,0 +1,168 @@
+//! `loss.backward()`: the tape walked from its end, each node making its input's gradient and
+//! letting go of what it saved, and `AccumulateGrad` filling `.grad`.
+
+use super::Mlp;
+use super::autograd::{Node, Tape};
+use super::forward::{cast, scaled};
+use super::param_label;
+use crate::error::Error;
+use crate::exec::ops::{self, Matmul};
+use crate::tensor::Tensor;
+
+/// `A·Bᵀ`: the gradient flowing back to a layer's input.
+const NT: Matmul = Matmul {
+    trans_a: false,
+    trans_b: true,
+    accumulate: false,
+};
+
+/// `Aᵀ·B`: a weight's gradient, summed over the rows.
+const TN: Matmul = Matmul {
+    trans_a: true,
+    trans_b: false,
+    accumulate: false,
+};
+
+impl Mlp {
+    /// `loss.backward()` from `seed`: every node in reverse, each freeing what it saved and
+    /// the gradient it received once it has run. Returns the layers computed again.
+    pub(super) fn backward(&mut self, tape: Tape, seed: Tensor) -> Result<u64, Error> {
+        let mut grad = Some(seed);
+        let mut recomputed = 0;
+        for node in tape.into_backward_order() {
+            let Some(g) = grad.take() else { break };
+            if let Node::Checkpoint { layers, .. } = &node {
+                recomputed += layers.len() as u64;
+            }
+            grad = self.backward_node(node, g)?;
+        }
+        Ok(recomputed)
+    }
+
+    /// One node's backward: the gradient for its input (`None` where none is needed).
+    fn backward_node(&mut self, node: Node, grad: Tensor) -> Result<Option<Tensor>, Error> {
+        let new =
+            |rows, cols, dtype, label: &str| Tensor::new(&self.device, rows, cols, dtype, label);
+        Ok(match node {
+            Node::Scale { factor } => Some(scaled(&grad, factor, "loss.grad (scaled)")?),
+            Node::NllLoss {
+                logp,
+                labels,
+                total_weight,
+            } => {
+                let out = new(logp.rows(), logp.cols(), logp.dtype(), "nll_loss_backward")?;
+                ops::nll_loss_backward(&grad, &labels, &total_weight, &out)?;
+                Some(out)
+            }
+            Node::ToFloat32 { from } => Some(cast(&grad, from, "log_softmax.grad (float16)")?),
+            Node::LogSoftmax { output } => {
+                let out = new(output.rows(), output.cols(), output.dtype(), "y_pred.grad")?;
+                ops::log_softmax_backward(&grad, &output, &out)?;
+                Some(out)
+            }
+            Node::Relu { output } => {
+                let out = new(output.rows(), output.cols(), output.dtype(), "relu.grad")?;
+                ops::threshold_backward(&grad, &output, &out)?;
+                Some(out)
+            }
+            Node::Linear {
+                layer,
+                input,
+                weight,
+                input_grad,
+            } => self.linear_backward(layer, input, weight, input_grad, grad)?,
+            Node::Checkpoint { layers, input } => {
+                let mut sub = Tape::default();
+                let mut cache = self.autocast_region();
+                let out = self.blocks(layers, &input, Some(&mut sub), &mut cache)?;
+                drop((out, cache, input));
+                let mut g = Some(grad);
+                for node in sub.into_backward_order() {
+                    let Some(incoming) = g.take() else { break };
+                    g = self.backward_node(node, incoming)?;
+                }
+                g
+            }
+        })
+    }
+
+    /// `AddmmBackward0`: the input's gradient (`dZ·Wᵀ`) first, then the weight's (`inputᵀ·dZ`)
+    /// and the bias's (column sums); then the saved tensors and `dZ` are let go, and the
+    /// parameters' gradients accumulated (`AccumulateGrad`, after a cast back to float32
+    /// under autocast).
+    fn linear_backward(
+        &mut self,
+        layer: usize,
+        input: Tensor,
+        weight: Option<Tensor>,
+        input_grad: bool,
+        dz: Tensor,
+    ) -> Result<Option<Tensor>, Error> {
+        let (rows, dtype) = (dz.rows(), dz.dtype());
+        let w = weight.as_ref().unwrap_or(&self.layers[layer].weight);
+        let da = if input_grad {
+            let da = Tensor::new(
+                &self.device,
+                rows,
+                w.rows(),
+                dtype,
+                &format!("a{}.grad", layer.wrapping_sub(1)),
+            )?;
+            ops::matmul(NT, &dz, w, &da, None)?;
+            Some(da)
+        } else {
+            None
+        };
+        let cast_back = dtype != self.precision().parameters();
+        let grad_label = |what: &str| {
+            let name = format!("{}.grad", param_label(layer, what));
+            if cast_back {
+                format!("{name} (float16)")
+            } else {
+                name
+            }
+        };
+        let dw = Tensor::new(
+            &self.device,
+            input.cols(),
+            dz.cols(),
+            dtype,
+            &grad_label("weight"),
+        )?;
+        ops::matmul(TN, &input, &dz, &dw, None)?;
+        let db = Tensor::new(&self.device, 1, dz.cols(), dtype, &grad_label("bias"))?;
+        ops::colsum(&dz, &db, false)?;
+        drop((input, weight, dz));
+        if cast_back {
+            let p = self.precision().parameters();
+            let dw32 = cast(&dw, p, &format!("{}.grad", param_label(layer, "weight")))?;
+            drop(dw);
+            self.accumulate(layer, false, dw32)?;
+            let db32 = cast(&db, p, &format!("{}.grad", param_label(layer, "bias")))?;
+            drop(db);
+            self.accumulate(layer, true, db32)?;
+        } else {
+            self.accumulate(layer, true, db)?;
+            self.accumulate(layer, false, dw)?;
+        }
+        Ok(da)
+    }
+
+    /// `AccumulateGrad`: the first gradient becomes `.grad` (no copy); later ones are added
+    /// into it and freed.
+    fn accumulate(&mut self, layer: usize, bias: bool, g: Tensor) -> Result<(), Error> {
+        let grads = &mut self.grads[layer];
+        let slot = if bias {
+            &mut grads.bias
+        } else {
+            &mut grads.weight
+        };
+        match slot {
+            Some(existing) => ops::add(existing, &g),
+            None => {
+                *slot = Some(g);
+                Ok(())
+            }
+        }
+    }
+}
