@@ -7,10 +7,11 @@
 
 use crate::error::KernelError;
 use crate::kernels::Kernels;
-use crate::pieces::{Operand, segments};
+use crate::pieces::{Operand, check_parts, segments};
 use crate::record::{Dispatch, grid, record};
 use crate::shader::{Compute, Layout, Store, prelude};
 use crate::view::{DType, Matrix};
+use wgpu::util::DeviceExt as _;
 
 /// The elementwise kernels: `x1 = f(x0)` or `x0 = f(x0, x1)`.
 pub(crate) const ELEMENTWISE: FlatFamily = FlatFamily {
@@ -309,13 +310,18 @@ impl Kernels {
     }
 
     /// Every element of `x` = `value` (PyTorch's `ones_like`, `full`). Exact in float64
-    /// (the value reaches the shader as three f32s and a power of two).
+    /// (the value reaches the shader as three f32s and a power of two). A float64 `x` is
+    /// filled without `SHADER_F64` too, by copying its bytes (what `GradScaler` needs: its
+    /// float64 scale exists under mixed precision on any device).
     pub fn fill(
         &self,
         encoder: &mut wgpu::CommandEncoder,
         x: &Matrix<'_>,
         value: f64,
     ) -> Result<(), KernelError> {
+        if x.dtype == DType::F64 && !self.supports_f64() {
+            return fill_by_copy(self, encoder, x, &value.to_le_bytes());
+        }
         let g = if x.dtype == DType::F64 {
             let ([hi, mid, lo], e) = split3(value);
             [hi, mid, lo, e as f32]
@@ -350,6 +356,52 @@ impl Kernels {
         record(self, encoder, &d);
         Ok(())
     }
+}
+
+/// At most this many bytes of a pattern are staged for [`fill_by_copy`].
+const FILL_STAGING: u64 = 1 << 20;
+
+/// Fills `x` with copies of one element's bytes `pattern`, copied from a buffer that holds
+/// them (no shader: for float64 where no shader may hold one). Parts start on words, so a
+/// part may start mid-element: each copy starts at its position's phase in the pattern.
+fn fill_by_copy(
+    k: &Kernels,
+    encoder: &mut wgpu::CommandEncoder,
+    x: &Matrix<'_>,
+    pattern: &[u8],
+) -> Result<(), KernelError> {
+    check_parts("x", x)?;
+    let e = pattern.len() as u64;
+    if x.is_empty() {
+        return Ok(());
+    }
+    // Room for the whole tensor (or FILL_STAGING bytes) after any phase.
+    let size = x.bytes().min(FILL_STAGING).next_multiple_of(e) + e;
+    let bytes: Vec<u8> = pattern
+        .iter()
+        .copied()
+        .cycle()
+        .take(size as usize)
+        .collect();
+    let staging = k
+        .device
+        .create_buffer_init(&wgpu::util::BufferInitDescriptor {
+            label: Some("gpumem-kernels fill pattern"),
+            contents: &bytes,
+            usage: wgpu::BufferUsages::COPY_SRC,
+        });
+    let mut at = 0u64;
+    for p in x.parts {
+        let mut done = 0;
+        while done < p.len {
+            let phase = (at + done) % e;
+            let n = (p.len - done).min(size - phase);
+            encoder.copy_buffer_to_buffer(&staging, phase, p.buffer, p.offset + done, n);
+            done += n;
+        }
+        at += p.len;
+    }
+    Ok(())
 }
 
 /// The uniforms of a kernel without scalar arguments.

@@ -33,7 +33,8 @@
 //! kernels convert on load and compute in f32, or in f64 when any operand is float64.
 //! float16 is native (`SHADER_F16`) where the device has it and
 //! [`KernelLimits::shader_f16`] allows it, packed two per `u32` elsewhere; float64 needs
-//! `SHADER_F64` and is refused as [`KernelError::Unsupported`] without it. Class labels
+//! `SHADER_F64` and is refused as [`KernelError::Unsupported`] without it (but
+//! [`Kernels::fill`], which copies bytes then). Class labels
 //! are u32 ([`Matrix::labels`]) or int64 ([`Matrix::labels_i64`], read as u32 words).
 //! Shaders are generated per combination of storage types at its first use (see
 //! `shader.rs`) and cached; [`Kernels::reuse_with_limits`] shares the cache.

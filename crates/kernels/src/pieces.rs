@@ -270,7 +270,7 @@ fn gather_chunks<'a>(
     (chunks, lead)
 }
 
-fn check_parts(name: &str, m: &Matrix<'_>) -> Result<(), KernelError> {
+pub(crate) fn check_parts(name: &str, m: &Matrix<'_>) -> Result<(), KernelError> {
     let bad = |reason: String| KernelError::Parts {
         name: name.to_string(),
         reason,

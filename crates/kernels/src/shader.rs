@@ -285,6 +285,25 @@ fn accessors(x: &str, store: Store, compute: Compute, layout: Layout) -> String 
     s
 }
 
+/// `st2_X(i, v)` for a binding declared as scalars: elements `i` and `i + 1`. For packed
+/// float16 `i` must be even, and the pair is one whole-word store (no read-modify-write):
+/// what row kernels use when every row covers whole words.
+pub(crate) fn pair_store(x: &str, store: Store, compute: Compute) -> String {
+    let t = compute.wgsl();
+    if store == Store::F16Packed {
+        format!(
+            "fn st2_{x}(i: u32, val2: vec2<{t}>) {{ {x}[i >> 1u] = pack2x16float(vec2<f32>(val2)); }}\n"
+        )
+    } else {
+        format!(
+            "fn st2_{x}(i: u32, val2: vec2<{t}>) {{\n\
+             \x20   st_{x}(i, val2.x);\n\
+             \x20   st_{x}(i + 1u, val2.y);\n\
+             }}\n"
+        )
+    }
+}
+
 /// Quads of the elements `off .. off + n` of a binding, and the elements of quad `u` of
 /// them (first, relative to `off`, and count): what flat kernels walk.
 const QUAD_HELPERS: &str = include_str!("shader/quad_helpers.wgsl");

@@ -3,19 +3,26 @@
 //! does. Row kernels take one row per invocation; the loss is summed by one workgroup per
 //! piece into a running sum (a scratch value in the compute type), then divided once, so
 //! it is deterministic and needs no atomics however many buffers the batch spans.
+//!
+//! A B×C output may be packed float16 (two halves per u32 word, on devices without
+//! `SHADER_F16`: autocast's float16 `log_softmax` and its backward) when C is even: every
+//! row then starts on a word (parts start on words) and covers whole words, so the
+//! invocation that owns a row owns its words and writes them pair by pair. With C odd rows
+//! share words, and the call is refused.
 
 use crate::elementwise::FlatParams;
 use crate::error::KernelError;
 use crate::kernels::{Kernels, NLL_SLOT};
 use crate::pieces::{Bind, Operand, segments};
 use crate::record::{Dispatch, grid, record};
-use crate::shader::{Compute, Layout, Store, prelude};
+use crate::shader::{Compute, Layout, Store, pair_store, prelude};
 use crate::view::{DType, Matrix};
 
 const SOURCE: &str = include_str!("xent.wgsl");
 
 /// The WGSL of the module whose float bindings a, b, c are stored as `stores` (labels are
-/// u32 words), computed in f64 when any of them is float64.
+/// u32 words), computed in f64 when any of them is float64; a and c (the row outputs) get
+/// pair stores.
 pub(crate) fn source(stores: [Store; 3]) -> String {
     let bindings = [
         ("a", stores[0]),
@@ -23,7 +30,10 @@ pub(crate) fn source(stores: [Store; 3]) -> String {
         ("c", stores[2]),
         ("labels", Store::U32),
     ];
-    let mut s = prelude(Compute::of(&stores), &bindings, Layout::Scalar);
+    let compute = Compute::of(&stores);
+    let mut s = prelude(compute, &bindings, Layout::Scalar);
+    s.push_str(&pair_store("a", stores[0], compute));
+    s.push_str(&pair_store("c", stores[2], compute));
     s.push_str(SOURCE);
     s
 }
@@ -41,13 +51,18 @@ enum Slot<'a> {
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Use {
     Read,
-    /// Written row by row or by one invocation: never packed float16.
-    Write,
+    /// Written row by row, each row by one invocation: packed float16 only when every row
+    /// covers whole words (an even number of classes).
+    Rows,
+    /// A 1×1 scalar, read or written by one invocation: never packed float16 (PyTorch keeps
+    /// these in float32 under autocast).
+    Scalar,
 }
 
 impl Kernels {
     /// `out = x - max - log(sum(exp(x - max)))` per row of `x` [B×C] (PyTorch's
-    /// `log_softmax` over the classes; stable). `out` [B×C] is never packed float16.
+    /// `log_softmax` over the classes; stable). A packed float16 `out` [B×C] needs an even
+    /// C.
     pub fn log_softmax(
         &self,
         encoder: &mut wgpu::CommandEncoder,
@@ -56,7 +71,7 @@ impl Kernels {
     ) -> Result<(), KernelError> {
         same_shape("log_softmax", &[("x", x), ("out", out)])?;
         let sx = float_store(self, "log_softmax", "x", x, Use::Read)?;
-        let so = float_store(self, "log_softmax", "out", out, Use::Write)?;
+        let so = float_store(self, "log_softmax", "out", out, Use::Rows)?;
         let t = Compute::of(&[sx, so]).store();
         let slots = [
             rows(self, "x", x)?,
@@ -77,7 +92,7 @@ impl Kernels {
     }
 
     /// `out = grad - exp(logp) * sum(grad)` per row (PyTorch's
-    /// `_log_softmax_backward_data`), all [B×C]; `out` is never packed float16.
+    /// `_log_softmax_backward_data`), all [B×C]; a packed float16 `out` needs an even C.
     pub fn log_softmax_backward(
         &self,
         encoder: &mut wgpu::CommandEncoder,
@@ -90,7 +105,7 @@ impl Kernels {
         let stores = [
             float_store(self, name, "grad", grad, Use::Read)?,
             float_store(self, name, "logp", logp, Use::Read)?,
-            float_store(self, name, "out", out, Use::Write)?,
+            float_store(self, name, "out", out, Use::Rows)?,
         ];
         let slots = [
             rows(self, "grad", grad)?,
@@ -167,8 +182,8 @@ impl Kernels {
 
     /// PyTorch's `nll_loss_backward` (mean reduction): `out[r, j] = -grad_loss /
     /// total_weight` where `j == labels[r]`, 0 elsewhere; a row whose label is out of range
-    /// is all zeros. `grad_loss` and `total_weight` are 1×1, `out` B×C (never packed
-    /// float16), `labels` as for [`Kernels::nll_loss`].
+    /// is all zeros. `grad_loss` and `total_weight` are 1×1, `out` B×C (packed float16
+    /// only with an even C), `labels` as for [`Kernels::nll_loss`].
     pub fn nll_loss_backward(
         &self,
         encoder: &mut wgpu::CommandEncoder,
@@ -178,7 +193,7 @@ impl Kernels {
         out: &Matrix<'_>,
     ) -> Result<(), KernelError> {
         let name = "nll_loss_backward";
-        let so = float_store(self, name, "out", out, Use::Write)?;
+        let so = float_store(self, name, "out", out, Use::Rows)?;
         let (stride, labels) = label_view(name, labels, out.rows)?;
         let sg = scalar_store(self, name, "grad_loss", grad_loss)?;
         let stw = scalar_store(self, name, "total_weight", total_weight)?;
@@ -244,7 +259,8 @@ fn label_view<'a>(
     Ok((stride, words))
 }
 
-/// The storage of a float operand, refusing labels and a packed float16 one written.
+/// The storage of a float operand, refusing labels, a packed float16 scalar, and a packed
+/// float16 operand written by rows that do not cover whole words.
 fn float_store(
     k: &Kernels,
     kernel: &str,
@@ -260,17 +276,27 @@ fn float_store(
         });
     }
     let s = k.store(m.dtype)?;
-    if s == Store::F16Packed && usage == Use::Write {
-        return Err(KernelError::Unsupported(format!(
-            "{kernel}: {name} is written row by row and cannot be packed float16 \
-             (use float32, or a device with SHADER_F16)"
-        )));
+    if s != Store::F16Packed {
+        return Ok(s);
     }
-    Ok(s)
+    match usage {
+        Use::Read => Ok(s),
+        Use::Rows if m.cols.is_multiple_of(2) => Ok(s),
+        Use::Rows => Err(KernelError::Unsupported(format!(
+            "{kernel}: {name} is written row by row and cannot be packed float16 with an \
+             odd number of classes ({}): its rows do not cover whole u32 words (use float32, \
+             an even C, or a device with SHADER_F16)",
+            m.cols
+        ))),
+        Use::Scalar => Err(KernelError::Unsupported(format!(
+            "{kernel}: {name} is a 1×1 scalar and cannot be packed float16 \
+             (use float32, or a device with SHADER_F16)"
+        ))),
+    }
 }
 
 /// The storage of a 1×1 operand: float32, float64 or native float16; packed float16 is
-/// refused (PyTorch keeps these in float32 under autocast), so binding c is never packed.
+/// refused (PyTorch keeps these in float32 under autocast).
 fn scalar_store(
     k: &Kernels,
     kernel: &str,
@@ -283,7 +309,7 @@ fn scalar_store(
             m.len()
         )));
     }
-    float_store(k, kernel, name, m, Use::Write)
+    float_store(k, kernel, name, m, Use::Scalar)
 }
 
 fn rows<'a>(k: &Kernels, name: &str, m: &Matrix<'a>) -> Result<Slot<'a>, KernelError> {
@@ -361,7 +387,7 @@ fn row_kernel(
         .collect();
     let mut dispatches = Vec::new();
     for (s, e) in segments(b, &ops) {
-        let storage = slots
+        let storage: Vec<Bind<'_>> = slots
             .iter()
             .map(|slot| match slot {
                 Slot::Rows(o) => o.bind(s, e),
@@ -369,6 +395,17 @@ fn row_kernel(
                 Slot::Unused => k.dummy_bind(),
             })
             .collect();
+        // A packed output's rows own whole words only from an even element on (parts start
+        // on words, so with an even C they always do; checked, not assumed).
+        for (i, bind) in storage.iter().take(3).enumerate() {
+            if writes & (1 << i) != 0 && stores[i] == Store::F16Packed && bind.elem() % 2 != 0 {
+                return Err(KernelError::Unsupported(format!(
+                    "{entry}: a packed float16 output starts at an odd element offset ({}) in \
+                     its binding, so its rows do not cover whole u32 words",
+                    bind.elem()
+                )));
+            }
+        }
         let n = [(e - s) as u32, c as u32, stride, 0];
         let groups = grid((e - s).div_ceil(64), k.limits.max_workgroups);
         dispatches.push(dispatch(k, &pipeline, storage, writes, n, groups));

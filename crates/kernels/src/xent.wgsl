@@ -3,10 +3,12 @@
 // classes), walked with a grid-stride loop; nll_sum is one workgroup's tree sum, so the
 // loss is the same bits on every run.
 //
-// Bindings a, b, c (floats) and labels (u32 words) and their accessors come from the
-// generated prelude; what each entry point keeps in them is said above it. c is never
-// packed float16, nor is any binding an entry point writes (the host refuses it): they
-// are written row by row or by one invocation.
+// Bindings a, b, c (floats) and labels (u32 words) and their accessors (st2_a, st2_c store
+// two elements) come from the generated prelude; what each entry point keeps in them is
+// said above it. A row output may be packed float16 only when its rows cover whole words
+// (even cols, even offset: the host checks), so each invocation stores its row's pairs
+// with st2 and no two invocations share a word; the odd tail (cols odd) is never packed.
+// Scalars are never packed.
 
 struct Params {
     rows: u32,        // rows in this piece (nll_mean: the whole batch)
@@ -46,7 +48,11 @@ fn log_softmax(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) nw
             s += exp_t(ld_a(x + j) - m);
         }
         let ls = log_t(s);
-        for (var j = 0u; j < p.cols; j++) {
+        var j = 0u;
+        for (; j + 1u < p.cols; j += 2u) {
+            st2_c(o + j, (vec2<T>(ld_a(x + j), ld_a(x + j + 1u)) - m) - ls);
+        }
+        if (j < p.cols) {
             st_c(o + j, (ld_a(x + j) - m) - ls);
         }
     }
@@ -63,7 +69,12 @@ fn log_softmax_backward(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workg
         for (var j = 0u; j < p.cols; j++) {
             s += ld_a(g + j);
         }
-        for (var j = 0u; j < p.cols; j++) {
+        var j = 0u;
+        for (; j + 1u < p.cols; j += 2u) {
+            let e = vec2<T>(exp_t(ld_b(l + j)), exp_t(ld_b(l + j + 1u)));
+            st2_c(o + j, vec2<T>(ld_a(g + j), ld_a(g + j + 1u)) - e * s);
+        }
+        if (j < p.cols) {
             st_c(o + j, ld_a(g + j) - exp_t(ld_b(l + j)) * s);
         }
     }
@@ -124,7 +135,11 @@ fn nll_loss_backward(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgrou
     for (var r = (wg.y * nwg.x + wg.x) * 64u + li; r < p.rows; r += nwg.x * nwg.y * 64u) {
         let y = class_of(r);
         let o = p.off.x + r * p.cols;
-        for (var j = 0u; j < p.cols; j++) {
+        var j = 0u;
+        for (; j + 1u < p.cols; j += 2u) {
+            st2_a(o + j, vec2<T>(select(T(0.0), v, j == y), select(T(0.0), v, j + 1u == y)));
+        }
+        if (j < p.cols) {
             st_a(o + j, select(T(0.0), v, j == y));
         }
     }

@@ -41,6 +41,22 @@ pub fn downlevel_ctx() -> Option<&'static Ctx> {
     .as_ref()
 }
 
+/// A context on a device opened without the adapter's optional features (no `SHADER_F16`,
+/// `SHADER_F64` or subgroups), as on GL or a bare adapter, or None without an adapter.
+pub fn bare_ctx() -> Option<&'static Ctx> {
+    static CTX: OnceLock<Option<Ctx>> = OnceLock::new();
+    CTX.get_or_init(|| {
+        testing::gpu()?;
+        let options = GpuOptions {
+            skip_optional_features: true,
+            ..Default::default()
+        };
+        let gpu = Gpu::new(&options).expect("the adapter, without optional features");
+        Some(Ctx::new(gpu))
+    })
+    .as_ref()
+}
+
 impl Ctx {
     fn new(gpu: Gpu) -> Ctx {
         let full = Kernels::new(&gpu.device).expect("kernels");

@@ -209,12 +209,10 @@ fn fill_writes_every_element() {
     }
 }
 
+/// Every float type on every device: float64 without `SHADER_F64` is copied bytes.
 pub fn fill_writes_every_element_on(ctx: &Ctx) {
     for (name, k) in ctx.dtype_configs() {
         for dt in FLOATS {
-            if !has_dtypes(k, &[dt]) {
-                continue;
-            }
             let mut values = vec![1.0, -0.1, 1_234.567_890_123_4];
             if dt == F64 {
                 values.extend([1e-300, -3e300, std::f64::consts::E * 1e-20]);
@@ -238,6 +236,34 @@ pub fn fill_writes_every_element_on(ctx: &Ctx) {
             }
         }
     }
+}
+
+/// Without `SHADER_F64` (GradScaler's float64 scale under mixed precision on GL): fill
+/// writes float64 exactly, in every part (cut mid-element) and past the staged pattern's
+/// length, while a kernel that computes in float64 is still refused.
+#[test]
+fn float64_fill_without_shader_f64() {
+    let Some(ctx) = bare_ctx() else { return };
+    assert!(!ctx.full.supports_f64() && !ctx.full.uses_native_f16());
+    fill_writes_every_element_on(ctx);
+    // 2.5 MiB, cut 4 bytes into an element: over the 1 MiB staged at once.
+    let n = 5 << 16;
+    let x = Host::from_f64(F64, vec![0.0; n]);
+    let sx = Stored::of(ctx, &x, &[8 * 1000 + 4]);
+    let px = sx.parts();
+    let value = -std::f64::consts::PI * 1e-200;
+    ctx.run(|e| ctx.full.fill(e, &flat(&px, n, F64), value).expect("fill"));
+    assert!(sx.values(ctx, F64).iter().all(|&v| v == value));
+    let y = Stored::of(ctx, &Host::from_f64(F32, vec![0.0; n]), &[]);
+    let py = y.parts();
+    let mut e = ctx.gpu.device.create_command_encoder(&Default::default());
+    let r = ctx
+        .full
+        .copy(&mut e, &flat(&px, n, F64), &flat(&py, n, F32));
+    assert!(
+        matches!(r, Err(KernelError::Unsupported(ref m)) if m.contains("SHADER_F64")),
+        "{r:?}"
+    );
 }
 
 #[test]

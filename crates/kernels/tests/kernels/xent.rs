@@ -1,6 +1,7 @@
 //! The cross-entropy ops (`log_softmax`, `nll_loss` and their backwards) against f64
-//! references: every float type, float16 native and packed, int64 labels cut mid-label over
-//! buffers (and u32 ones), out-of-range labels, and a batch of two million rows in pieces.
+//! references: every float type, float16 native and packed (packed B×C outputs with an even
+//! C, refused with an odd one), int64 labels cut mid-label over buffers (and u32 ones),
+//! out-of-range labels, and a batch of two million rows in pieces.
 
 use gpumem_kernels::{DType, KernelError, KernelLimits, Matrix, Part};
 
@@ -10,9 +11,19 @@ const F16: DType = DType::F16;
 const F32: DType = DType::F32;
 const F64: DType = DType::F64;
 
-/// Batch × classes: one row, odd widths, a wide row, and (under tiny limits) a batch cut
-/// into many pieces.
-const SHAPES: [(usize, usize); 6] = [(1, 1), (3, 2), (17, 10), (300, 3), (40, 150), (3001, 3)];
+/// Batch × classes: one row, odd and even widths (packed float16 outputs need even ones), a
+/// wide row, and (under tiny limits) batches cut into many pieces, one with the lesson's
+/// two classes.
+const SHAPES: [(usize, usize); 8] = [
+    (1, 1),
+    (1, 2),
+    (3, 2),
+    (17, 10),
+    (300, 3),
+    (40, 150),
+    (3001, 3),
+    (3001, 2),
+];
 
 fn mat<'a>(parts: &'a [Part<'a>], rows: usize, cols: usize, d: DType) -> Matrix<'a> {
     Matrix::with_dtype(parts, rows as u64, cols as u64, d)
@@ -39,17 +50,26 @@ fn log_softmax_ref(x: &[f64], c: usize) -> Vec<f64> {
     out
 }
 
-/// Asserts that `r` is the refusal of a float16 operand that would be packed and written.
+/// Asserts that `r` is the refusal of a float16 operand that would be packed and written,
+/// for the reason `why` names (`"odd number of classes"`, `"scalar"`).
 #[track_caller]
-fn assert_refused(what: &str, r: Result<(), KernelError>) {
+fn assert_refused(what: &str, why: &str, r: Result<(), KernelError>) {
     assert!(
-        matches!(r, Err(KernelError::Unsupported(ref m)) if m.contains("packed")),
+        matches!(r, Err(KernelError::Unsupported(ref m)) if m.contains("packed") && m.contains(why)),
         "{what}: {r:?}"
     );
 }
 
+/// Whether `k` refuses a B×`c` output of `dtype`: packed float16 with an odd `c`.
+fn refuses_rows(k: &gpumem_kernels::Kernels, dtype: DType, c: usize) -> bool {
+    packed_f16(k, dtype) && c % 2 == 1
+}
+
+const ODD: &str = "odd number of classes";
+
 /// Dtypes of (x, out) of log_softmax, and of the backward's grad, logp (that out) and out:
-/// float32, autocast's float16 input with float32 results, float64, mixed, float16.
+/// float32, autocast's float16 input with float32 results, float64, mixed, float16 (the
+/// engine's mixed step).
 const LOG_SOFTMAX_TYPES: [[DType; 3]; 5] = [
     [F32, F32, F32],
     [F16, F32, F32],
@@ -89,9 +109,9 @@ pub fn log_softmax_and_backward_match_reference_on(ctx: &Ctx) {
                 let sl = Stored::of(ctx, &garbage, &cuts(&garbage, c)[1..]);
                 let (px, pl) = (sx.parts(), sl.parts());
                 let (mx, ml) = (mat(&px, b, c, xt), mat(&pl, b, c, lt));
-                if packed_f16(k, lt) {
+                if refuses_rows(k, lt, c) {
                     let mut e = ctx.gpu.device.create_command_encoder(&Default::default());
-                    assert_refused(&what, k.log_softmax(&mut e, &mx, &ml));
+                    assert_refused(&what, ODD, k.log_softmax(&mut e, &mx, &ml));
                     continue;
                 }
                 ctx.run(|e| k.log_softmax(e, &mx, &ml).expect("log_softmax"));
@@ -106,12 +126,13 @@ pub fn log_softmax_and_backward_match_reference_on(ctx: &Ctx) {
                 // The backward, with the log-probabilities just computed.
                 let g = Host::random(&mut rng, b * c, xt);
                 let sg = Stored::of(ctx, &g, &cuts(&g, c)[..2]);
-                let so = Stored::of(ctx, &Host::random(&mut rng, b * c, ot), &[]);
+                let o = Host::random(&mut rng, b * c, ot);
+                let so = Stored::of(ctx, &o, &cuts(&o, c)[2..]);
                 let (pg, po) = (sg.parts(), so.parts());
                 let (mg, mo) = (mat(&pg, b, c, xt), mat(&po, b, c, ot));
-                if packed_f16(k, ot) {
+                if refuses_rows(k, ot, c) {
                     let mut e = ctx.gpu.device.create_command_encoder(&Default::default());
-                    assert_refused(&what, k.log_softmax_backward(&mut e, &mg, &ml, &mo));
+                    assert_refused(&what, ODD, k.log_softmax_backward(&mut e, &mg, &ml, &mo));
                     continue;
                 }
                 ctx.run(|e| {
@@ -135,13 +156,15 @@ pub fn log_softmax_and_backward_match_reference_on(ctx: &Ctx) {
 }
 
 /// Dtypes of logp, of loss and total_weight (and the backward's grad_loss), and of the
-/// backward's out: float32, float16 log-probabilities, float64, mixed, float16.
-const NLL_TYPES: [[DType; 3]; 5] = [
+/// backward's out: float32, float16 log-probabilities, float64, mixed, float16 (scalars
+/// too: refused where packed), a float16 out with float32 scalars.
+const NLL_TYPES: [[DType; 3]; 6] = [
     [F32, F32, F32],
     [F16, F32, F32],
     [F64, F64, F64],
     [F32, F64, F32],
     [F16, F16, F16],
+    [F32, F32, F16],
 ];
 
 #[test]
@@ -174,7 +197,7 @@ pub fn nll_loss_and_backward_match_reference_on(ctx: &Ctx) {
                 let y32: Vec<u32> = y.iter().map(|&v| v as u32).collect();
                 let sp = Stored::of(ctx, &logp, &cuts(&logp, c));
                 // Int64 labels cut mid-label; u32 labels for one shape.
-                let u32_labels = s == 2;
+                let u32_labels = s == 3;
                 let sy = if u32_labels {
                     Stored::new(ctx, &y32, &[4])
                 } else {
@@ -195,7 +218,7 @@ pub fn nll_loss_and_backward_match_reference_on(ctx: &Ctx) {
                 );
                 if packed_f16(k, st) {
                     let mut e = ctx.gpu.device.create_command_encoder(&Default::default());
-                    assert_refused(&what, k.nll_loss(&mut e, &mp, &my, &mloss, &mtw));
+                    assert_refused(&what, "scalar", k.nll_loss(&mut e, &mp, &my, &mloss, &mtw));
                     continue;
                 }
                 ctx.run(|e| k.nll_loss(e, &mp, &my, &mloss, &mtw).expect("nll_loss"));
@@ -222,9 +245,13 @@ pub fn nll_loss_and_backward_match_reference_on(ctx: &Ctx) {
                 );
                 let (pgl, po) = (sgl.parts(), so.parts());
                 let (mgl, mo) = (mat(&pgl, 1, 1, st), mat(&po, b, c, ot));
-                if packed_f16(k, ot) {
+                if refuses_rows(k, ot, c) {
                     let mut e = ctx.gpu.device.create_command_encoder(&Default::default());
-                    assert_refused(&what, k.nll_loss_backward(&mut e, &mgl, &my, &mtw, &mo));
+                    assert_refused(
+                        &what,
+                        ODD,
+                        k.nll_loss_backward(&mut e, &mgl, &my, &mtw, &mo),
+                    );
                     continue;
                 }
                 ctx.run(|e| {
