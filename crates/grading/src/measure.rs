@@ -4,25 +4,30 @@
 use gpumem::Device;
 use gpumem::alloc::{EventKind, Trace};
 use gpumem::lesson::{UNLIMITED_BYTES, planning_device};
-use gpumem::measure::{StepMemory, measure_step, measure_step_on};
-use gpumem::mlp::{MlpConfig, Optimizer};
+use gpumem::measure::{StepMemory, measure_step};
+use gpumem::mlp::{Batch, Mlp, MlpConfig, Optimizer};
 
-/// One planned step of `config` at `batch` rows on a card of `capacity` bytes.
+/// A planned measurement of `config` at `batch` rows on a card of `capacity` bytes: the
+/// engine's two steps (the second is the steady state, with the optimizer's state).
 pub fn step(config: &MlpConfig, batch: u64, capacity: u64) -> StepMemory {
     measure_step(&planning_device(capacity), config, batch, 0)
         .expect("graders only plan valid setups")
 }
 
-/// One planned step on an unlimited card: what the setup needs.
+/// A planned measurement on an unlimited card: what the setup needs.
 pub fn needs(config: &MlpConfig, batch: u64) -> StepMemory {
     step(config, batch, UNLIMITED_BYTES)
 }
 
-/// The allocator's events for building `config` and running one step at `batch` rows.
+/// The allocator's events for building `config` and running its first step at `batch`
+/// rows: each of the step's tensors is allocated once (gradients in the backward pass, the
+/// optimizer's state in the update).
 pub fn trace(config: &MlpConfig, batch: u64) -> Trace {
     let device = Device::plan(UNLIMITED_BYTES);
     device.start_trace();
-    measure_step_on(&device, config, batch, 0).expect("graders only plan valid setups");
+    let mut mlp = Mlp::new(&device, config, 0).expect("graders only plan valid setups");
+    mlp.train_step(Batch::Planned(batch))
+        .expect("graders only plan valid setups");
     device.take_trace()
 }
 

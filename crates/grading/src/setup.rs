@@ -15,7 +15,7 @@ pub enum Opt {
 }
 
 /// A network and how it is trained: `inputs → layers × width (ReLU) → classes`, `batch`
-/// rows per step, float32 everywhere.
+/// rows per step, float32 everywhere (the labels are int64).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Setup {
     pub inputs: u64,

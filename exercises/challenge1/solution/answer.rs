@@ -22,8 +22,8 @@ pub fn stored_activation_bytes(batch: u64, width: u64, layers: u64) -> u64 {
 // ANCHOR_END: stored_activation_bytes
 
 // ANCHOR: fits
-/// Does one training step of `setup` fit on a card of `card_bytes`? Add up what is in
-/// memory at the busiest moment of the step and compare.
+/// Does training `setup` fit on a card of `card_bytes`? Add up what is in memory at the
+/// busiest moment of a step (from the second step on, Adam's state exists) and compare.
 pub fn fits(setup: Setup, card_bytes: u64) -> bool {
     let Setup {
         inputs,
@@ -35,21 +35,28 @@ pub fn fits(setup: Setup, card_bytes: u64) -> bool {
     } = setup;
     // Weights and biases: input layer, hidden-to-hidden layers, output layer.
     let parameters =
-        (inputs + 1) * width + (layers - 1) * (width + 1) * width + (width + 1) * classes;
-    // Each parameter has a gradient; Adam keeps two running averages as well.
-    let copies = match optimizer {
-        Opt::Sgd => 2,
-        Opt::Adam => 4,
+        ((inputs + 1) * width + (layers - 1) * (width + 1) * width + (width + 1) * classes) * 4;
+    // From the second step on, Adam keeps two running averages per parameter, and its
+    // update makes square roots as large as all the parameters for a moment.
+    let (state, update_temporaries) = match optimizer {
+        Opt::Sgd => (0, 0),
+        Opt::Adam => (2 * parameters, parameters),
     };
-    let model = parameters * 4 * copies;
-    // The batch: the features and one 4-byte label per row.
-    let data = batch * (inputs + 1) * 4;
-    // The activations kept for backward, plus one more: while a layer runs, its output
-    // exists both before and after the ReLU.
-    let activations =
-        stored_activation_bytes(batch, width, layers) + activation_bytes(batch, width);
-    // The output layer: the logits' gradient and the per-row loss terms.
-    let head = batch * (classes + 2) * 4;
-    model + data + activations + head <= card_bytes
+    // Alive the whole step: the batch (features and an 8-byte int64 label per row) and the
+    // loop's `y_pred`.
+    let batch_bytes = batch * (inputs * 4 + 8) + batch * classes * 4;
+    let activation = activation_bytes(batch, width);
+    // The busiest moment is one of three. At the top of the backward pass every kept
+    // activation is still there, plus two more batch × width tensors: the gradient coming
+    // down and the ReLU's gradient made from it (and the output layer's gradients).
+    let top_of_backward =
+        stored_activation_bytes(batch, width, layers) + 2 * activation + (width + 1) * classes * 4;
+    // Lower down, the gradients pile up while the activations are let go: near the bottom
+    // every gradient exists, beside one kept activation and two gradients in flight.
+    let bottom_of_backward = parameters + 3 * activation;
+    // In the update, the activations are gone; the gradients and Adam's temporaries are not.
+    let update = parameters + update_temporaries;
+    let busiest = top_of_backward.max(bottom_of_backward).max(update);
+    parameters + state + batch_bytes + busiest <= card_bytes
 }
 // ANCHOR_END: fits

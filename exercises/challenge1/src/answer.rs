@@ -2,7 +2,8 @@
 //!
 //! Replace each `todo!()` with your answer, then run `cargo test` in this folder: the grader
 //! compares what your functions return with what the engine measures when it plans the same
-//! training steps, and tells you what it expected. Everything is float32 (4 bytes a value).
+//! training steps, and tells you what it expected. Every value is float32 (4 bytes), except
+//! the labels: int64 (8 bytes), as PyTorch's cross-entropy wants them.
 //! To start again from the stub: `git checkout -- exercises/challenge1/src/answer.rs`.
 #![allow(unused_variables, unused_imports)]
 
@@ -25,8 +26,8 @@ pub fn stored_activation_bytes(batch: u64, width: u64, layers: u64) -> u64 {
 // ANCHOR_END: stored_activation_bytes
 
 // ANCHOR: fits
-/// Does one training step of `setup` fit on a card of `card_bytes`? Add up what is in
-/// memory at the busiest moment of the step and compare.
+/// Does training `setup` fit on a card of `card_bytes`? Add up what is in memory at the
+/// busiest moment of a step (from the second step on, Adam's state exists) and compare.
 pub fn fits(setup: Setup, card_bytes: u64) -> bool {
     todo!("the memory equation, then a comparison")
 }

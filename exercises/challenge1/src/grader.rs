@@ -106,10 +106,11 @@ pub fn grade(answers: &Answers, seed: u64) -> Report {
             &expected,
             why,
             attempt(|| (answers.fits)(setup, card_bytes)),
-            "add parameters, their gradients, the optimizer's state (Adam: 2 per parameter), \
-             the batch (features and a 4-byte label per row) and the activations — and remember \
-             that during the forward pass a layer's output exists twice for a moment, before \
-             and after the ReLU",
+            "add parameters, a gradient each, Adam's 2 values per parameter, the batch \
+             (features and an 8-byte int64 label per row) and what is alive at the busiest \
+             moment: the top of the backward pass holds every kept activation plus two more \
+             batch × width gradients; the bottom holds every gradient; Adam's update adds \
+             square roots as large as all the parameters",
         );
     }
     report
@@ -125,6 +126,7 @@ fn fit_cases(rng: &mut impl rand::Rng) -> Vec<(Setup, u64)> {
         (Setup::lesson(2000, 1, FULL, Opt::Sgd), 40 * GIB),
         (Setup::lesson(5000, 30, 32, Opt::Adam), CARD_BYTES),
         (Setup::lesson(5000, 30, 32, Opt::Adam), 8 * GIB),
+        (Setup::lesson(5000, 30, 32, Opt::Adam), 12 * GIB),
         (Setup::lesson(5000, 30, 32, Opt::Sgd), 8 * GIB),
         (Setup::lesson(3000, 2, 200_000, Opt::Sgd), 8 * GIB),
         (Setup::lesson(1000, 4, FULL, Opt::Adam), 24 * GIB),

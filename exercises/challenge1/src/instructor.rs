@@ -139,8 +139,11 @@ fn full_batch(
                     "the model alone does not fit on this card, before any batch:\n{oom}"
                 );
             }
+            let pass = attempt
+                .failed_in
+                .map_or(String::new(), |p| format!(" in the {p}"));
             out.line(format!(
-                "\nThe engine ran out of memory while allocating `{}`:\n",
+                "\nThe engine ran out of memory{pass}, while allocating `{}`:\n",
                 oom.label
             ));
             out.line(oom.to_string());

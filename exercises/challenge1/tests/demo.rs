@@ -15,6 +15,7 @@ fn defaults_reproduce_the_lessons_out_of_memory() {
     let t = text(&o);
     assert!(o.status.success(), "{t}");
     assert!(t.contains("Tried to allocate 8.74 GiB"), "{t}");
+    assert!(t.contains("ran out of memory in the forward pass"), "{t}");
     assert!(t.contains("15.90 GiB total capacity"), "{t}");
     assert!(
         t.contains("largest batch whose step fits this card is"),
@@ -31,6 +32,7 @@ fn json_is_json_with_the_engines_figures() {
     let attempt = &v["attempt"];
     assert_eq!(attempt["rows"], 1_173_000);
     assert_eq!(attempt["measured"]["oom"]["tried"], 9_384_755_200u64);
+    assert_eq!(attempt["measured"]["failed_in"], "forward");
     let largest = v["largest_batch_that_fits"].as_u64().unwrap();
     assert!(largest > 100_000 && largest < 1_173_000, "{largest}");
 }

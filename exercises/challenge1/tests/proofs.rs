@@ -21,6 +21,11 @@ fn the_reference_solution_passes() {
 }
 
 #[test]
+fn the_reference_solution_passes_other_seeds() {
+    passes_on_other_seeds(|s| grade(&answers_of!(solution), s));
+}
+
+#[test]
 fn the_shipped_stub_is_not_attempted() {
     not_attempted(&grade(&answers_of!(stub), seed()));
 }
@@ -41,30 +46,55 @@ mod no_batch {
     }
 }
 
-/// Forgetting the gradients (and optimizer state) in the equation.
+/// The parameters' bytes, their activations and the batch, as the solution counts them.
+fn parts(s: &Setup) -> (u64, u64, u64) {
+    let params = ((s.inputs + 1) * s.width
+        + (s.layers - 1) * (s.width + 1) * s.width
+        + (s.width + 1) * s.classes)
+        * 4;
+    let batch = s.batch * (s.inputs * 4 + 8 + s.classes * 4);
+    (params, s.batch * s.width * 4, batch)
+}
+
+/// Forgetting the gradients, Adam's state and its update's temporaries.
 mod no_gradients {
     use super::*;
     pub use crate::solution::{activation_bytes, stored_activation_bytes};
     pub fn fits(s: Setup, card: u64) -> bool {
-        let params = (s.inputs + 1) * s.width
-            + (s.layers - 1) * (s.width + 1) * s.width
-            + (s.width + 1) * s.classes;
-        let acts = (s.layers + 1) * s.batch * s.width * 4;
-        params * 4 + s.batch * (s.inputs + 1) * 4 + acts <= card
+        let (params, act, batch) = parts(&s);
+        params + batch + (s.layers + 2) * act <= card
     }
 }
 
-/// Counting each activation once: the lesson's full batch would seem to fit.
-mod one_copy_per_layer {
+/// Only the kept activations in the backward pass, not the two gradients in flight beside
+/// them: the lesson's full batch would seem to fit.
+mod no_gradients_in_flight {
     use super::*;
     pub use crate::solution::{activation_bytes, stored_activation_bytes};
     pub fn fits(s: Setup, card: u64) -> bool {
-        let params = (s.inputs + 1) * s.width
-            + (s.layers - 1) * (s.width + 1) * s.width
-            + (s.width + 1) * s.classes;
-        let copies = if s.optimizer == Opt::Adam { 4 } else { 2 };
-        params * 4 * copies + s.batch * (s.inputs + 1) * 4 + s.layers * s.batch * s.width * 4
-            <= card
+        let (params, act, batch) = parts(&s);
+        let (state, temps) = match s.optimizer {
+            Opt::Sgd => (0, 0),
+            Opt::Adam => (2 * params, params),
+        };
+        let busiest = (s.layers * act).max(params + act).max(params + temps);
+        params + state + batch + busiest <= card
+    }
+}
+
+/// Adam's update without its square roots: four copies of the parameters, not five.
+mod no_update_temporaries {
+    use super::*;
+    pub use crate::solution::{activation_bytes, stored_activation_bytes};
+    pub fn fits(s: Setup, card: u64) -> bool {
+        let (params, act, batch) = parts(&s);
+        let state = if s.optimizer == Opt::Adam {
+            2 * params
+        } else {
+            0
+        };
+        let busiest = ((s.layers + 2) * act).max(params + 3 * act);
+        params + state + batch + busiest <= card
     }
 }
 
@@ -96,10 +126,19 @@ fn forgetting_gradients_fails() {
 }
 
 #[test]
-fn one_activation_per_layer_fails() {
+fn forgetting_the_gradients_in_flight_fails() {
     fails_on(
-        &grade(&answers_of!(one_copy_per_layer), seed()),
+        &grade(&answers_of!(no_gradients_in_flight), seed()),
         "fits",
-        "exists twice",
+        "two more",
+    );
+}
+
+#[test]
+fn forgetting_adams_square_roots_fails() {
+    fails_on(
+        &grade(&answers_of!(no_update_temporaries), seed()),
+        "fits",
+        "square roots",
     );
 }
