@@ -172,13 +172,8 @@ pub fn estimate(config: &MlpConfig, batch: u64) -> Result<Estimate, Error> {
         let k = i as u64 - 1;
         shared.leftover_taken(k, k + 1)
     };
-    let mut walk = schedule::Walk::new(config);
-    walk.parameters(leftover);
     // ANCHOR: sum
-    // Two steps: the second is the steady state (the optimizer's state exists, and the
-    // first step's y_pred and loss live until the second rebinds them).
-    walk.step(batch);
-    walk.step(batch);
+    let walk = two_steps(schedule::Walk::new(config), leftover, batch);
     let [
         parameters,
         gradients,
@@ -210,11 +205,21 @@ pub fn estimate(config: &MlpConfig, batch: u64) -> Result<Estimate, Error> {
 /// PyTorch's MemTracker counts, and the engine's `peak_requested`.
 pub fn requested_peak(config: &MlpConfig, batch: u64) -> Result<u64, Error> {
     estimate(config, batch)?;
-    let mut walk = schedule::Walk::new(config).raw();
-    walk.parameters(|_| 0);
-    walk.step(batch);
-    walk.step(batch);
+    let walk = two_steps(schedule::Walk::new(config).raw(), |_| 0, batch);
     Ok(walk.led.peak.iter().sum())
+}
+
+/// The model, then two steps: the second is the steady state (the optimizer's state exists,
+/// and the first step's `y_pred` and loss live until the second rebinds them).
+fn two_steps<'a>(
+    mut walk: schedule::Walk<'a>,
+    leftover: impl Fn(usize) -> u64,
+    batch: u64,
+) -> schedule::Walk<'a> {
+    walk.parameters(leftover);
+    walk.step(batch);
+    walk.step(batch);
+    walk
 }
 
 impl fmt::Display for Estimate {
