@@ -41,6 +41,17 @@ pub fn requested(trace: &Trace, keep: impl Fn(&str) -> bool) -> u64 {
         .sum()
 }
 
+/// Block bytes (after the allocator's rounding) of the allocations whose label `keep`
+/// accepts.
+pub fn blocks(trace: &Trace, keep: impl Fn(&str) -> bool) -> u64 {
+    trace
+        .events
+        .iter()
+        .filter(|e| e.kind == EventKind::Alloc && keep(&e.label))
+        .map(|e| e.size)
+        .sum()
+}
+
 /// The engine's optimizer for a learner's choice.
 pub fn optimizer(adam: bool) -> Optimizer {
     if adam {

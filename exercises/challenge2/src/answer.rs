@@ -2,7 +2,8 @@
 //!
 //! Replace each `todo!()` with your answer, then run `cargo test` in this folder: the grader
 //! compares what your functions return with what the engine measures when it builds and
-//! plans the same networks. Everything is float32 (4 bytes a value).
+//! plans the same networks. Every value is float32 (4 bytes), except the labels: int64
+//! (8 bytes).
 //! To start again from the stub: `git checkout -- exercises/challenge2/src/answer.rs`.
 #![allow(unused_variables, unused_imports)]
 
@@ -16,7 +17,8 @@ pub fn parameter_count(inputs: u64, width: u64, layers: u64, classes: u64) -> u6
 // ANCHOR_END: parameter_count
 
 // ANCHOR: model_bytes
-/// Bytes that live as long as the model: parameters, gradients and optimizer state.
+/// Bytes of the model's own tensors: parameters, their gradients (made by the first
+/// backward pass) and the optimizer's state (made by the first update).
 pub fn model_bytes(setup: Setup) -> u64 {
     todo!("the memory that does not depend on the batch")
 }

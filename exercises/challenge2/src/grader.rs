@@ -8,7 +8,7 @@ use gpumem::lesson::{CARD_BYTES, planning_device};
 use gpumem::measure::deepest_network;
 use gpumem::size::format_bytes;
 use grading::card;
-use grading::measure::{needs, requested, trace};
+use grading::measure::{blocks, needs, requested, trace};
 use grading::{Opt, Report, Setup, attempt};
 use rand::{RngExt, SeedableRng};
 
@@ -40,6 +40,12 @@ const MAX_LAYERS: u64 = 4096;
 /// `layer3.weight` or `layer3.bias`, not their gradients or optimizer state.
 fn is_parameter(label: &str) -> bool {
     label.starts_with("layer") && (label.ends_with(".weight") || label.ends_with(".bias"))
+}
+
+/// A parameter, its gradient or its optimizer state (`layer3.weight.grad`,
+/// `layer3.weight.exp_avg`), not the update's temporaries (`layer3.weight _foreach_sqrt`).
+fn is_model_tensor(label: &str) -> bool {
+    label.starts_with("layer") && !label.contains(' ')
 }
 
 /// Grades `answers` on fixed setups and random ones drawn from `seed`.
@@ -101,19 +107,21 @@ pub fn grade(answers: &Answers, seed: u64) -> Report {
         )
     }));
     for setup in models {
-        let built = needs(&setup.config(), 1).model_allocated;
-        let exact = requested(&trace(&setup.config(), 1), |l| l.starts_with("layer"));
+        let t = trace(&setup.config(), 1);
+        let exact = requested(&t, is_model_tensor);
         report.compare(
             "model_bytes",
             format!("model_bytes({setup})"),
             &exact,
             format!(
-                "requested by the model's tensors; {} after the allocator's rounding",
-                format_bytes(built)
+                "requested by the model's tensors in the first step; {} after the allocator's \
+                 rounding",
+                format_bytes(blocks(&t, is_model_tensor))
             ),
             attempt(|| (answers.model_bytes)(setup)),
-            "4 bytes per value: the parameters, one gradient per parameter, and for Adam two \
-             running averages per parameter",
+            "4 bytes per value: the parameters, one gradient per parameter (made by the \
+             backward pass), and for Adam two running averages per parameter (made by its \
+             first update)",
         );
     }
 
@@ -139,9 +147,11 @@ pub fn grade(answers: &Answers, seed: u64) -> Report {
             &found,
             "hidden layers of the deepest network whose training step the engine fitted",
             attempt(|| (answers.deepest_fit)(setup, card_bytes)),
-            "each hidden layer adds (width + 1) × width parameters — with their gradients and \
-             optimizer state — and one more batch × width activation; the step also holds one \
-             extra activation while a layer runs",
+            "each hidden layer adds (width + 1) × width parameters — a gradient each and, for \
+             Adam, two running averages and a square root in its update — and one more kept \
+             batch × width activation; the busiest moment is the top of the backward pass (the \
+             kept activations and two gradients beside them), its bottom (every gradient) or \
+             Adam's update (five times the parameters)",
         );
     }
     report

@@ -86,7 +86,7 @@ pub fn run(args: impl IntoIterator<Item = impl Into<OsString> + Clone>) -> anyho
         "config": base,
         "attempts": search.attempts.iter().map(|(l, m)| json!({"layers": l, "measured": m})).collect::<Vec<_>>(),
         "deepest_fit": deepest,
-        "first_failure": first_failure.map(|(l, m)| json!({"layers": l, "message": m.oom.as_ref().map(|o| o.to_string())})),
+        "first_failure": first_failure.map(|(l, m)| json!({"layers": l, "failed_in": m.failed_in, "message": m.oom.as_ref().map(|o| o.to_string())})),
         "equation_predicts": predicted,
         "per_layer_bytes": compared.per_layer,
         "lesson_layers_need": compared.lesson_layers_need,
@@ -192,7 +192,8 @@ struct Compared {
     lesson_layers_need: u64,
 }
 
-/// What the memory equation predicts, and the lesson's remark.
+/// What the memory equation predicts, what one more layer adds by term, and the lesson's
+/// remark.
 fn compare(
     base: &MlpConfig,
     batch: u64,
@@ -201,40 +202,61 @@ fn compare(
     card_bytes: Option<u64>,
     out: Output,
 ) -> anyhow::Result<Compared> {
-    let per_layer = estimate(&base.clone().with_layers(2), batch)?.peak_allocated
-        - estimate(base, batch)?.peak_allocated;
-    let lesson = estimate(&base.clone().with_layers(LESSON_LAYERS), batch)?;
-    let one = estimate(base, batch)?;
+    let at = |layers: u64| estimate(&base.clone().with_layers(layers), batch);
+    // One layer more, next to the deepest fit: the busiest moment is the one that decides.
+    let below = deepest.saturating_sub(1).max(1);
+    let (here, next) = (at(below)?, at(below + 1)?);
+    let per_layer = next.peak_allocated.saturating_sub(here.peak_allocated);
+    let lesson = at(LESSON_LAYERS)?;
+    let lesson_next = at(LESSON_LAYERS + 1)?;
     out.section("Compared with the memory equation and the lesson");
     if let Some(p) = predicted {
         out.line(format!(
             "The memory equation (gpumem::estimate) predicts {p} hidden layers; the engine measured {deepest}."
         ));
     }
+    let mut model_growth = 0i128;
+    let mut activation_growth = 0i128;
+    let terms: Vec<String> = here
+        .categories()
+        .into_iter()
+        .zip(next.categories())
+        .filter(|((_, a), (_, b))| a != b)
+        .map(|((name, a), (_, b))| {
+            let d = i128::from(b) - i128::from(a);
+            match name {
+                "activations" | "input batch" => activation_growth += d,
+                _ => model_growth += d,
+            }
+            let sign = if d > 0 { "+" } else { "−" };
+            format!("{name} {sign}{}", format_bytes(d.unsigned_abs() as u64))
+        })
+        .collect();
     out.line(format!(
-        "Each extra hidden layer adds {} at batch {batch}: {} parameters with their gradients{} \
-         ({}), and a {} activation.",
-        format_bytes(per_layer),
+        "One more hidden layer ({} parameters) adds {} to the busiest moment of a step at \
+         {} layers, batch {batch}: {}.",
         (base.hidden + 1) * base.hidden,
-        if base.optimizer.states_per_parameter() > 0 {
-            " and optimizer state"
-        } else {
-            ""
-        },
-        format_bytes(per_layer - one.activations),
-        format_bytes(one.activations),
+        format_bytes(per_layer),
+        below + 1,
+        terms.join(", ")
     ));
+    let dominant = if model_growth >= activation_growth {
+        "the parameters and what comes with them (gradients, optimizer state, Adam's square \
+         roots) dominate, and they grow with the square of the width"
+    } else {
+        "the activations dominate, and they grow with the batch"
+    };
     let share = card_bytes.map_or("an unknown fraction".into(), |c| {
         format!("{:.0} %", 100.0 * lesson.peak_allocated as f64 / c as f64)
     });
     out.line(format!(
         "The lesson says this typically happens at about {LESSON_LAYERS} hidden layers of 5000 neurons. \
-         Here {LESSON_LAYERS} layers of {} need {} — {share} of this card. At batch 32 the parameters \
-         dominate, and they grow with the square of the width: the lesson's figure fits a card \
-         of about {} for this optimizer, or a wider network.",
+         Here {LESSON_LAYERS} layers of {} need {} — {share} of this card. At batch {batch} \
+         {dominant}: {LESSON_LAYERS} layers would be the deepest for this optimizer on a card \
+         of less than {}, or with a wider network.",
         base.hidden,
         format_bytes(lesson.peak_allocated),
-        format_bytes(lesson.peak_allocated + per_layer),
+        format_bytes(lesson_next.peak_allocated),
     ));
     Ok(Compared {
         per_layer,

@@ -32,6 +32,26 @@ fn the_default_depth_is_what_the_equation_predicts() {
     assert!(t.contains("out of memory. Tried to allocate"), "{t}");
 }
 
+/// At batch 32, Adam's update is the busiest moment: its state and the square roots of the
+/// foreach update are as large as the parameters each.
+#[test]
+fn adam_runs_out_in_its_update() {
+    let v = json(&["--backend", "plan", "--optimizer", "adam"]);
+    let deepest = v["deepest_fit"].as_u64().unwrap();
+    assert_eq!(Some(deepest), v["equation_predicts"].as_u64(), "{v}");
+    assert_eq!(v["first_failure"]["failed_in"], "optimizer", "{v}");
+    let sgd = json(&["--backend", "plan"]);
+    let sgd_deepest = sgd["deepest_fit"].as_u64().unwrap();
+    // SGD's peak holds two copies of the parameters, Adam's five.
+    let ratio = sgd_deepest as f64 / deepest as f64;
+    assert!((2.3..2.7).contains(&ratio), "{sgd_deepest} / {deepest}");
+    let t = text(&run(&["--backend", "plan", "--optimizer", "adam"]));
+    assert!(
+        t.contains("optimizer state +") && t.contains("temporaries +"),
+        "{t}"
+    );
+}
+
 #[test]
 fn cpu_and_plan_agree_on_a_small_card() {
     let args = ["--device-memory", "64MiB", "--hidden", "512"];

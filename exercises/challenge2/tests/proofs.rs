@@ -21,6 +21,11 @@ fn the_reference_solution_passes() {
 }
 
 #[test]
+fn the_reference_solution_passes_other_seeds() {
+    passes_on_other_seeds(|s| grade(&answers_of!(solution), s));
+}
+
+#[test]
 fn the_shipped_stub_is_not_attempted() {
     not_attempted(&grade(&answers_of!(stub), seed()));
 }
@@ -69,6 +74,28 @@ mod no_activations {
     }
 }
 
+/// Adam's update without its square roots: four copies of the parameters at its peak, not
+/// five.
+mod no_update_temporaries {
+    use super::*;
+    pub use crate::solution::{model_bytes, parameter_count};
+    pub fn deepest_fit(s: Setup, card: u64) -> u64 {
+        let step_bytes = |layers: u64| {
+            let s = Setup { layers, ..s };
+            let activation = s.batch * s.width * 4;
+            let parameters = parameter_count(s.inputs, s.width, layers, s.classes) * 4;
+            let top = model_bytes(s) - parameters + (layers + 2) * activation;
+            let bottom = model_bytes(s) + 3 * activation;
+            top.max(bottom) + s.batch * (s.inputs * 4 + 8 + s.classes * 4)
+        };
+        let mut layers = 0;
+        while step_bytes(layers + 1) <= card {
+            layers += 1;
+        }
+        layers
+    }
+}
+
 #[test]
 fn forgetting_biases_fails() {
     fails_on(
@@ -98,5 +125,14 @@ fn ignoring_activations_fails() {
         &grade(&answers_of!(no_activations), seed()),
         "deepest_fit",
         "activation",
+    );
+}
+
+#[test]
+fn forgetting_adams_square_roots_fails() {
+    fails_on(
+        &grade(&answers_of!(no_update_temporaries), seed()),
+        "deepest_fit",
+        "square root",
     );
 }
