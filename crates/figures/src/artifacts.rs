@@ -57,6 +57,41 @@ pub const ARTIFACTS: &[Artifact] = &[
         render: pages::memory_equation::estimate_table,
     },
     Artifact {
+        path: "generated/pytorch_fixture.md",
+        about: "paragraph: the engine's peak of requested bytes against PyTorch's on every setup of its fixture",
+        render: pages::memory_equation::pytorch_fixture,
+    },
+    Artifact {
+        path: "generated/step_tape.md",
+        about: "table: step 2 of a small lesson-shaped network, tensor by tensor, the engine's trace beside PyTorch's",
+        render: pages::memory_equation::step_tape,
+    },
+    Artifact {
+        path: "generated/relu_inplace.md",
+        about: "table: nn.ReLU() vs nn.ReLU(inplace=True) on the lesson's card, and PyTorch's own peaks",
+        render: pages::fitting_more::relu_inplace,
+    },
+    Artifact {
+        path: "generated/challenge4_fewer.md",
+        about: "inline: the full batch in float32 with one micro-batch fewer than it needs, and why it fails",
+        render: pages::challenge_4::challenge4_fewer,
+    },
+    Artifact {
+        path: "generated/full_batch_failure.md",
+        about: "inline: where the full batch runs out on the card (the pass) and on which tensor",
+        render: pages::challenge_1::full_batch_failure,
+    },
+    Artifact {
+        path: "generated/deepest_sgd_failure.md",
+        about: "inline: where one layer too many (width 5000, batch 32, SGD) runs out, and on which tensor",
+        render: pages::challenge_2::deepest_sgd_failure,
+    },
+    Artifact {
+        path: "generated/deepest_adam_failure.md",
+        about: "inline: where one layer too many (width 5000, batch 32, Adam) runs out, and on which tensor",
+        render: pages::challenge_2::deepest_adam_failure,
+    },
+    Artifact {
         path: "generated/challenge1_full_batch.md",
         about: "challenge 1: the full training set as one batch, by category, the OOM, the largest batch",
         render: pages::challenge_1::challenge1_full_batch,
@@ -79,7 +114,7 @@ pub const ARTIFACTS: &[Artifact] = &[
     Artifact {
         path: "generated/alt_memory_vs_batch.md",
         about: "inline: alt text of memory_vs_batch.svg",
-        render: || Ok(charts::batch::ALT_MEMORY_VS_BATCH.to_string()),
+        render: charts::batch::alt_memory_vs_batch,
     },
     Artifact {
         path: "generated/alt_leak_timeline.md",
@@ -114,7 +149,7 @@ pub const ARTIFACTS: &[Artifact] = &[
     Artifact {
         path: "generated/alt_memory_vs_depth.md",
         about: "inline: alt text of memory_vs_depth.svg",
-        render: || Ok(charts::depth::ALT_MEMORY_VS_DEPTH.to_string()),
+        render: charts::depth::alt_memory_vs_depth,
     },
     Artifact {
         path: "generated/alt_alloc_timeline.md",
@@ -187,14 +222,24 @@ pub const ARTIFACTS: &[Artifact] = &[
         render: pages::challenge_1::largest_batch_peak_reserved,
     },
     Artifact {
-        path: "generated/reserved_jump_batch.md",
-        about: "inline: the first batch (rows) whose step needs a third activation-sized segment",
-        render: pages::monitoring::reserved_jump_batch,
+        path: "generated/one_row_more_batch.md",
+        about: "inline: one row more than the largest batch that fits the card (rows)",
+        render: pages::monitoring::one_row_more_batch,
     },
     Artifact {
-        path: "generated/reserved_jump_commands.md",
-        about: "block: the two challenge1 commands one row below and at the reserved jump",
-        render: pages::monitoring::reserved_jump_commands,
+        path: "generated/one_row_more_oom.md",
+        about: "block: the out-of-memory message one row past the largest batch that fits",
+        render: pages::monitoring::one_row_more_oom,
+    },
+    Artifact {
+        path: "generated/one_row_more_story.md",
+        about: "paragraph: which pass and tensor ran out one row past the largest batch, and what cut the block it needed",
+        render: pages::monitoring::one_row_more_story,
+    },
+    Artifact {
+        path: "generated/one_row_more_commands.md",
+        about: "block: the two challenge1 commands at the largest batch that fits and one row more",
+        render: pages::monitoring::one_row_more_commands,
     },
     Artifact {
         path: "generated/challenge2_oom.md",

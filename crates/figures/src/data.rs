@@ -4,14 +4,14 @@
 //! come out on every machine, in milliseconds, for cards no machine here has.
 
 use anyhow::{Context, Result, anyhow};
-use gpumem::alloc::{EventKind, MIN_LARGE_ALLOC, OutOfMemory};
+use gpumem::alloc::OutOfMemory;
 use gpumem::data::LESSON_TRAINING_EVENTS;
-use gpumem::estimate::{Estimate, block_bytes, deepest_that_fits, estimate};
+use gpumem::estimate::{Estimate, deepest_that_fits, estimate};
 use gpumem::lesson::{CARD_BYTES, planning_on_card, planning_unlimited};
 use gpumem::measure::{
     Search, StepMemory, deepest_network, largest_batch, largest_where, measure_step, search_largest,
 };
-use gpumem::mlp::{Batch, Mlp, MlpConfig, Optimizer};
+use gpumem::mlp::{Batch, Mlp, MlpConfig, Optimizer, Pass};
 use gpumem::{Device, DeviceOptions};
 
 /// The seed of every measured step (on `plan` it changes nothing; kept fixed all the same).
@@ -112,8 +112,8 @@ pub struct DeepestFit {
     pub step: StepMemory,
     /// The first depth that did not fit, and its error.
     pub oom: OutOfMemory,
-    /// Where the first failing step ran out: `"model"` or `"step"`.
-    pub failed_in: gpumem::measure::Phase,
+    /// Where the first failing step ran out: building the model, or a pass of the step.
+    pub failed_in: Pass,
     /// The equation's answer: the most layers whose predicted peak allocated fits.
     pub equation_layers: u64,
     /// The equation's peak at the measured depth.
@@ -208,45 +208,6 @@ pub fn widest_by_equation(layers: u64, batch: u64) -> Result<Option<u64>> {
     largest_where(MAX_WIDTH, |w| {
         Ok(equation(&network(w, layers, Optimizer::LESSON), batch)?.peak_allocated <= CARD_BYTES)
     })
-}
-
-/// Segments of their own (at least one activation, and past the 20 MiB segments that small
-/// tensors share) that one step of the lesson's network at `batch` rows takes from the
-/// device, on the card, after the model is built.
-pub fn activation_segments(batch: u64) -> Result<usize> {
-    let device = Device::new(&planning_on_card())?;
-    let mut mlp = Mlp::new(&device, &MlpConfig::lesson(LESSON_WIDTH), SEED)?;
-    device.start_trace();
-    mlp.train_step(Batch::Planned(batch))
-        .with_context(|| describe(mlp.config(), batch))?;
-    let activation = block_bytes(batch * LESSON_WIDTH * 4).max(MIN_LARGE_ALLOC);
-    Ok(device
-        .take_trace()
-        .events
-        .iter()
-        .filter(|e| e.kind == EventKind::SegmentAlloc && e.size >= activation)
-        .count())
-}
-
-/// The first batch of the lesson's network whose step needs a third segment of an
-/// activation's size (the jump in reserved memory on the Monitoring page), among the
-/// batches whose activation is a large tensor (10 MiB or more) and that fit the card.
-pub fn reserved_jump_batch() -> Result<u64> {
-    let first = MIN_LARGE_ALLOC.div_ceil(LESSON_WIDTH * 4);
-    let last = largest_batch_on_card(LESSON_WIDTH)?
-        .ok_or_else(|| anyhow!("not even one row fits on the card"))?
-        .rows;
-    let two = largest_where(last - first + 1, |n| {
-        Ok::<_, anyhow::Error>(activation_segments(first + n - 1)? <= 2)
-    })?
-    .ok_or_else(|| anyhow!("a step at {first} rows already needs three segments"))?;
-    let jump = first + two;
-    if jump > last || activation_segments(jump)? != 3 {
-        return Err(anyhow!(
-            "no batch up to {last} rows needs exactly a third segment"
-        ));
-    }
-    Ok(jump)
 }
 
 /// The allocator's events over model creation and a few training steps.

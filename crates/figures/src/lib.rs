@@ -16,8 +16,10 @@ pub mod charts;
 pub mod data;
 pub mod epochs;
 pub mod files;
+pub mod fragmented;
 pub mod measured;
 pub mod pages;
+pub mod tape;
 
 /// The look of every chart, shared with the demos' charts (`crates/charts`).
 pub use ::charts::style;

@@ -5,7 +5,7 @@ use super::{capacity_line, note};
 use crate::data::{self, LESSON_WIDTH, batch_sizes, equation, measure};
 use crate::style::palette::{BLUE, GREEN, ORANGE, PURPLE, SKY, VERMILION, YELLOW};
 use crate::style::{INK, TITLE_PX, font, gib, grouped, legend, mesh, rows_label, svg};
-use anyhow::Result;
+use anyhow::{Result, anyhow};
 use gpumem::data::LESSON_TRAINING_EVENTS as FULL;
 use gpumem::estimate::Estimate;
 use gpumem::lesson::{CARD_BYTES, planning_unlimited};
@@ -14,14 +14,35 @@ use gpumem::size::format_bytes;
 use plotters::element::DashedPathElement;
 use plotters::prelude::*;
 
-/// The chart's alt text: what it shows, for readers who cannot see it.
-pub const ALT_MEMORY_VS_BATCH: &str = "Stacked area chart of the peak memory of one training \
-step of the lesson's network (one hidden layer of 2000) against the batch size, on a log scale \
-from 1 row to all 1 173 000 rows: parameters and gradients are too small to see, activations \
-and temporaries grow in proportion to the batch with the measured peak allocated exactly on \
-top of the stack, and the measured peak reserved climbs above it for the largest batches, \
-reaching the card's 15.90 GiB capacity line at the largest batch that fits, well short of the \
-whole training set, which as one batch lands above the line.";
+/// The chart's alt text: what it shows, for readers who cannot see it, with the figures of
+/// the same runs as the chart.
+pub fn alt_memory_vs_batch() -> Result<String> {
+    let config = MlpConfig::lesson(LESSON_WIDTH);
+    let full = equation(&config, FULL)?;
+    let full_reserved = measure(&planning_unlimited(), &config, FULL)?.peak_reserved;
+    let largest = data::largest_batch_on_card(LESSON_WIDTH)?
+        .ok_or_else(|| anyhow!("not even one row fits on the card"))?;
+    let past = measure(&planning_unlimited(), &config, largest.rows + 1)?;
+    Ok(format!(
+        "Stacked area chart of the peak memory of one training step of the lesson's network \
+         (one hidden layer of {}) against the batch size, on a log scale from 1 row to all {} \
+         rows: parameters and gradients are too small to see, activations and temporaries grow \
+         in proportion to the batch with the measured peak allocated exactly on top of the \
+         stack, and the measured peak reserved follows the stack up to the largest batch that \
+         fits the card's {} capacity line, {} rows ({} reserved), then jumps above it ({} \
+         reserved for {} allocated one row later) as the cache fragments; the whole training \
+         set as one batch lands far above the line, at {} allocated and {} reserved.",
+        grouped(LESSON_WIDTH),
+        grouped(FULL),
+        format_bytes(CARD_BYTES),
+        grouped(largest.rows),
+        format_bytes(largest.step.peak_reserved),
+        format_bytes(past.peak_reserved),
+        format_bytes(past.peak_allocated),
+        format_bytes(full.peak_allocated),
+        format_bytes(full_reserved),
+    ))
+}
 
 /// A category's name, its bytes in an estimate, and its colour.
 type Category = (&'static str, fn(&Estimate) -> u64, RGBColor);
@@ -76,7 +97,7 @@ pub fn memory_vs_batch() -> Result<String> {
     let y_max = (top * 1.1 / 5.0).ceil() * 5.0;
     let (x0, x1) = (1.0, 3.0e6);
 
-    svg(ALT_MEMORY_VS_BATCH, |root| {
+    svg(&alt_memory_vs_batch()?, |root| {
         let mut chart = ChartBuilder::on(root)
             .caption(
                 format!("One training step vs batch size (hidden width {LESSON_WIDTH})"),
@@ -187,13 +208,20 @@ pub fn memory_vs_batch() -> Result<String> {
             &INK,
         )?;
 
-        // The legend sits left, just under the capacity line, where every series is still ~0.
+        // The legend sits left, where every series is still ~0: under the capacity line when
+        // there is room for it there, else above it, under the note at the top.
         let (_, height) = chart.plotting_area().dim_in_pixel();
-        let below_capacity = ((1.0 - gib(CARD_BYTES) / y_max) * f64::from(height)) as i32 + 14;
+        let capacity_y = ((1.0 - gib(CARD_BYTES) / y_max) * f64::from(height)) as i32;
+        let legend_height = 26 * 6 + 20;
+        let y = if f64::from(height) - f64::from(capacity_y) > f64::from(legend_height + 30) {
+            capacity_y + 14
+        } else {
+            (capacity_y - legend_height - 12).max(40)
+        };
         legend(
             chart
                 .configure_series_labels()
-                .position(SeriesLabelPosition::Coordinate(14, below_capacity)),
+                .position(SeriesLabelPosition::Coordinate(14, y)),
         )
         .draw()?;
         Ok(())

@@ -35,9 +35,9 @@ fn capacity_line<X: Ranged<ValueType = f64>>(
 /// Every chart's file stem and alt text, in the order the book shows them.
 pub fn alts() -> Result<Vec<(&'static str, String)>> {
     Ok(vec![
-        ("memory_vs_batch", batch::ALT_MEMORY_VS_BATCH.to_string()),
+        ("memory_vs_batch", batch::alt_memory_vs_batch()?),
         ("memory_vs_width", width::ALT_MEMORY_VS_WIDTH.to_string()),
-        ("memory_vs_depth", depth::ALT_MEMORY_VS_DEPTH.to_string()),
+        ("memory_vs_depth", depth::alt_memory_vs_depth()?),
         ("alloc_timeline", timeline::ALT_ALLOC_TIMELINE.to_string()),
         ("leak_timeline", timeline::alt_leak_timeline()?),
         ("challenge4_strategies", strategies::alt(0)?),

@@ -73,3 +73,12 @@ pub fn largest_batch_peak_allocated() -> Result<String> {
 pub fn largest_batch_peak_reserved() -> Result<String> {
     Ok(format_bytes(largest_batch()?.step.peak_reserved))
 }
+
+/// Where the full batch runs out on the card, and on which tensor (the engine's measurement).
+pub fn full_batch_failure() -> Result<String> {
+    let step = measure(&planning_on_card(), &MlpConfig::lesson(LESSON_WIDTH), FULL)?;
+    let oom = step
+        .oom
+        .ok_or_else(|| anyhow!("the full training set fits on the card"))?;
+    super::failure_words(step.failed_in, &oom)
+}

@@ -4,7 +4,7 @@ use crate::data::{self, DEEP_BATCH, DEEP_WIDTH, equation, network, optimizer_nam
 use crate::style::grouped;
 use anyhow::Result;
 use gpumem::lesson::CARD_BYTES;
-use gpumem::mlp::Optimizer;
+use gpumem::mlp::{Optimizer, Pass};
 use gpumem::size::format_bytes;
 use std::fmt::Write as _;
 
@@ -32,10 +32,9 @@ pub fn challenge2_depth() -> Result<String> {
             format_bytes(fit.step.peak_reserved),
             fit.equation_layers,
         )?;
-        let where_ = if fit.failed_in == gpumem::measure::Phase::Model {
-            "while building the model"
-        } else {
-            "during the step"
+        let where_ = match fit.failed_in {
+            Pass::Model => "while building the model".to_string(),
+            pass => format!("in the {pass}"),
         };
         remarks.push(format!(
             "With {name}, {} layers run out of memory {where_}, allocating `{}`.",
@@ -95,4 +94,16 @@ pub fn deepest_sgd() -> Result<String> {
 
 pub fn deepest_adam() -> Result<String> {
     Ok(data::deepest_fit(data::adam())?.layers.to_string())
+}
+
+/// Where one layer too many runs out with SGD, and on which tensor.
+pub fn deepest_sgd_failure() -> Result<String> {
+    let fit = data::deepest_fit(Optimizer::LESSON)?;
+    super::failure_words(Some(fit.failed_in), &fit.oom)
+}
+
+/// Where one layer too many runs out with Adam, and on which tensor.
+pub fn deepest_adam_failure() -> Result<String> {
+    let fit = data::deepest_fit(data::adam())?;
+    super::failure_words(Some(fit.failed_in), &fit.oom)
 }

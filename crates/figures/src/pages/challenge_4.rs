@@ -212,3 +212,39 @@ pub fn challenge4_times() -> Result<String> {
     )?;
     Ok(out)
 }
+
+/// Why float32 needs the micro-batches it needs on the full batch: one fewer, and what the
+/// card says then (a fragmented cache, or simply too little memory).
+pub fn challenge4_fewer() -> Result<String> {
+    use gpumem::fit::{fewest_micro_batches, measure_update, with_micro_batches};
+    use gpumem::lesson::{planning_on_card, planning_unlimited};
+    let base = MlpConfig::lesson(LESSON_WIDTH);
+    let (k, _) = fewest_micro_batches(&planning_on_card(), &base, FULL)?
+        .ok_or_else(|| anyhow!("no number of micro-batches fits the full batch"))?;
+    if k < 2 {
+        return Err(anyhow!("the full batch fits in one micro-batch"));
+    }
+    let fewer = with_micro_batches(&base, k - 1);
+    let peak = measure_update(&planning_unlimited(), &fewer, FULL, 0)?.peak_allocated;
+    let first = format!(
+        "In float32 the full batch needs {k} micro-batches. With {}, the update's peak \
+         allocated is {}",
+        k - 1,
+        format_bytes(peak)
+    );
+    Ok(match crate::fragmented::fragmented_step(&fewer, FULL)? {
+        Some(f) if peak <= CARD_BYTES => format!(
+            "{first}, less than the card's {}, yet it runs out in the {} allocating `{}`, with \
+             {} cached but unused: the cache is fragmented, as on the \
+             [Monitoring memory](monitoring.md#allocated-is-not-the-whole-story) page.",
+            format_bytes(CARD_BYTES),
+            f.pass,
+            f.oom.label,
+            format_bytes(f.oom.cached_unused())
+        ),
+        _ => format!(
+            "{first}: more than the card's {}.",
+            format_bytes(CARD_BYTES)
+        ),
+    })
+}

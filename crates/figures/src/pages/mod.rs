@@ -7,6 +7,7 @@ pub mod challenge_1;
 pub mod challenge_2;
 pub mod challenge_3;
 pub mod challenge_4;
+pub mod fitting_more;
 pub mod instructors;
 pub mod memory_equation;
 pub mod monitoring;
@@ -37,6 +38,17 @@ fn full_batch_error() -> Result<OutOfMemory> {
     measure(&planning_on_card(), &MlpConfig::lesson(LESSON_WIDTH), FULL)?
         .oom
         .ok_or_else(|| anyhow!("the full training set fits on the card: challenge 1 is moot"))
+}
+
+/// Where a measured step ran out, in words: `in the backward pass, allocating `a0.grad``.
+fn failure_words(failed_in: Option<gpumem::mlp::Pass>, oom: &OutOfMemory) -> Result<String> {
+    use gpumem::mlp::Pass;
+    Ok(
+        match failed_in.ok_or_else(|| anyhow!("an out-of-memory error without its pass"))? {
+            Pass::Model => format!("while building the model, allocating `{}`", oom.label),
+            pass => format!("in the {pass}, allocating `{}`", oom.label),
+        },
+    )
 }
 
 /// A message as a text block.

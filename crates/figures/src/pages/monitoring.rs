@@ -1,19 +1,21 @@
-//! Monitoring memory (`monitoring.md`): the full batch's out-of-memory message, allocated vs
-//! reserved.
+//! Monitoring memory (`monitoring.md`): the full batch's out-of-memory message, and allocated
+//! vs reserved — one row past the largest batch that fits, the cache is fragmented.
 
-use crate::data::{self};
+use crate::data::LESSON_WIDTH;
+use crate::fragmented::{Fragmented, fragmented_step};
 use crate::style::grouped;
 use anyhow::{Result, anyhow};
+use gpumem::mlp::MlpConfig;
 use gpumem::size::format_bytes;
 
-use super::{full_batch_error, text_block};
+use super::{full_batch_error, largest_batch, text_block};
 
 /// Challenge 1's out-of-memory message alone, as a text block.
 pub fn full_batch_oom() -> Result<String> {
     Ok(text_block(full_batch_error()?))
 }
 
-/// `memory_allocated()` when the full batch ran out, e.g. `8.75 GiB`.
+/// `memory_allocated()` when the full batch ran out, e.g. `8.76 GiB`.
 pub fn full_batch_allocated() -> Result<String> {
     Ok(format_bytes(full_batch_error()?.allocated))
 }
@@ -31,19 +33,68 @@ pub fn full_batch_reserved() -> Result<String> {
     Ok(format_bytes(full_batch_error()?.reserved))
 }
 
-/// The first batch whose step needs a third segment the size of an activation.
-pub fn reserved_jump_batch() -> Result<String> {
-    Ok(grouped(data::reserved_jump_batch()?))
+/// One row more than the largest batch that fits, and how its step fails.
+pub fn one_row_more() -> Result<(u64, Fragmented)> {
+    let rows = largest_batch()?.rows + 1;
+    let failure = fragmented_step(&MlpConfig::lesson(LESSON_WIDTH), rows)?.ok_or_else(|| {
+        anyhow!("{rows} rows do not fail for a fragmented cache: the Monitoring page is moot")
+    })?;
+    Ok((rows, failure))
 }
 
-/// The two commands that show the jump: one row below it, and at it.
-pub fn reserved_jump_commands() -> Result<String> {
-    let jump = data::reserved_jump_batch()?;
+/// The first batch that does not fit (rows), e.g. `655 361`.
+pub fn one_row_more_batch() -> Result<String> {
+    Ok(grouped(one_row_more()?.0))
+}
+
+/// Its out-of-memory message, as a text block.
+pub fn one_row_more_oom() -> Result<String> {
+    Ok(text_block(one_row_more()?.1.oom))
+}
+
+/// What happened, in words: the pass, the tensor, and what cut the block it needed.
+pub fn one_row_more_story() -> Result<String> {
+    let (rows, f) = one_row_more()?;
+    let cut: Vec<String> = f
+        .cut_by
+        .iter()
+        .map(|c| {
+            let when = if c.twin_alive {
+                format!(
+                    ", made in step {} while the previous step's `{}` was still alive",
+                    c.made_in_step, c.label
+                )
+            } else {
+                format!(", made in step {}", c.made_in_step)
+            };
+            format!("`{}` ({}{when})", c.label, format_bytes(c.bytes))
+        })
+        .collect();
+    Ok(format!(
+        "At {} rows the step runs out in step {} of the measurement, in the {}, allocating \
+         `{}`: it asks for {}, and the cache holds {} unused — more than the request. The block \
+         it needed is the {} segment first made for `{}`; when the request came, {} lived inside \
+         that segment, so the largest free piece of it was too small.\n",
+        grouped(rows),
+        f.step,
+        f.pass,
+        f.oom.label,
+        format_bytes(f.oom.requested),
+        format_bytes(f.oom.cached_unused()),
+        format_bytes(f.segment),
+        f.made_for,
+        cut.join(" and "),
+    ))
+}
+
+/// The two commands that show it: the largest batch that fits, and one row more.
+pub fn one_row_more_commands() -> Result<String> {
+    let rows = one_row_more()?.0;
     Ok(format!(
         "```sh\n\
          cargo run -p challenge1 -- --backend plan --batch {}\n\
-         cargo run -p challenge1 -- --backend plan --batch {jump}\n\
+         cargo run -p challenge1 -- --backend plan --batch {rows}\n\
          ```\n",
-        jump - 1
+        rows - 1
     ))
 }
