@@ -1,9 +1,10 @@
 //! `--scenario fragmentation`: an epoch whose last batch is a little shorter than the others,
 //! in a loop that keeps the last step's outputs to log them. The short batch's activations are
-//! carved out of the full batches' cached segments, its small outputs land in the leftover
-//! pieces, and because the loop still holds them when epoch 2 starts, two big segments cannot
-//! be reused or given back: the first full batch of epoch 2 fails although more memory is
-//! cached and unused than it asks for. Then the same run with each of the allocator's remedies.
+//! carved out of the full batches' cached segments, its small `y_pred` lands in a leftover
+//! piece at the end of one of them, and because the loop still holds it when epoch 2 starts,
+//! that segment cannot hold a full batch's activation again: epoch 2's first step fails
+//! although more memory is cached and unused than it asks for. Then the same run with each of
+//! the allocator's remedies.
 
 use crate::runner::{self, Keep, RunResult, RunSpec};
 use crate::{Setup, write_timeline};
@@ -303,17 +304,39 @@ fn print_what_settings_do(
         format_bytes(split)
     ));
     let gc = &attempts[3];
+    let gc_outcome = if gc.succeeded {
+        "It helped here: it gave back whole unused segments when a request found no cached \
+         block, before the run needed more than the card."
+            .to_string()
+    } else if gc.device_frees == 0 {
+        "It did not help here: when epoch 2 needed one more segment, every cached segment still \
+         held a live tensor — the one the kept outputs pin among them — so there was nothing \
+         to give back."
+            .to_string()
+    } else {
+        format!(
+            "It did not help here: the {} segment(s) it gave back were not enough.",
+            gc.device_frees
+        )
+    };
     out.line(format!(
         "garbage_collection_threshold does not clean up \"every few allocations\": it acts only \
          when a request finds no cached block and reserved memory is above the threshold, and \
          it gives back only whole unused segments, oldest first. Measured: {} segment frees in {} \
-         segment allocations. It helped here only because it returned the full batches' \
-         segments before the short batch could be carved out of them.",
+         segment allocations. {gc_outcome}",
         gc.device_frees, gc.device_allocations
     ));
-    out.line(
-        "empty_cache() after every step (the article's advice) is not needed: at the right place \
-         — when the batch size changes — one call is enough; it cannot free anything a live \
-         tensor still uses.",
-    );
+    let at_change = &attempts[4];
+    out.line(if at_change.succeeded {
+        format!(
+            "empty_cache() after every step (the article's advice) is not needed: at the right \
+             place — when the batch size changes — a call there is enough ({} segment frees in \
+             this run); it cannot free anything a live tensor still uses.",
+            at_change.device_frees
+        )
+    } else {
+        "empty_cache() when the batch size changes did not help here: it cannot free anything \
+         a live tensor still uses."
+            .to_string()
+    });
 }

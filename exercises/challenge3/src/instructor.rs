@@ -23,9 +23,9 @@ struct Cli {
     /// a timeline. leak: a loop that keeps every step's outputs runs out of memory after some
     /// epochs; the fixed loop on the same card stays flat (defaults --batch 32 --samples 20000
     /// --epochs 8 --device-memory 4MiB). fragmentation: a short last batch whose kept outputs
-    /// pin cached segments, so epoch 2 fails although enough memory is cached; then each
-    /// remedy (defaults --hidden 400 --layers 2 --batch 264000 --samples 790000 --epochs 2
-    /// --device-memory 1400MiB). Flags given on the command line override these.
+    /// pin a cached segment, so epoch 2 fails although enough memory is cached; then each
+    /// remedy (defaults --hidden 700 --layers 2 --batch 132000 --samples 395600 --epochs 2
+    /// --device-memory 1600MiB). Flags given on the command line override these.
     #[arg(long, value_enum, default_value = "train")]
     scenario: Scenario,
     #[command(flatten)]
@@ -99,15 +99,19 @@ impl Scenario {
                 samples: 20_000,
                 epochs: 8,
             },
-            // Batches of 264 000 rows and a last one of 262 000: its activations are split
-            // out of the full batches' segments, leaving pieces just large enough for its
-            // logits and losses; the loop keeps those, pinning two segments into epoch 2.
+            // Inputs chosen to show the failure: batches of 132 000 rows and a last one of
+            // 131 600. The short batch's activations are carved out of the full batches'
+            // cached segments, leaving at the end of one a piece just large enough for its
+            // `y_pred`; the loop keeps that, pinning the segment into epoch 2, whose first
+            // step then needs one segment more than the card has room for. The card is the
+            // four activation-sized segments a step uses, the small ones, and some room to
+            // spare — less than a fifth segment.
             Scenario::Fragmentation => Defaults {
-                card: "1400MiB",
-                hidden: 400,
+                card: "1600MiB",
+                hidden: 700,
                 layers: 2,
-                batch: 264_000,
-                samples: 790_000,
+                batch: 132_000,
+                samples: 395_600,
                 epochs: 2,
             },
         }

@@ -92,7 +92,7 @@ pub fn run(setup: &Setup, out: Output) -> anyhow::Result<()> {
     };
     out.section("What happened");
     out.line(format!(
-        "The leaking loop holds each step's logits and per-row losses — {} a step once rounded to \
+        "The leaking loop holds each step's `y_pred` and its loss — {} a step once rounded to \
          the allocator's 512-byte blocks — so allocated climbs epoch after epoch until the card \
          is full. Nothing is wrong with any single step: the crash comes late, as in the article. \
          The fixed loop's allocated memory ends every epoch where it started.",

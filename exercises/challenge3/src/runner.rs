@@ -12,7 +12,7 @@ use gpumem::train::{self, BatchSize, EpochTotals, Observer, Progress, Rows, Sche
 use gpumem::{Device, DeviceOptions, Error};
 use serde::Serialize;
 
-/// What the loop keeps of each step's outputs (logits and per-row losses on the device).
+/// What the loop keeps of each step's outputs (`y_pred` and the loss, on the device).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Keep {
