@@ -38,6 +38,30 @@ fn memory_equation_page_claims() {
         .map(|(n, _)| n.as_str())
         .collect();
     assert_eq!(alive, ["a0", "a0.grad", "relu.grad"]);
+    // `zero_grad()` frees the four gradients; the two "alive" columns differ only there, by
+    // the batch the engine uploads afterwards.
+    assert_eq!((engine.zero_grad.len(), torch.zero_grad.len()), (4, 4));
+    let (_, batch, after) = engine.batch.clone().unwrap();
+    assert_eq!(after, torch.live_after_zero_grad);
+    assert_eq!(engine.live_after_zero_grad + batch, after);
+
+    // The busiest moment: the L kept activations and two more batch × width tensors; near
+    // the bottom of the backward pass (nearly every gradient made) where the weights
+    // dominate; with a small batch and Adam, the update (five copies of the model: Adam's square roots are
+    // temporaries as large as the parameters).
+    for layers in 1..=4 {
+        let c = data::network(LESSON_WIDTH, layers, gpumem::mlp::Optimizer::LESSON);
+        let e = equation(&c, 100_000).unwrap();
+        let act = (100_000 * LESSON_WIDTH * 4) as f64;
+        let ratio = (e.activations + e.temporaries) as f64 / act;
+        assert!((ratio - (layers + 2) as f64).abs() < 0.05, "{layers}: {ratio}");
+    }
+    let sgd = equation(&data::network(5000, 5, gpumem::mlp::Optimizer::LESSON), 32).unwrap();
+    assert!(sgd.gradients > sgd.parameters / 10 * 9);
+    let adam = equation(&data::network(5000, 5, data::adam()), 32).unwrap();
+    assert_eq!(adam.temporaries, adam.parameters);
+    assert_eq!(adam.optimizer_state, 2 * adam.parameters);
+    assert_eq!(adam.gradients, adam.parameters);
 
     let config = MlpConfig::lesson(LESSON_WIDTH);
     let e = equation(&config, FULL).unwrap();
@@ -95,6 +119,10 @@ fn challenge1_page_claims() {
     assert!(big.fits());
     let largest = data::largest_batch_on_card(LESSON_WIDTH).unwrap().unwrap();
     assert!(largest.rows > FULL / 2 && largest.rows < FULL);
+    // Its reserved peak is more than a GiB short of the card, yet one row more fails.
+    assert!(CARD_BYTES - largest.step.peak_reserved > 1 << 30);
+    let more = measure(&planning_on_card(), &config, largest.rows + 1).unwrap();
+    assert!(!more.fits());
 }
 
 /// Challenge 2: one layer too many runs out in the backward pass with SGD (a gradient) and
@@ -112,6 +140,8 @@ fn challenge2_page_claims() {
         "{}",
         adam.oom.label
     );
+    assert_eq!(sgd.equation_layers, sgd.layers);
+    assert_eq!(adam.equation_layers, adam.layers);
     let ratio = sgd.layers as f64 / adam.layers as f64;
     assert!((2.3..2.7).contains(&ratio), "{ratio}");
 }
@@ -146,4 +176,26 @@ fn relu_inplace_claims() {
     )
     .unwrap();
     assert!(next.is_some());
+}
+
+/// Fitting more: mixed precision halves the lesson's full batch but saves nothing for
+/// Challenge 2's deep network at batch 32, where autocast's float16 weight copies add a little.
+#[test]
+fn mixed_precision_claims() {
+    use gpumem::mlp::{Precision, Strategy};
+    let mixed = |c: MlpConfig| {
+        c.with_strategy(Strategy {
+            precision: Precision::Mixed,
+            ..Default::default()
+        })
+    };
+    let deep = data::deepest_fit(gpumem::mlp::Optimizer::LESSON).unwrap();
+    let c = data::network(data::DEEP_WIDTH, deep.layers, gpumem::mlp::Optimizer::LESSON);
+    let plain = equation(&c, data::DEEP_BATCH).unwrap().peak_allocated;
+    let half = equation(&mixed(c), data::DEEP_BATCH).unwrap().peak_allocated;
+    assert!(half > plain && half - plain < plain / 100, "{half} vs {plain}");
+    let lesson = MlpConfig::lesson(LESSON_WIDTH);
+    let ratio = equation(&mixed(lesson.clone()), FULL).unwrap().peak_allocated as f64
+        / equation(&lesson, FULL).unwrap().peak_allocated as f64;
+    assert!((0.49..0.51).contains(&ratio), "{ratio}");
 }
