@@ -63,6 +63,7 @@ pub mod reduce;
 pub(crate) mod shader;
 #[cfg(test)]
 mod support;
+pub mod ternary;
 #[cfg(feature = "testing")]
 pub mod testing;
 #[cfg(test)]

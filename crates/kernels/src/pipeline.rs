@@ -12,6 +12,7 @@ use crate::error::KernelError;
 #[derive(Debug)]
 pub(crate) struct Layouts {
     pub storage2: (wgpu::BindGroupLayout, wgpu::PipelineLayout),
+    pub storage3: (wgpu::BindGroupLayout, wgpu::PipelineLayout),
     pub storage4: (wgpu::BindGroupLayout, wgpu::PipelineLayout),
 }
 
@@ -19,6 +20,7 @@ impl Layouts {
     pub fn new(device: &wgpu::Device) -> Self {
         Layouts {
             storage2: layout(device, 2),
+            storage3: layout(device, 3),
             storage4: layout(device, 4),
         }
     }

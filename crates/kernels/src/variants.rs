@@ -16,6 +16,7 @@ use crate::matmul::{self, tiled};
 use crate::optim::OPTIM;
 use crate::reduce::COLSUM;
 use crate::shader::{Layout, Store};
+use crate::ternary::TERNARY;
 use crate::xent;
 
 /// Env var that makes tests rewrite the committed generated files they compare with.
@@ -264,6 +265,7 @@ pub(crate) fn all() -> Vec<Variant> {
     let both = [Layout::Scalar, Layout::Quads];
     let mut out = flat(&ELEMENTWISE, &both);
     out.extend(flat(&COLSUM, &[Layout::Scalar]));
+    out.extend(flat(&TERNARY, &both));
     out.extend(flat(&OPTIM, &both));
     out.extend(softmax_xent());
     out.extend(xent());

@@ -32,7 +32,7 @@ fn the_device_has_the_downlevel_limits() {
 type Check = (&'static str, fn(&Ctx));
 
 /// Every check that takes a context, on the downlevel device.
-const CHECKS: [Check; 17] = [
+const CHECKS: [Check; 18] = [
     (
         "matmul",
         crate::matmul::all_forms_odd_shapes_device_limits_on,
@@ -57,6 +57,10 @@ const CHECKS: [Check; 17] = [
         crate::elementwise::adam_denom_matches_reference_on,
     ),
     ("fill", crate::elementwise::fill_writes_every_element_on),
+    (
+        "threshold_backward",
+        crate::ternary::threshold_backward_matches_reference_on,
+    ),
     (
         "log_softmax",
         crate::xent::log_softmax_and_backward_match_reference_on,

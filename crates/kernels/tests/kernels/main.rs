@@ -14,4 +14,5 @@ mod loss;
 mod matmul;
 mod optim;
 mod reduce;
+mod ternary;
 mod xent;
