@@ -252,6 +252,11 @@ pub const ARTIFACTS: &[Artifact] = &[
         render: pages::challenge_2::lesson_five_layers,
     },
     Artifact {
+        path: "generated/adam_slope_ratio.md",
+        about: "inline: how many times as steeply Adam's peak climbs with depth as SGD's (width 5000, batch 32)",
+        render: || Ok(format!("{:.1}", charts::depth::slope_ratio()?)),
+    },
+    Artifact {
         path: "generated/per_layer_bytes.md",
         about: "inline: what each extra hidden layer of 5000 adds to the peak at batch 32 with SGD",
         render: pages::networks::per_layer_bytes,
@@ -285,6 +290,11 @@ pub const ARTIFACTS: &[Artifact] = &[
         path: "generated/demo_challenge1.txt",
         about: "transcript: what `cargo run -p challenge1 -- --backend plan` prints",
         render: pages::instructors::demo_challenge1,
+    },
+    Artifact {
+        path: "generated/grader_bits.txt",
+        about: "transcript: challenge 1's grader on an answer that counts bits instead of bytes (the first miss)",
+        render: pages::instructors::grader_bits,
     },
     Artifact {
         path: "generated/demo_challenge2.txt",

@@ -66,7 +66,10 @@ fn width_chart_claims() {
         assert!(widest < MAX_WIDTH, "{layers} layers: {widest}");
         // The measured widest is a little narrower than the equation's (reserved bytes).
         let by_equation = data::widest_by_equation(layers, BATCH).unwrap().unwrap();
-        assert!(widest <= by_equation, "{layers} layers: {widest} > {by_equation}");
+        assert!(
+            widest <= by_equation,
+            "{layers} layers: {widest} > {by_equation}"
+        );
         let ratio = peak(20_000, layers) as f64 / peak(10_000, layers) as f64;
         assert!((3.6..4.4).contains(&ratio), "{layers} layers: {ratio}");
     }
@@ -166,7 +169,10 @@ fn monitoring_page_claims() {
         .unwrap();
     let gib = |b: u64| b as f64 / (1u64 << 30) as f64;
     for (lesson, ours) in [(8.84, oom.allocated), (8.86, oom.reserved)] {
-        assert!((0.05..0.15).contains(&(lesson - gib(ours))), "{lesson} vs {ours}");
+        assert!(
+            (0.05..0.15).contains(&(lesson - gib(ours))),
+            "{lesson} vs {ours}"
+        );
     }
     // In both messages reserved − allocated is a few hundredths of a GiB or less.
     assert!(gib(oom.cached_unused()) < 0.05);
@@ -202,7 +208,9 @@ fn challenge3_claims() {
     // The fixed loop ends every epoch at the same figure: the model, its gradients and the
     // last step's `y_pred` and loss (a 512-byte block each).
     assert!(fixed.failure.is_none());
-    let model = equation(&MlpConfig::lesson(LESSON_WIDTH), 32).unwrap().parameters;
+    let model = equation(&MlpConfig::lesson(LESSON_WIDTH), 32)
+        .unwrap()
+        .parameters;
     assert_eq!(fixed.epochs[0].allocated, 2 * model + 2 * 512);
     assert!(
         fixed
@@ -222,7 +230,12 @@ fn challenge3_claims() {
         .iter()
         .map(|(remedy, r)| {
             let fixed = r.failure.is_none();
-            assert_eq!(fixed, !remedy.name().contains("gc-threshold"), "{}", remedy.name());
+            assert_eq!(
+                fixed,
+                !remedy.name().contains("gc-threshold"),
+                "{}",
+                remedy.name()
+            );
             (remedy.name(), r.device_allocations, r.device_frees)
         })
         .collect();

@@ -54,7 +54,10 @@ fn memory_equation_page_claims() {
         let e = equation(&c, 100_000).unwrap();
         let act = (100_000 * LESSON_WIDTH * 4) as f64;
         let ratio = (e.activations + e.temporaries) as f64 / act;
-        assert!((ratio - (layers + 2) as f64).abs() < 0.05, "{layers}: {ratio}");
+        assert!(
+            (ratio - (layers + 2) as f64).abs() < 0.05,
+            "{layers}: {ratio}"
+        );
     }
     let sgd = equation(&data::network(5000, 5, gpumem::mlp::Optimizer::LESSON), 32).unwrap();
     assert!(sgd.gradients > sgd.parameters / 10 * 9);
@@ -190,12 +193,23 @@ fn mixed_precision_claims() {
         })
     };
     let deep = data::deepest_fit(gpumem::mlp::Optimizer::LESSON).unwrap();
-    let c = data::network(data::DEEP_WIDTH, deep.layers, gpumem::mlp::Optimizer::LESSON);
+    let c = data::network(
+        data::DEEP_WIDTH,
+        deep.layers,
+        gpumem::mlp::Optimizer::LESSON,
+    );
     let plain = equation(&c, data::DEEP_BATCH).unwrap().peak_allocated;
-    let half = equation(&mixed(c), data::DEEP_BATCH).unwrap().peak_allocated;
-    assert!(half > plain && half - plain < plain / 100, "{half} vs {plain}");
+    let half = equation(&mixed(c), data::DEEP_BATCH)
+        .unwrap()
+        .peak_allocated;
+    assert!(
+        half > plain && half - plain < plain / 100,
+        "{half} vs {plain}"
+    );
     let lesson = MlpConfig::lesson(LESSON_WIDTH);
-    let ratio = equation(&mixed(lesson.clone()), FULL).unwrap().peak_allocated as f64
+    let ratio = equation(&mixed(lesson.clone()), FULL)
+        .unwrap()
+        .peak_allocated as f64
         / equation(&lesson, FULL).unwrap().peak_allocated as f64;
     assert!((0.49..0.51).contains(&ratio), "{ratio}");
 }

@@ -51,3 +51,29 @@ pub fn demo_times() -> Result<String> {
     )?;
     Ok(out)
 }
+
+/// Challenge 1's reference solution, graded as the proofs grade it.
+#[path = "../../../../exercises/challenge1/solution/answer.rs"]
+mod solution;
+
+/// The reference solution with one classic mistake: bits instead of bytes.
+mod bits {
+    pub use super::solution::{fits, stored_activation_bytes};
+    pub fn activation_bytes(batch: u64, width: u64) -> u64 {
+        batch * width * 32
+    }
+}
+
+/// What Challenge 1's grader prints for an answer that counts bits instead of bytes (the
+/// seed the learners' grader uses by default): its summary line and the first missed check.
+pub fn grader_bits() -> Result<String> {
+    let report = challenge1::grader::grade(&challenge1::answers_of!(bits), grading::seed());
+    let text = report.to_string();
+    let mut lines = text.lines().filter(|l| !l.is_empty());
+    let mut out = String::new();
+    // The summary, the function's line, and its first miss (four lines).
+    for line in lines.by_ref().take(6) {
+        writeln!(out, "{line}")?;
+    }
+    Ok(out)
+}
