@@ -26,6 +26,12 @@ fn memory_equation_page_claims() {
             e.made,
             t.made
         );
+        let sizes = |v: &[(String, u64)]| {
+            let mut b: Vec<u64> = v.iter().map(|x| x.1).collect();
+            b.sort_unstable();
+            b
+        };
+        assert_eq!(sizes(&e.freed), sizes(&t.freed), "{} / {}", e.made, t.made);
     }
     let peak = engine.peak().unwrap();
     assert_eq!(torch.peak(), Some(peak));

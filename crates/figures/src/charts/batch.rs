@@ -212,11 +212,13 @@ pub fn memory_vs_batch() -> Result<String> {
         // there is room for it there, else above it, under the note at the top.
         let (_, height) = chart.plotting_area().dim_in_pixel();
         let capacity_y = ((1.0 - gib(CARD_BYTES) / y_max) * f64::from(height)) as i32;
+        // About the legend's height: six entries and its margins.
         let legend_height = 26 * 6 + 20;
-        let y = if f64::from(height) - f64::from(capacity_y) > f64::from(legend_height + 30) {
+        let room_below = i64::from(height) - i64::from(capacity_y);
+        let y = if room_below > legend_height + 30 {
             capacity_y + 14
         } else {
-            (capacity_y - legend_height - 12).max(40)
+            34
         };
         legend(
             chart

@@ -18,8 +18,8 @@ use std::fmt::Write as _;
 /// plan, whether the setup is in `is_exact`'s domain, and the raw bytes.
 pub fn estimate_table() -> Result<String> {
     let mut out = String::from(
-        "| layers × width | batch | optimizer | the equation (bytes) | measured (bytes) | difference | in the exact domain |\n\
-         | :--- | ---: | :--- | ---: | ---: | ---: | :---: |\n",
+        "| layers × width, optimizer | batch | the equation (bytes) | measured (bytes) | difference |\n\
+         | :--- | ---: | ---: | ---: | ---: |\n",
     );
     let setups = reference_setups();
     let (mut inside, mut inside_equal, mut outside) = (0, 0, 0);
@@ -43,11 +43,12 @@ pub fn estimate_table() -> Result<String> {
         let sign = if measured > predicted { "+" } else { "−" };
         writeln!(
             out,
-            "| {}\u{a0}×\u{a0}{} | {} | {} | {} | {} | {} | {} |",
+            "| {}\u{a0}×\u{a0}{}, {}{} | {} | {} | {} | {} |",
             config.layers,
             grouped(config.hidden),
-            grouped(*batch),
             optimizer_name(&config.optimizer),
+            if exact { "" } else { "\u{a0}†" },
+            grouped(*batch),
             grouped(predicted),
             grouped(measured),
             if diff == 0 {
@@ -55,7 +56,6 @@ pub fn estimate_table() -> Result<String> {
             } else {
                 format!("**{sign}{}**", grouped(diff))
             },
-            if exact { "yes" } else { "no" },
         )?;
     }
     let all = |n: usize, of: usize| {
@@ -67,8 +67,8 @@ pub fn estimate_table() -> Result<String> {
     };
     let mut verdict = format!(
         "Layers × width: hidden layers and their width. Measured: `max_memory_allocated()` \
-         after two steps on the `plan` backing; difference: measured − equation. Inside the \
-         exact domain (`is_exact`) the equation and the measurement agree to the byte on {} \
+         after two steps on the `plan` backing; difference: measured − equation; †: outside \
+         the domain where `is_exact` says the equation is exact. Inside it the equation and the measurement agree to the byte on {} \
          setups.",
         all(inside_equal, inside)
     );
@@ -140,67 +140,75 @@ pub fn pytorch_fixture() -> Result<String> {
 /// The step's tape: the engine's step 2 beside PyTorch's, allocation by allocation.
 pub fn step_tape() -> Result<String> {
     let (engine, torch) = (tape::engine_step()?, tape::pytorch_step()?);
-    let names = |v: &[(String, u64)], code: bool| {
+    let names = |v: &[(String, u64)]| {
         v.iter()
-            .map(|(n, _)| if code { format!("`{n}`") } else { n.clone() })
+            .map(|(n, _)| format!("`{n}`"))
             .collect::<Vec<_>>()
             .join(", ")
     };
+    // One figure where the two agree, both (PyTorch's first) where they do not.
+    let alive = |t: u64, e: u64| {
+        if t == e {
+            grouped(t)
+        } else {
+            format!("{} / {}", grouped(t), grouped(e))
+        }
+    };
+    let freed = |v: &[(String, u64)]| {
+        if v.is_empty() {
+            String::new()
+        } else {
+            format!("<br>then freed: {}", names(v))
+        }
+    };
     let mut out = String::from(
-        "| PyTorch's op | PyTorch makes | the engine makes | bytes | alive after it: PyTorch | alive after it: engine | then freed: PyTorch | then freed: engine |\n\
-         | :--- | :--- | :--- | ---: | ---: | ---: | :--- | :--- |\n",
+        "| PyTorch's op: the tensor it makes | the engine's tensor (and what is freed before the next) | bytes alive after it |\n\
+         | :--- | :--- | ---: |\n",
     );
     writeln!(
         out,
-        "| `zero_grad()` | | | | {} | {} | {} | {} |",
-        grouped(torch.live_after_zero_grad),
-        grouped(engine.live_after_zero_grad),
-        names(&torch.zero_grad, false),
-        names(&engine.zero_grad, true)
+        "| `zero_grad()` | {} | {} |",
+        freed(&engine.zero_grad).trim_start_matches("<br>"),
+        alive(torch.live_after_zero_grad, engine.live_after_zero_grad),
     )?;
     if let Some((batch, bytes, after)) = &engine.batch {
         writeln!(
             out,
-            "| (the batch) | made once, before step 1 | {}, made at every step | {} | {} | {} | | |",
-            batch
-                .iter()
-                .map(|n| format!("`{n}`"))
-                .collect::<Vec<_>>()
-                .join(", "),
+            "| the batch: {} B, made before step 1 | {}, made every step | {} |",
             grouped(*bytes),
-            grouped(torch.live_after_zero_grad),
-            grouped(*after)
+            names(&batch.iter().map(|n| (n.clone(), 0)).collect::<Vec<_>>()),
+            alive(torch.live_after_zero_grad, *after)
         )?;
     }
     let peak = engine.peak();
-    let rows = torch.rows.len().max(engine.rows.len());
-    for i in 0..rows {
+    for i in 0..torch.rows.len().max(engine.rows.len()) {
         let (t, e) = (torch.rows.get(i), engine.rows.get(i));
-        let bold = |s: String| {
-            if Some(i) == peak && !s.is_empty() {
-                format!("**{s}**")
-            } else {
-                s
-            }
+        let figure = match (t, e) {
+            (Some(t), Some(e)) => alive(t.live, e.live),
+            (Some(t), None) => format!("{} / —", grouped(t.live)),
+            (None, Some(e)) => format!("— / {}", grouped(e.live)),
+            (None, None) => String::new(),
         };
-        let bytes = match (t, e) {
-            (Some(t), Some(e)) if t.bytes == e.bytes => grouped(t.bytes),
-            (t, e) => format!(
-                "{} / {}",
-                t.map_or("—".into(), |t| grouped(t.bytes)),
-                e.map_or("—".into(), |e| grouped(e.bytes))
-            ),
+        let figure = if Some(i) == peak {
+            format!("**{figure}**")
+        } else {
+            figure
         };
         writeln!(
             out,
-            "| {} | {} | {} | {bytes} | {} | {} | {} | {} |",
-            t.map_or(String::new(), |t| format!("`{}`", t.op)),
-            t.map_or(String::new(), |t| t.made.clone()),
-            e.map_or(String::new(), |e| format!("`{}`", e.made)),
-            bold(t.map_or(String::new(), |t| grouped(t.live))),
-            bold(e.map_or(String::new(), |e| grouped(e.live))),
-            t.map_or(String::new(), |t| names(&t.freed, false)),
-            e.map_or(String::new(), |e| names(&e.freed, true)),
+            "| {} | {} | {figure} |",
+            t.map_or(String::new(), |t| format!(
+                "`{}`: {}, {} B",
+                t.op,
+                t.made,
+                grouped(t.bytes)
+            )),
+            e.map_or(String::new(), |e| format!(
+                "`{}`, {} B{}",
+                e.made,
+                grouped(e.bytes),
+                freed(&e.freed)
+            )),
         )?;
     }
     Ok(format!("{out}\n{}\n", tape_verdict(&engine, &torch)?))
@@ -214,6 +222,19 @@ fn tape_verdict(engine: &Step, torch: &Step) -> Result<String> {
             .iter()
             .zip(&torch.rows)
             .all(|(e, t)| e.bytes == t.bytes);
+    // The same bytes freed after each tensor (PyTorch's trace lists a moment's frees in its
+    // own order).
+    let sizes = |v: &[(String, u64)]| {
+        let mut b: Vec<u64> = v.iter().map(|(_, b)| *b).collect();
+        b.sort_unstable();
+        b
+    };
+    let frees_differ = engine
+        .rows
+        .iter()
+        .zip(&torch.rows)
+        .filter(|(e, t)| sizes(&e.freed) != sizes(&t.freed))
+        .count();
     let live_differs = engine
         .rows
         .iter()
@@ -232,12 +253,16 @@ fn tape_verdict(engine: &Step, torch: &Step) -> Result<String> {
             engine.rows.len()
         )
     };
-    if live_differs == 0 {
-        out.push_str(", and the bytes alive agree after every one of them.");
+    if live_differs == 0 && frees_differ == 0 {
+        out.push_str(
+            ", free the same tensors at the same moments, and the bytes alive agree after \
+             every one of them.",
+        );
     } else {
         write!(
             out,
-            "; the bytes alive differ after {live_differs} of them."
+            "; the bytes alive differ after {live_differs} of them, what is freed after \
+             {frees_differ}."
         )?;
     }
     let (Some(e), Some(t)) = (
