@@ -156,10 +156,11 @@ pub fn copy(src: &Tensor, dst: &Tensor) -> Result<(), Error> {
     with([src, dst], |k, e, [s, d]| k.copy(e, &s, &d))
 }
 
-/// Two dispatches, the gradient copied then masked in place: each writes the new tensor.
+/// One fused pass: `dst` written once (not a copy of `grad`, then masked in place).
 pub fn threshold_backward(grad: &Tensor, output: &Tensor, dst: &Tensor) -> Result<(), Error> {
-    copy(grad, dst)?;
-    with([dst, output], |k, e, [d, a]| k.relu_backward(e, &d, &a))
+    with([grad, output, dst], |k, e, [g, a, d]| {
+        k.threshold_backward(e, &g, &a, &d)
+    })
 }
 
 pub fn relu_(x: &Tensor) -> Result<(), Error> {
