@@ -9,7 +9,8 @@
 //!    the engine's split of the batch: `micro_batch = ⌈batch / accumulation_steps⌉`;
 //! 3. **nothing needless** — the grader switches each strategy you used off in turn (float32
 //!    instead of your precision, no checkpointing, one micro-batch fewer); if the step then
-//!    needs at most 95 % of the card, that strategy was not needed.
+//!    needs at most 95 % of the card (before the allocator's rounding, as `peak_bytes` counts),
+//!    that strategy was not needed.
 //!
 //! To start again from the stub: `git checkout -- exercises/challenge4/src/answer.rs`.
 #![allow(unused_variables, unused_imports)]

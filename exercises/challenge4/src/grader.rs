@@ -14,11 +14,12 @@
 //! 3. **nothing needless** — every strategy switched on is needed. The grader switches each
 //!    off in turn, leaving the rest as chosen — precision back to float32, checkpointing off,
 //!    one micro-batch fewer — and plans again; if the step then needs at most 95 % of the card
-//!    (its planned peak allocated), that strategy was not needed. (95 %, not 100 %: a safe
+//!    (its planned peak of requested bytes, before the allocator's rounding — what a learner's
+//!    equation counts), that strategy was not needed. (95 %, not 100 %: a safe
 //!    choice keeps about 5 % of the card for the allocator's rounding, and is not punished
 //!    for it.)
 
-use gpumem::estimate::estimate;
+use gpumem::estimate::requested_peak;
 use gpumem::fit::{checkpointing_has_effect, measure_update};
 use gpumem::lesson::{UNLIMITED_BYTES, planning_device};
 use gpumem::measure::StepMemory;
@@ -41,14 +42,16 @@ pub use gpumem::mlp::{Checkpointing, Precision};
 /// How one update is run: the learner's choice.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Settings {
-    /// `Float32` (nothing saved), `Mixed` (activations in float16; weights, gradients and
-    /// optimizer state stay float32) or `Float64` (everything 8 bytes).
+    /// `Float32` (nothing saved), `Mixed` (autocast: activations in float16; weights,
+    /// gradients and optimizer state stay float32, with float16 copies of the weights) or
+    /// `Float64` (every value but the labels 8 bytes).
     pub precision: Precision,
     /// Rows in each micro-batch (the first ones, when the batch does not divide evenly).
     pub micro_batch: u64,
     /// Micro-batches per optimizer update; 1 means no gradient accumulation.
     pub accumulation_steps: u64,
-    /// `Off`, `Every(k)` hidden layers per segment, or `Sqrt` (segments of ⌈√layers⌉).
+    /// `Off`, `Every(k)` hidden layers per segment, or `Sqrt` (segments of ⌈√layers⌉): every
+    /// segment but the last is checkpointed (`Each(k)`: the last too).
     pub checkpointing: Checkpointing,
 }
 // ANCHOR_END: settings
@@ -177,9 +180,17 @@ fn planned(config: &MlpConfig, rows: u64, capacity: u64) -> Result<StepMemory, S
     measure_update(&planning_device(capacity), config, rows, 0).map_err(|e| e.to_string())
 }
 
-/// The grader's own settings for `setup` on `card`, by the engine's memory equation and the
-/// rules a learner is given: the fewest micro-batches, then no recomputation, then float32,
-/// at most 95 % of the card. `None` beyond [`MAX_STEPS`] micro-batches.
+/// The peak bytes one update of `setup` with `settings` requests, before the allocator's
+/// rounding: the memory equation's [`requested_peak`], which equals the engine's planned
+/// `peak_requested` on every setup (and takes no planning, so the grader can try many).
+fn requested(setup: &Setup, settings: &Settings) -> Option<u64> {
+    let (config, rows) = run(setup, settings);
+    requested_peak(&config, rows).ok()
+}
+
+/// The grader's own settings for `setup` on `card`, planned by the engine, by the rules a
+/// learner is given: the fewest micro-batches, then no recomputation, then float32, at most
+/// 95 % of the card. `None` beyond [`MAX_STEPS`] micro-batches.
 pub fn example(setup: &Setup, card_bytes: u64) -> Option<(Settings, u64)> {
     let budget = (NEEDED_ABOVE * card_bytes as f64) as u64;
     for steps in 1..=MAX_STEPS.min(setup.batch) {
@@ -190,8 +201,7 @@ pub fn example(setup: &Setup, card_bytes: u64) -> Option<(Settings, u64)> {
                 continue;
             }
             let s = Settings::split(setup.batch, steps, precision, checkpointing);
-            let (config, rows) = run(setup, &s);
-            let peak = estimate(&config, rows).ok()?.peak_allocated;
+            let peak = requested(setup, &s)?;
             if peak <= budget {
                 return Some((s, peak));
             }
@@ -246,22 +256,28 @@ fn push(
     });
 }
 
-const EQUATION_HINT: &str = "the model (parameters, one gradient each, Adam's two running \
-    averages) in the parameters' type; for the largest micro-batch: its features and 4-byte \
-    labels, the activations held at the busiest moment — layers + 1 without checkpointing, \
-    segments + segment length with it — and the loss gradient (micro-batch × classes)";
+const EQUATION_HINT: &str = "always there: the parameters, Adam's two running averages, the \
+    whole batch (features, and 8-byte int64 labels: micro-batches are slices of it) and the \
+    largest micro-batch's y_pred; then the busiest moment of the backward pass or the update. \
+    The backward pass starts at the top with the kept activations plus two gradients (layers + 2 \
+    batch × width tensors without checkpointing), and ends at the bottom with every gradient; \
+    with checkpoint segments it keeps one input per segment and a recomputed segment is \
+    recomputed whole, with the kept inputs below it (or the gradients above it). Adam's update \
+    adds square roots as large as the parameters";
 
 fn equation_hint(settings: &Settings) -> String {
     let extra = match settings.precision {
         Precision::Mixed => {
             " — and under mixed precision only the activations take 2 bytes: the master \
              weights, their gradients and the optimizer's state stay float32 (4 bytes), and so \
-             do the features and the logits"
+             do the features; autocast adds float16 copies of the weights, which the backward \
+             pass holds until it reaches each layer"
         }
         Precision::Float64 => " — and under float64 every value but the labels takes 8 bytes",
         Precision::Float32 if settings.accumulation_steps > 1 => {
-            " — with accumulation only one micro-batch of ⌈batch / steps⌉ rows is on the card \
-             at a time"
+            " — with accumulation one micro-batch of ⌈batch / steps⌉ rows is computed at a \
+             time, and from the second on every gradient exists: each new weight gradient is \
+             a temporary until it is added"
         }
         Precision::Float32 => "",
     };

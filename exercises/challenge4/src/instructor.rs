@@ -251,8 +251,8 @@ impl<'a> Demo<'a> {
         }
         out.line(
             "Accumulation runs the same rows in more, smaller passes: no extra arithmetic, but \
-             the passes run one after another. Checkpointing computes the recomputed layers \
-             twice.",
+             the passes run one after another. Checkpointing computes the layers of every \
+             checkpointed segment twice: the backward pass recomputes a segment whole.",
         );
         if table.iter().any(|r| !r.checkpointing_has_effect) {
             let layers = self.base.layers;

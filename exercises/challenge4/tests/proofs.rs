@@ -113,6 +113,30 @@ mod mixed_halves_everything {
     }
 }
 
+/// Mixed precision as float32 with the activations alone halved: autocast's float16 copies
+/// of the weights forgotten (checkpointed settings are left right, so that only this
+/// mistake shows).
+mod no_float16_copies {
+    use super::*;
+    pub use crate::solution::choose_settings;
+    pub fn peak_bytes(setup: Setup, settings: Settings) -> u64 {
+        let right = crate::solution::peak_bytes(setup, settings);
+        if settings.precision != Precision::Mixed || settings.checkpointing != Checkpointing::Off {
+            return right;
+        }
+        let float32 = crate::solution::peak_bytes(
+            setup,
+            Settings {
+                precision: Precision::Float32,
+                ..settings
+            },
+        );
+        // The float32 step's busiest activations (the kept ones and two gradients) at half
+        // the bytes.
+        float32 - (setup.layers + 2) * settings.micro_batch * setup.width * 2
+    }
+}
+
 /// Choosing with that belief: mixed precision looks enough where the model is large.
 mod mixed_halves_everything_when_choosing {
     use super::*;
@@ -183,8 +207,8 @@ mod too_many_micro_batches {
     }
 }
 
-/// Checkpointing counted as keeping only one activation per segment (forgetting the
-/// segment being recomputed).
+/// Checkpointing counted as keeping only one activation per segment, forgetting that the
+/// backward pass recomputes a segment whole.
 mod checkpoints_only {
     use super::*;
     pub use crate::solution::choose_settings;
@@ -232,6 +256,15 @@ fn mixed_precision_halving_everything_fails_the_equation() {
 }
 
 #[test]
+fn forgetting_autocasts_weight_copies_fails_the_equation() {
+    fails_on(
+        &grade(&answers_of!(no_float16_copies), seed()),
+        "peak_bytes",
+        "float16 copies of the weights",
+    );
+}
+
+#[test]
 fn choosing_as_if_mixed_precision_halved_everything_does_not_fit() {
     let report = grade(&answers_of!(mixed_halves_everything_when_choosing), seed());
     fails_on(&report, FITS, "optimizer's state stay float32");
@@ -259,7 +292,7 @@ fn forgetting_the_recomputed_segment_fails_the_equation() {
     fails_on(
         &grade(&answers_of!(checkpoints_only), seed()),
         "peak_bytes",
-        "segments + segment length",
+        "recomputed whole",
     );
 }
 
@@ -292,6 +325,9 @@ fn every_proof_holds_for_many_seeds() {
             (answers_of!(mixed_halves_everything_when_choosing), FITS),
             (answers_of!(floor_micro_batch), SAME_BATCH),
             (answers_of!(smaller_batch), SAME_BATCH),
+            (answers_of!(mixed_halves_everything), "peak_bytes"),
+            (answers_of!(no_float16_copies), "peak_bytes"),
+            (answers_of!(checkpoints_only), "peak_bytes"),
         ] {
             let r = grade(&answers, seed);
             assert!(!r.passed(), "seed {seed}: a wrong answer passed");

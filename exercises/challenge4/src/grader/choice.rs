@@ -14,9 +14,9 @@ use grading::{Report, Setup, attempt, card};
 const FITS_HINT: &str = "use your peak_bytes and keep the step within 95 % of the card (the \
     allocator rounds every tensor up, and reserves more than the tensors need when a freed \
     block is split — Challenge 3); mixed precision halves only the activations — the \
-    master weights, their gradients and the optimizer's state stay float32 — accumulation \
-    shrinks only what grows with the batch, and checkpointing only helps with several hidden \
-    layers";
+    master weights, their gradients and the optimizer's state stay float32, and autocast adds \
+    float16 copies of the weights — accumulation shrinks only what one micro-batch computes, \
+    and checkpointing only helps with several hidden layers";
 
 const SAME_BATCH_HINT: &str = "keep the batch: split it into accumulation_steps micro-batches of \
     ⌈batch / accumulation_steps⌉ rows (when it does not divide evenly the engine makes the \
@@ -172,8 +172,8 @@ fn nothing_needless(choice: &Choice) -> Verdict {
     let card_bytes = choice.card_bytes;
     let budget = (NEEDED_ABOVE * card_bytes as f64) as u64;
     let expected = format!(
-        "every strategy needed: without any one of them the step needs more than {} (95 % of \
-         the card)",
+        "every strategy needed: without any one of them the step requests more than {} (95 % \
+         of the card, before the allocator's rounding)",
         format_bytes(budget)
     );
     if choice.planned.is_err() {
@@ -186,10 +186,10 @@ fn nothing_needless(choice: &Choice) -> Verdict {
         .filter_map(|(name, c)| {
             let needs = planned(&c, choice.rows, UNLIMITED_BYTES)
                 .ok()?
-                .peak_allocated;
+                .peak_requested;
             (needs <= budget).then(|| {
                 format!(
-                    "{name} is not needed: without it the step needs {} ({} of the card)",
+                    "{name} is not needed: without it the step requests {} ({} of the card)",
                     format_bytes(needs),
                     percent(needs, card_bytes)
                 )

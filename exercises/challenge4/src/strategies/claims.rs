@@ -58,7 +58,7 @@ fn compare_cells(a: &Terms, b: &Terms) -> Vec<Vec<String>> {
 pub struct Floats {
     pub float32: Terms,
     pub float64: Terms,
-    /// The whole synthetic data set in host memory (features and 4-byte labels).
+    /// The whole synthetic data set in host memory (features, and labels as 4-byte integers).
     pub dataset_bytes_float32: u64,
     pub dataset_bytes_float64: u64,
 }
@@ -91,7 +91,8 @@ impl Floats {
              features by loading them as float32; here every floating-point term doubles in \
              float64 — weights, gradients, optimizer state and activations too, not only the \
              features — and the input batch grows a little less (×{:.2}) because the labels are \
-             4-byte integers either way. The whole data set waits in host memory ({} as float32, \
+             8-byte integers (int64) either way. The whole data set waits in host memory ({} as \
+             float32, \
              {} as float64); the card only ever holds one batch of it: the report's \"load in \
              chunks\", done by the engine.",
             format_bytes(b),
@@ -147,11 +148,21 @@ impl Saving {
 
     fn summary(&self) -> String {
         format!(
-            "{} → {} (−{:.1} %)",
+            "{} → {} ({})",
             format_bytes(self.float32.planned_peak),
             format_bytes(self.mixed.planned_peak),
-            100.0 * self.saving
+            signed_percent(-self.saving)
         )
+    }
+}
+
+/// A relative change as `−49.9 %` or `+0.1 %`.
+fn signed_percent(change: f64) -> String {
+    let p = 100.0 * change;
+    if p < 0.0 {
+        format!("−{:.1} %", -p)
+    } else {
+        format!("+{p:.1} %")
     }
 }
 
@@ -201,32 +212,43 @@ impl Mixed {
         let here = &self.this_setup;
         let e = &here.float32.estimate;
         let persistent = e.persistent() as f64 / e.peak_allocated.max(1) as f64;
+        let kept = |t: &Terms| t.estimate.parameters + t.estimate.input_batch;
         let first = if self.nearly_halves_here {
             format!(
                 "The batch-size article's claim — {CLAIM} — holds on this setup: {}, because \
                  activations and the temporaries beside them are {:.1} % of the step. Even here \
-                 only they shrank: the parameters, gradients and optimizer state are the same \
-                 bytes (×1.00), since the master weights stay float32, and so does the input \
-                 batch.",
+                 only they shrank: the parameters and the input batch keep their bytes ({}), \
+                 since the master weights and the features stay float32.",
                 here.summary(),
-                100.0 * here.activation_share
+                100.0 * here.activation_share,
+                ratio(kept(&here.mixed), kept(&here.float32))
             )
         } else {
             format!(
                 "The batch-size article's claim — {CLAIM} — does not hold on this setup: {}. \
-                 Only the activations shrank (×0.50); the parameters, gradients and optimizer \
-                 state, {:.1} % of the step, stay float32.",
+                 Only the activations shrank; the parameters, gradients and optimizer state, \
+                 {:.1} % of the step, stay float32, and autocast adds float16 copies of the \
+                 weights.",
                 here.summary(),
                 100.0 * persistent
             )
         };
         let other = &self.challenge2_setup;
+        let verb = if other.saving > 0.0005 {
+            format!("it saves {:.1} %", 100.0 * other.saving)
+        } else {
+            "it saves nothing".to_string()
+        };
+        let m = &other.mixed.estimate;
+        let model_share = (m.persistent() + m.temporaries) as f64 / m.peak_allocated.max(1) as f64;
         format!(
-            "{first}\nOn {}, where the model is almost everything, it saves {:.2} %: {}. \
-             \"Nearly half\" holds only where activations dominate.",
+            "{first}\nOn {}, where the model is almost everything, {verb}: {} — at its busiest \
+             moment the model's float32 tensors (parameters, gradients, optimizer state, the \
+             update's temporaries) are {:.1} % of the bytes. \"Nearly half\" holds only where \
+             activations dominate.",
             other.description,
-            100.0 * other.saving,
-            other.summary()
+            other.summary(),
+            100.0 * model_share
         )
     }
 }
