@@ -155,6 +155,19 @@ fn monitoring_page_claims() {
     assert_eq!(4 * block_bytes(largest.rows * per_row), LARGE_BUFFER);
     assert!(4 * block_bytes(rows * per_row) > LARGE_BUFFER);
 
+    // The page's two commands: the first says it fits, the second prints the fragmented
+    // cache's message.
+    let run = |rows: u64| {
+        let batch = rows.to_string();
+        let (result, text) = demo::capture(|| {
+            challenge1::run(["challenge1", "--backend", "plan", "--batch", batch.as_str()])
+        });
+        result.unwrap();
+        text
+    };
+    assert!(run(rows - 1).contains("It fits"));
+    assert!(run(rows).contains("The cache is fragmented"));
+
     // `max_split_size` cures it (When training dies after a few epochs): with the smallest
     // setting, one row more fits.
     let mut split = planning_on_card();

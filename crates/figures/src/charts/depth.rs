@@ -111,21 +111,13 @@ pub fn memory_vs_depth() -> Result<String> {
         for ((_, color), fit) in optimizers.iter().zip(&fits) {
             let at = (fit.layers as f64, gib(fit.step.peak_reserved));
             chart.draw_series(std::iter::once(TriangleMarker::new(at, 9, color.filled())))?;
-            // Each label sits where no line passes: SGD's below-right of its marker (its line
-            // rises away to the right), Adam's above-left (its line rises away from it).
+            // Each label sits below-right of its marker, under the capacity line, where each
+            // line has already risen away (Adam's) or has yet to arrive (SGD's).
             let name = optimizer_name(&fit.optimizer);
-            let lines = if fit.optimizer == Optimizer::LESSON {
-                vec![
-                    (12, 8, format!("{name}: {} fit,", fit.layers)),
-                    (12, 30, format!("{} do not", fit.layers + 1)),
-                ]
-            } else {
-                vec![(
-                    -250,
-                    -36,
-                    format!("{name}: {} fit, {} do not", fit.layers, fit.layers + 1),
-                )]
-            };
+            let lines = [
+                (12, 8, format!("{name}: {} fit,", fit.layers)),
+                (12, 30, format!("{} do not", fit.layers + 1)),
+            ];
             for (dx, dy, text) in lines {
                 note(&mut chart, at, (dx, dy), &text, &INK)?;
             }
