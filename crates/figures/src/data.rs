@@ -1,5 +1,5 @@
 //! The numbers behind the charts and the snippets, from the engine itself: the memory
-//! equation (`estimate`) and one real training step on the `plan` backing (`measure_step`),
+//! equation (`estimate`) and two real training steps on the `plan` backing (`measure_step`),
 //! which performs every allocation of a step without running a kernel — so the same numbers
 //! come out on every machine, in milliseconds, for cards no machine here has.
 

@@ -38,9 +38,9 @@ pub fn challenge1_full_batch() -> Result<String> {
     )?;
     writeln!(
         out,
-        "On the {} card, one step on `plan` fails while allocating `{}`:\n\n```text\n{oom}\n```\n",
+        "On the {} card, the step on `plan` runs out {}:\n\n```text\n{oom}\n```\n",
         format_bytes(CARD_BYTES),
-        oom.label
+        super::failure_words(step.failed_in, &oom)?
     )?;
     writeln!(
         out,

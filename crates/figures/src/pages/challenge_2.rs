@@ -13,7 +13,7 @@ use super::text_block;
 /// Challenge 2: the deepest network of width 5000 at batch 32 that fits, SGD and Adam.
 pub fn challenge2_depth() -> Result<String> {
     let mut out = format!(
-        "Hidden layers of {} at a batch of {DEEP_BATCH} rows on the {} card, one step on `plan` \
+        "Hidden layers of {} at a batch of {DEEP_BATCH} rows on the {} card, two steps on `plan` \
          for each depth:\n\n\
          | optimizer | deepest that fits | its peak allocated | its peak reserved | the equation's deepest |\n\
          | :--- | ---: | ---: | ---: | ---: |\n",
