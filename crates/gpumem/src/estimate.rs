@@ -248,7 +248,8 @@ impl fmt::Display for Estimate {
 ///   from them do the same;
 /// - the batch is below 1.31 million rows.
 ///
-/// The lesson's network (one hidden layer, so no large weights) is inside at every batch.
+/// The lesson's network (one hidden layer, so no large weights) is inside wherever its
+/// batch-sized tensors avoid the band: not at its full batch, whose `B × 2` tensors are in it.
 /// Outside, see [`band_margin`]. The bytes requested ([`requested_peak`]) are exact
 /// everywhere.
 pub fn is_exact(config: &MlpConfig, batch: u64) -> bool {
