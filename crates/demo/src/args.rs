@@ -239,7 +239,11 @@ mod tests {
         let e = parse_optimizer_impl("vectorised").unwrap_err();
         assert!(e.contains("foreach, for-loop or fused"), "{e}");
         assert_eq!(parse_optimizer_impl("fused"), Ok(OptimizerImpl::Fused));
-        assert!(parse_zero_grad("maybe").unwrap_err().contains("none or zero"));
+        assert!(
+            parse_zero_grad("maybe")
+                .unwrap_err()
+                .contains("none or zero")
+        );
         assert_eq!(parse_zero_grad("zero"), Ok(ZeroGrad::Zero));
     }
 }
