@@ -3,8 +3,9 @@
 //! `reference/pytorch/step_peaks.py`) planned on the engine, its peak of requested bytes
 //! beside PyTorch's peak of raw tensor bytes.
 //!
-//! `cargo run -p gpumem --example pytorch_gap [-- --json]`. A report for the work of making
-//! the step PyTorch's, not a test: setups the engine cannot express yet are listed as such.
+//! `cargo run -p gpumem --example pytorch_gap [-- --json]`. A report to read; the test that
+//! holds the engine to it is `tests/pytorch_fixture.rs`. Setups the engine does not express
+//! (CPU autocast's loss policy: the engine follows CUDA's) are listed as such.
 
 use clap::Parser;
 use gpumem::lesson::planning_unlimited;
