@@ -103,9 +103,12 @@ fn full_batch(
     let (heavy, why) =
         demo::args::heavy_backend(cli.device.backend, info.backend, cli.device.device_memory);
     let heavy_options = cli.device.options(heavy);
-    out.section(&format!(
-        "One batch of {rows} rows (the whole training set)"
-    ));
+    let whole = if rows >= cli.model.samples {
+        " (the whole training set)"
+    } else {
+        ""
+    };
+    out.section(&format!("One batch of {rows} rows{whole}"));
     match &why {
         Some(why) => out.line(format!("backing: {why}")),
         None if heavy == Backend::Plan => {
