@@ -41,10 +41,11 @@ impl Mlp {
             let y_pred = self.predict(&x)?;
             let mut tape = Tape::default();
             let l = self.cross_entropy(&y_pred, &y, &mut tape)?;
-            drop(tape);
+            drop((tape, l));
             if self.device.info().executes {
-                loss += l.read_f64()?[0] * x.rows() as f64;
-                correct += count_correct(&y_pred, &part.y)?;
+                let (sum, right) = scores(&y_pred, &part.y)?;
+                loss += sum;
+                correct += right;
             }
         }
         let n = split.len().max(1) as f64;
@@ -52,20 +53,23 @@ impl Mlp {
     }
 }
 
-/// Rows of `y_pred` whose largest logit is the label, counted on the host from a read-back
-/// (no device memory: PyTorch's loop would count on the device, with tensors of its own).
-pub(super) fn count_correct(y_pred: &Tensor, labels: &[u32]) -> Result<u64, Error> {
+/// The summed cross-entropy of `y_pred`'s rows against `labels` and the rows whose largest
+/// logit is the label, from one read-back of `y_pred` (computed in float64 on the host, so no
+/// device memory is used and the device is waited for once; PyTorch's loop reads
+/// `loss.item()` and would count on the device).
+pub(super) fn scores(y_pred: &Tensor, labels: &[u32]) -> Result<(f64, u64), Error> {
     let c = y_pred.cols() as usize;
-    Ok(y_pred
-        .read_f64()?
-        .chunks_exact(c)
-        .zip(labels)
-        .filter(|(row, l)| {
-            let best = row
-                .iter()
-                .enumerate()
-                .fold(0, |b, (j, &v)| if v > row[b] { j } else { b });
-            best == **l as usize
-        })
-        .count() as u64)
+    let values = y_pred.read_f64()?;
+    let (mut loss, mut correct) = (0.0, 0);
+    for (row, &label) in values.chunks_exact(c).zip(labels) {
+        let max = row.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+        let log_sum = row.iter().map(|v| (v - max).exp()).sum::<f64>().ln() + max;
+        loss += log_sum - row.get(label as usize).copied().unwrap_or(f64::NAN);
+        let best = row
+            .iter()
+            .enumerate()
+            .fold(0, |b, (j, &v)| if v > row[b] { j } else { b });
+        correct += u64::from(best == label as usize);
+    }
+    Ok((loss, correct))
 }

@@ -16,7 +16,7 @@
 use super::Mlp;
 use super::Pass;
 use super::autograd::{Node, Tape};
-use super::eval::count_correct;
+use super::eval::scores;
 use super::forward::scaled;
 use crate::data::Split;
 use crate::error::Error;
@@ -161,10 +161,11 @@ impl Mlp {
             } else {
                 (x.rows_view(start, len)?, y.rows_view(start, len)?)
             };
-            recomputed_layers += self.micro_step(&xb, &yb, k, &mut totals)?;
-            if let Batch::Data(split) = batch {
-                let labels = &split.y[start as usize..(start + len) as usize];
-                totals.correct += self.correct_rows(labels)?;
+            recomputed_layers += self.micro_step(&xb, &yb, k)?;
+            // Reading results waits for the device: with one micro-batch, only once the
+            // update is queued too.
+            if k > 1 {
+                self.add_scores(batch, start, len, &mut totals)?;
             }
         }
         // `x` and `y` are the loop's variables: alive through `optimizer.step()`.
@@ -172,6 +173,9 @@ impl Mlp {
         let skipped = self.optimizer_step()?;
         drop((x, y));
         let executes = self.device.info().executes;
+        if k == 1 {
+            self.add_scores(batch, 0, rows, &mut totals)?;
+        }
         Ok(StepResult {
             rows,
             loss: executes.then_some((totals.loss / rows as f64) as f32),
@@ -182,13 +186,7 @@ impl Mlp {
     }
 
     /// Forward and backward of one micro-batch; returns the layers computed again.
-    fn micro_step(
-        &mut self,
-        x: &Tensor,
-        y: &Tensor,
-        k: u64,
-        totals: &mut Totals,
-    ) -> Result<u64, Error> {
+    fn micro_step(&mut self, x: &Tensor, y: &Tensor, k: u64) -> Result<u64, Error> {
         self.pass = Pass::Forward;
         let mut tape = Tape::default();
         let mut cache = self.autocast_region();
@@ -198,9 +196,6 @@ impl Mlp {
         let loss = self.cross_entropy(&y_pred, y, &mut tape)?;
         drop(y_pred);
         self.kept.loss = Some(loss.clone());
-        if self.device.info().executes {
-            totals.loss += loss.read_f64()?[0] * x.rows() as f64;
-        }
         if k > 1 {
             let divided = scaled(&loss, 1.0 / k as f32, "loss / k")?;
             tape.push(Node::Scale {
@@ -224,12 +219,25 @@ impl Mlp {
         Ok(recomputed)
     }
 
-    /// Rows of the kept `y_pred` whose largest logit is the label.
-    fn correct_rows(&self, labels: &[u32]) -> Result<u64, Error> {
-        self.kept
-            .y_pred
-            .as_ref()
-            .map_or(Ok(0), |y_pred| count_correct(y_pred, labels))
+    /// Adds the loss and the correct rows of the micro-batch `start..start + len` (whose
+    /// `y_pred` the loop holds) to `totals`, when kernels ran.
+    fn add_scores(
+        &self,
+        batch: Batch<'_>,
+        start: u64,
+        len: u64,
+        totals: &mut Totals,
+    ) -> Result<(), Error> {
+        let (Batch::Data(split), Some(y_pred)) = (batch, &self.kept.y_pred) else {
+            return Ok(());
+        };
+        if !self.device.info().executes {
+            return Ok(());
+        }
+        let (loss, correct) = scores(y_pred, &split.y[start as usize..(start + len) as usize])?;
+        totals.loss += loss;
+        totals.correct += correct;
+        Ok(())
     }
 }
 
