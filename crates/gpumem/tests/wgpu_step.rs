@@ -131,13 +131,31 @@ fn step_trace(dev: &Device, config: &MlpConfig, rows: u64) -> Trace {
 #[test]
 fn one_step_allocates_the_same_on_every_backing() {
     let Some(gpu) = gpu() else { return };
-    let config = MlpConfig::lesson(300)
+    let adam = MlpConfig::lesson(300)
         .with_layers(3)
         .with_optimizer(Optimizer::adam(0.001));
-    let plan = step_trace(&Device::plan(1 << 30), &config, 96);
-    assert_eq!(plan, step_trace(&Device::cpu(1 << 30), &config, 96));
-    assert_eq!(plan, step_trace(&gpu.device(CARD), &config, 96));
-    assert!(plan.events.len() > 40);
+    // Every strategy at once: autocast + GradScaler, three micro-batches (views of the
+    // batch), checkpointed segments, the ReLU in place, SGD's momentum, gradients zeroed.
+    let mut all = MlpConfig::lesson(64)
+        .with_layers(5)
+        .with_optimizer(Optimizer::Sgd {
+            lr: 0.01,
+            momentum: 0.9,
+        });
+    all.strategy = gpumem::mlp::Strategy {
+        precision: gpumem::mlp::Precision::Mixed,
+        accumulation: 3,
+        checkpointing: gpumem::mlp::Checkpointing::Every(2),
+        relu_inplace: true,
+        zero_grad: gpumem::mlp::ZeroGrad::Zero,
+        ..Default::default()
+    };
+    for config in [adam, all] {
+        let plan = step_trace(&Device::plan(1 << 30), &config, 96);
+        assert_eq!(plan, step_trace(&Device::cpu(1 << 30), &config, 96));
+        assert_eq!(plan, step_trace(&gpu.device(CARD), &config, 96));
+        assert!(plan.events.len() > 40);
+    }
 }
 
 #[test]
