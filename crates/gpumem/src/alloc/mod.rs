@@ -255,7 +255,6 @@ impl<S: SegmentStore> Allocator<S> {
             }
         }
         self.pool_set(pool).remove(&(bsize, addr));
-        self.remove_inactive_split(addr);
         Some(addr)
     }
 
@@ -371,6 +370,8 @@ impl<S: SegmentStore> Allocator<S> {
         let segment = self.blocks[&addr].segment;
         let pool = self.segment_pool(segment);
         let block_size = self.blocks[&addr].size;
+        // An inactive block of a split segment (PyTorch's `already_split`).
+        let already_split = block_size != self.segments[&segment].size;
         if pool.is_some() && should_split(size, block_size, self.config.max_split_size) {
             let rest = Block {
                 segment,
@@ -382,6 +383,20 @@ impl<S: SegmentStore> Allocator<S> {
             };
             self.insert_free(addr + size, rest);
             self.blocks.get_mut(&addr).expect("block exists").size = size;
+            if already_split {
+                // An inactive split block shrinks by what is handed out.
+                self.stats.inactive_split_bytes.decrease(pool, size);
+            } else {
+                // A new inactive split block: the rest of a segment that was whole.
+                self.stats.inactive_split.increase(pool, 1);
+                self.stats
+                    .inactive_split_bytes
+                    .increase(pool, block_size - size);
+            }
+        } else if already_split {
+            // An inactive split block becomes active.
+            self.stats.inactive_split.decrease(pool, 1);
+            self.stats.inactive_split_bytes.decrease(pool, block_size);
         }
         let block = self.blocks.get_mut(&addr).expect("block exists");
         block.allocated = true;
@@ -399,30 +414,24 @@ impl<S: SegmentStore> Allocator<S> {
         self.record(EventKind::Alloc, addr, bsize, requested, label);
     }
 
-    /// Puts a free block in the table and its pool, counting it as inactive-split if its
-    /// segment is split.
+    /// Puts a free block in the table and its pool (the inactive-split statistics are the
+    /// caller's: PyTorch changes them once per call, by the net amount).
     fn insert_free(&mut self, addr: u64, mut block: Block) {
         let pool = self
             .segment_pool(block.segment)
             .expect("caching segments have a pool");
         block.freed_at = self.free_block_calls[pool_index(pool)];
-        let seg_size = self.segments[&block.segment].size;
-        let (size, split) = (block.size, block.size != seg_size);
+        let size = block.size;
         self.blocks.insert(addr, block);
         self.pool_set(pool).insert((size, addr));
-        if split {
-            self.stats.inactive_split.increase(Some(pool), 1);
-            self.stats.inactive_split_bytes.increase(Some(pool), size);
-        }
     }
 
-    fn remove_inactive_split(&mut self, addr: u64) {
-        let b = &self.blocks[&addr];
-        let seg = &self.segments[&b.segment];
-        if b.size != seg.size {
-            let (pool, size) = (seg.pool, b.size);
-            self.stats.inactive_split.decrease(pool, 1);
-            self.stats.inactive_split_bytes.decrease(pool, size);
+    /// Changes a statistic by a signed amount, as one increase or one decrease.
+    fn change(stat: &mut PoolStat, pool: Option<Pool>, by: i128) {
+        match by.cmp(&0) {
+            std::cmp::Ordering::Greater => stat.increase(pool, by as u64),
+            std::cmp::Ordering::Less => stat.decrease(pool, by.unsigned_abs() as u64),
+            std::cmp::Ordering::Equal => {}
         }
     }
 
@@ -455,13 +464,28 @@ impl<S: SegmentStore> Allocator<S> {
         }
         let mut block = self.blocks.remove(&addr).expect("block exists");
         block.label.clear();
-        let merged = self.merge_neighbours(addr, block);
+        let (merged, subsumed) = self.merge_neighbours(addr, block);
+        // PyTorch's `free_block`: the inactive-split statistics change once, by the net
+        // amount — minus the neighbours merged in, plus the result if its segment is still
+        // split.
+        let still_split = merged.1.size != self.segments[&merged.1.segment].size;
+        let blocks = -(subsumed.len() as i128) + i128::from(still_split);
+        let bytes = -subsumed.iter().map(|&b| i128::from(b)).sum::<i128>()
+            + if still_split {
+                i128::from(merged.1.size)
+            } else {
+                0
+            };
+        Self::change(&mut self.stats.inactive_split, pool, blocks);
+        Self::change(&mut self.stats.inactive_split_bytes, pool, bytes);
         self.insert_free(merged.0, merged.1);
         Ok(())
     }
 
-    /// Merges a newly freed block with free neighbours in its segment (`try_merge_blocks`).
-    fn merge_neighbours(&mut self, mut addr: u64, mut block: Block) -> (u64, Block) {
+    /// Merges a newly freed block with free neighbours in its segment (`try_merge_blocks`);
+    /// returns the merged block and the sizes of the neighbours it took in.
+    fn merge_neighbours(&mut self, mut addr: u64, mut block: Block) -> ((u64, Block), Vec<u64>) {
+        let mut subsumed = Vec::new();
         let pool = self
             .segment_pool(block.segment)
             .expect("caching segments have a pool");
@@ -470,9 +494,9 @@ impl<S: SegmentStore> Allocator<S> {
             && !next.allocated
             && next.segment == block.segment
         {
-            self.remove_inactive_split(next_addr);
             let next = self.blocks.remove(&next_addr).expect("neighbour exists");
             self.pool_set(pool).remove(&(next.size, next_addr));
+            subsumed.push(next.size);
             block.size += next.size;
         }
         if let Some((&prev_addr, prev)) = self.blocks.range(..addr).next_back()
@@ -480,13 +504,13 @@ impl<S: SegmentStore> Allocator<S> {
             && prev.segment == block.segment
             && prev_addr + prev.size == addr
         {
-            self.remove_inactive_split(prev_addr);
             let prev = self.blocks.remove(&prev_addr).expect("neighbour exists");
             self.pool_set(pool).remove(&(prev.size, prev_addr));
+            subsumed.push(prev.size);
             block.size += prev.size;
             addr = prev_addr;
         }
-        (addr, block)
+        ((addr, block), subsumed)
     }
 }
 

@@ -411,3 +411,45 @@ fn the_trace_records_every_event_with_totals() {
     let back = Trace::from_json(&t.to_json()).unwrap();
     assert_eq!(back, t);
 }
+
+/// `inactive_split` changes once per call by the net amount, as PyTorch's `malloc` and
+/// `free_block` do, so its running totals (`allocated`, `freed`) are PyTorch's too.
+#[test]
+fn inactive_split_totals_change_by_the_net_amount() {
+    let mut a = caching();
+    let first = a.malloc(1, "first").unwrap();
+    // A whole 2 MiB segment is split: a new inactive split block of the rest.
+    let rest = 2 * MIB - 512;
+    let split = |a: &Allocator<TestStore>| {
+        let s = a.stats();
+        (s.inactive_split.all, s.inactive_split_bytes.all)
+    };
+    let (count, bytes) = split(&a);
+    assert_eq!((count.current, count.allocated, count.freed), (1, 1, 0));
+    assert_eq!(
+        (bytes.current, bytes.allocated, bytes.freed),
+        (rest, rest, 0)
+    );
+    // The split block shrinks by 512 bytes: no block appears or goes.
+    let second = a.malloc(1, "second").unwrap();
+    let (count, bytes) = split(&a);
+    assert_eq!((count.current, count.allocated, count.freed), (1, 1, 0));
+    assert_eq!(
+        (bytes.current, bytes.allocated, bytes.freed),
+        (rest - 512, rest, 512)
+    );
+    // Freeing the second merges it into the free rest: the segment is still split, the
+    // split block grows by 512 bytes.
+    a.free(second).unwrap();
+    let (count, bytes) = split(&a);
+    assert_eq!((count.current, count.allocated, count.freed), (1, 1, 0));
+    assert_eq!(
+        (bytes.current, bytes.allocated, bytes.freed),
+        (rest, rest + 512, 512)
+    );
+    // Freeing the first makes the segment whole again: the split block goes.
+    a.free(first).unwrap();
+    let (count, bytes) = split(&a);
+    assert_eq!((count.current, count.allocated, count.freed), (0, 1, 1));
+    assert_eq!((bytes.current, bytes.freed), (0, rest + 512));
+}
