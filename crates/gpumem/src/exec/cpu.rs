@@ -152,7 +152,7 @@ pub fn matmul(
         } else {
             (n as isize, 1)
         };
-        let beta = if spec.accumulate { C::one() } else { C::zero() };
+        let beta = C::zero();
         let (av, bv) = (load::<C>(a)?, load::<C>(b)?);
         let bias = bias.map(load::<C>).transpose()?;
         with_mut::<C, _>(c, |cv| {
@@ -195,8 +195,8 @@ pub fn relu(src: &Tensor, dst: &Tensor) -> Result<(), Error> {
     dispatch!(run, [src, dst], src, dst)
 }
 
-pub fn colsum(src: &Tensor, dst: &Tensor, accumulate: bool) -> Result<(), Error> {
-    fn run<C: Compute>(src: &Tensor, dst: &Tensor, accumulate: bool) -> Result<(), Error> {
+pub fn colsum(src: &Tensor, dst: &Tensor) -> Result<(), Error> {
+    fn run<C: Compute>(src: &Tensor, dst: &Tensor) -> Result<(), Error> {
         let n = src.cols() as usize;
         let s = load::<C>(src)?;
         // Accumulate in f64 so a million-row sum does not drift.
@@ -209,11 +209,11 @@ pub fn colsum(src: &Tensor, dst: &Tensor, accumulate: bool) -> Result<(), Error>
         with_mut::<C, _>(dst, |d| {
             for (d, a) in d.iter_mut().zip(acc) {
                 let a = C::from(a).unwrap_or(C::nan());
-                *d = if accumulate { *d + a } else { a };
+                *d = a;
             }
         })
     }
-    dispatch!(run, [src, dst], src, dst, accumulate)
+    dispatch!(run, [src, dst], src, dst)
 }
 
 pub fn sgd(param: &Tensor, grad: &Tensor, lr: f32) -> Result<(), Error> {

@@ -92,7 +92,7 @@ pub fn matmul(
             b,
             trans_b: spec.trans_b,
             c,
-            accumulate: spec.accumulate,
+            accumulate: false,
             bias,
         }
     }
@@ -110,8 +110,8 @@ pub fn relu(src: &Tensor, dst: &Tensor) -> Result<(), Error> {
     with([src, dst], |k, e, [s, d]| k.relu(e, &s, &d))
 }
 
-pub fn colsum(src: &Tensor, dst: &Tensor, accumulate: bool) -> Result<(), Error> {
-    with([src, dst], |k, e, [s, d]| k.colsum(e, &s, &d, accumulate))
+pub fn colsum(src: &Tensor, dst: &Tensor) -> Result<(), Error> {
+    with([src, dst], |k, e, [s, d]| k.colsum(e, &s, &d, false))
 }
 
 pub fn sgd(param: &Tensor, grad: &Tensor, lr: f32) -> Result<(), Error> {

@@ -133,8 +133,8 @@ pub fn relu(src: &Tensor, dst: &Tensor) -> Result<(), Error> {
     on_backing(dst, Ok(()), || cpu::relu(src, dst), || gpu::relu(src, dst))
 }
 
-/// Column sums of `src` into `dst` (one value per column), or added to `dst`.
-pub fn colsum(src: &Tensor, dst: &Tensor, accumulate: bool) -> Result<(), Error> {
+/// Column sums of `src` into `dst` (one value per column): a bias's gradient (`sum`).
+pub fn colsum(src: &Tensor, dst: &Tensor) -> Result<(), Error> {
     same_device(&[src, dst])?;
     float(&[src, dst])?;
     distinct(dst, &[src])?;
@@ -149,8 +149,8 @@ pub fn colsum(src: &Tensor, dst: &Tensor, accumulate: bool) -> Result<(), Error>
     on_backing(
         src,
         Ok(()),
-        || cpu::colsum(src, dst, accumulate),
-        || gpu::colsum(src, dst, accumulate),
+        || cpu::colsum(src, dst),
+        || gpu::colsum(src, dst),
     )
 }
 

@@ -13,14 +13,12 @@ use crate::tensor::Tensor;
 const NT: Matmul = Matmul {
     trans_a: false,
     trans_b: true,
-    accumulate: false,
 };
 
 /// `Aᵀ·B`: a weight's gradient, summed over the rows.
 const TN: Matmul = Matmul {
     trans_a: true,
     trans_b: false,
-    accumulate: false,
 };
 
 impl Mlp {
@@ -131,7 +129,7 @@ impl Mlp {
         )?;
         ops::matmul(TN, &input, &dz, &dw, None)?;
         let db = Tensor::new(&self.device, 1, dz.cols(), dtype, &grad_label("bias"))?;
-        ops::colsum(&dz, &db, false)?;
+        ops::colsum(&dz, &db)?;
         drop((input, weight, dz));
         if cast_back {
             let p = self.precision().parameters();

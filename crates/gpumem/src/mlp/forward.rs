@@ -12,7 +12,6 @@ use crate::tensor::{DType, Tensor};
 const NN: Matmul = Matmul {
     trans_a: false,
     trans_b: false,
-    accumulate: false,
 };
 
 /// Autocast's cast cache: the float16 copy of each parameter made by its first use inside
