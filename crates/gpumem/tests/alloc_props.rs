@@ -49,6 +49,7 @@ fn config() -> impl Strategy<Value = AllocatorConfig> {
                 max_split_size,
                 gc_threshold,
                 caching,
+                ..Default::default()
             },
         )
 }

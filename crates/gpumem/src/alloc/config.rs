@@ -11,11 +11,23 @@ pub struct AllocatorConfig {
     pub capacity: Option<u64>,
     /// Blocks of at least this size are never split (`max_split_size_mb`).
     pub max_split_size: Option<u64>,
-    /// Reclaim cached segments when reserved passes this fraction of the capacity
-    /// (`garbage_collection_threshold`).
+    /// Reclaim cached segments when reserved passes this fraction of the memory the
+    /// process is allowed (`garbage_collection_threshold`). As in PyTorch it acts only when
+    /// `memory_fraction` is set.
     pub gc_threshold: Option<f64>,
     /// `false` gives every request its own segment and returns it on free.
     pub caching: bool,
+    /// The process may reserve at most this fraction of the capacity
+    /// (`torch.cuda.set_per_process_memory_fraction`), in [0, 1].
+    #[serde(default)]
+    pub memory_fraction: Option<f64>,
+    /// One segment per pool that grows by mapping pages (`expandable_segments:True`).
+    #[serde(default)]
+    pub expandable_segments: bool,
+    /// Device memory held outside the allocator (the CUDA context, other processes): the
+    /// card's free memory is the capacity less this and what the allocator reserves.
+    #[serde(default)]
+    pub context_memory: u64,
 }
 // ANCHOR_END: allocator_config
 
@@ -26,6 +38,9 @@ impl Default for AllocatorConfig {
             max_split_size: None,
             gc_threshold: None,
             caching: true,
+            memory_fraction: None,
+            expandable_segments: false,
+            context_memory: 0,
         }
     }
 }
@@ -45,9 +60,28 @@ pub enum ConfigError {
         "a garbage collection threshold needs a known capacity; give the device memory as a size"
     )]
     GcNeedsCapacity,
+    #[error(
+        "the memory fraction must be between 0 and 1 (PyTorch's set_per_process_memory_fraction accepts 0 to 1), got {0}"
+    )]
+    FractionRange(f64),
+    #[error("a memory fraction needs a known capacity; give the device memory as a size")]
+    FractionNeedsCapacity,
+    #[error(
+        "the memory outside the allocator ({}) is more than the card's capacity ({})",
+        crate::size::format_bytes(*.0),
+        crate::size::format_bytes(*.1)
+    )]
+    ContextTooLarge(u64, u64),
 }
 
 impl AllocatorConfig {
+    /// `allowed_memory_maximum`: what the memory fraction lets the process reserve
+    /// (`fraction × total`, truncated as PyTorch's `size_t` cast does), if one is set.
+    pub fn allowed(&self) -> Option<u64> {
+        let (f, c) = (self.memory_fraction?, self.capacity?);
+        Some((f * c as f64) as u64)
+    }
+
     pub fn validate(&self) -> Result<(), ConfigError> {
         if let Some(m) = self.max_split_size
             && m < LARGE_BUFFER
@@ -61,6 +95,19 @@ impl AllocatorConfig {
             if self.capacity.is_none() {
                 return Err(ConfigError::GcNeedsCapacity);
             }
+        }
+        if let Some(f) = self.memory_fraction {
+            if !(0.0..=1.0).contains(&f) {
+                return Err(ConfigError::FractionRange(f));
+            }
+            if self.capacity.is_none() {
+                return Err(ConfigError::FractionNeedsCapacity);
+            }
+        }
+        if let Some(c) = self.capacity
+            && self.context_memory > c
+        {
+            return Err(ConfigError::ContextTooLarge(self.context_memory, c));
         }
         Ok(())
     }

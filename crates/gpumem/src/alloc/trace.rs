@@ -15,6 +15,10 @@ pub enum EventKind {
     SegmentAlloc,
     /// A segment was given back to the device.
     SegmentFree,
+    /// Pages were mapped into an expandable segment (`cuMemMap`).
+    SegmentMap,
+    /// Pages of an expandable segment were unmapped and given back (`cuMemUnmap`).
+    SegmentUnmap,
     /// A request could not be served.
     Oom,
 }
