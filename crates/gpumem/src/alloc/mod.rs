@@ -21,6 +21,8 @@
 //!   again before reporting out-of-memory.
 
 mod config;
+mod expandable;
+mod history;
 mod inspect;
 mod oom;
 mod release;
@@ -30,12 +32,13 @@ mod store;
 mod trace;
 
 pub use config::{AllocatorConfig, ConfigError};
-pub use inspect::Recount;
-pub use oom::{OomCause, OutOfMemory};
+pub use history::{History, HistoryEvent};
+pub use inspect::{Recount, SegmentInfo};
+pub use oom::{OomCause, OomMessage, OutOfMemory};
 use rules::FIRST_ADDRESS;
 pub use rules::{
     LARGE_BUFFER, MIN_BLOCK, MIN_LARGE_ALLOC, Pool, ROUND_LARGE, SMALL_BUFFER, SMALL_SIZE,
-    pool_for, round_size, segment_size, should_split,
+    page_size, pool_for, round_size, segment_size, should_split,
 };
 pub use stats::{MemoryStats, PoolStat, Stat};
 pub use store::{SegmentStore, StoreError};
@@ -71,13 +74,19 @@ struct Block {
     label: String,
     /// `free_block_calls` of the pool when this block became free (for garbage collection).
     freed_at: u64,
+    /// Whether device memory backs the block's addresses. Always true outside expandable
+    /// segments; an unmapped block is address space only, in no free set.
+    mapped: bool,
 }
 
 #[derive(Debug, Clone)]
 struct Segment {
     addr: u64,
+    /// Bytes of address space (for an expandable segment, far more than is mapped).
     size: u64,
     pool: Option<Pool>,
+    /// The page size of an expandable segment; `None` for an ordinary one.
+    page: Option<u64>,
 }
 
 /// A handle to an allocated block: its address. Stable while the block is allocated.
@@ -112,12 +121,15 @@ pub struct Allocator<S> {
     segments: BTreeMap<u64, Segment>,
     free_small: BTreeSet<(u64, u64)>,
     free_large: BTreeSet<(u64, u64)>,
+    /// Addresses of unmapped blocks of expandable segments, per pool (`BlockPool::unmapped`).
+    unmapped: [BTreeSet<u64>; 2],
     /// Calls to get a free block, per pool: the clock that ages cached blocks.
     free_block_calls: [u64; 2],
     next_segment: u64,
     next_addr: u64,
     stats: MemoryStats,
     trace: Option<Trace>,
+    history: Option<History>,
     label: String,
 }
 
@@ -138,11 +150,13 @@ impl<S: SegmentStore> Allocator<S> {
             segments: BTreeMap::new(),
             free_small: BTreeSet::new(),
             free_large: BTreeSet::new(),
+            unmapped: [BTreeSet::new(), BTreeSet::new()],
             free_block_calls: [0; 2],
             next_segment: 0,
             next_addr: FIRST_ADDRESS,
             stats: MemoryStats::default(),
             trace: None,
+            history: None,
             label: String::new(),
         })
     }
@@ -189,6 +203,7 @@ impl<S: SegmentStore> Allocator<S> {
     }
 
     fn record(&mut self, kind: EventKind, addr: u64, size: u64, requested: u64, label: &str) {
+        self.record_history(kind, addr, size, requested, label);
         let (allocated, reserved) = (self.allocated(), self.reserved());
         if let Some(t) = &mut self.trace {
             t.events.push(TraceEvent {
@@ -243,7 +258,7 @@ impl<S: SegmentStore> Allocator<S> {
     /// Best fit from `pool` under the `max_split_size` rules (`get_free_block`).
     fn take_free_block(&mut self, pool: Pool, size: u64) -> Option<u64> {
         self.free_block_calls[pool_index(pool)] += 1;
-        let &(bsize, addr) = self.pool_set(pool).range((size, 0)..).next()?;
+        let (bsize, addr) = self.best_fit(pool, size)?;
         if let Some(max_split) = self.config.max_split_size {
             // Do not spend an oversize block on a small request, and do not use one that
             // would waste a whole large buffer or more.
@@ -266,15 +281,16 @@ impl<S: SegmentStore> Allocator<S> {
         seg_size: u64,
         requested: u64,
     ) -> Result<u64, AllocError> {
-        if self.config.gc_threshold.is_some() {
+        // PyTorch collects garbage only when a memory fraction is set.
+        if self.config.gc_threshold.is_some() && self.config.memory_fraction.is_some() {
             self.garbage_collect();
         }
-        let mut last = match self.new_segment(pool, seg_size) {
+        let mut last = match self.alloc_block(pool, size, seg_size) {
             Ok(addr) => return Ok(addr),
             Err(e) => e,
         };
         if self.release_available_cached_blocks(pool, size) {
-            match self.new_segment(pool, seg_size) {
+            match self.alloc_block(pool, size, seg_size) {
                 Ok(addr) => return Ok(addr),
                 Err(e) => last = e,
             }
@@ -284,7 +300,7 @@ impl<S: SegmentStore> Allocator<S> {
             // "cudaMalloc retry" whether or not anything was cached).
             self.empty_cache();
             self.stats.num_alloc_retries += 1;
-            match self.new_segment(pool, seg_size) {
+            match self.alloc_block(pool, size, seg_size) {
                 Ok(addr) => return Ok(addr),
                 Err(e) => last = e,
             }
@@ -305,26 +321,61 @@ impl<S: SegmentStore> Allocator<S> {
             allocated: self.allocated(),
             reserved: self.reserved(),
             free: self.free_on_device(),
+            allowed: self.config.allowed(),
+            context_memory: self.config.context_memory,
             device: String::new(),
             cause,
+            message: OomMessage::default(),
         })))
     }
 
-    /// Free bytes on the device: capacity − reserved on an emulated card, else what the
-    /// store reports.
+    /// Free bytes on the device: capacity − memory outside the allocator − reserved on an
+    /// emulated card (what `cudaMemGetInfo` reports), else what the store reports.
     pub fn free_on_device(&self) -> Option<u64> {
         match self.config.capacity {
-            Some(c) => Some(c.saturating_sub(self.reserved())),
+            Some(c) => Some(
+                c.saturating_sub(self.config.context_memory)
+                    .saturating_sub(self.reserved()),
+            ),
             None => self.store.free_memory(),
         }
     }
 
-    /// Asks the store for a segment (`alloc_block`); the whole segment becomes one free
+    /// Whether the emulated card has `bytes` more to give (the driver's refusal).
+    fn device_has(&self, bytes: u64) -> bool {
+        self.config.capacity.is_none_or(|cap| {
+            self.reserved()
+                .saturating_add(self.config.context_memory)
+                .saturating_add(bytes)
+                <= cap
+        })
+    }
+
+    /// One attempt to get memory from the device (`alloc_block`): refused past the
+    /// memory fraction, else pages mapped into an expandable segment, else a new segment.
+    fn alloc_block(
+        &mut self,
+        pool: Option<Pool>,
+        size: u64,
+        seg_size: u64,
+    ) -> Result<u64, SegmentFailure> {
+        if let Some(allowed) = self.config.allowed()
+            && self.reserved().saturating_add(seg_size) > allowed
+        {
+            return Err(SegmentFailure::Capacity);
+        }
+        match pool {
+            Some(pool) if self.config.expandable_segments => {
+                self.try_allocate_expandable_block(pool, size)
+            }
+            _ => self.new_segment(pool, seg_size),
+        }
+    }
+
+    /// Asks the store for a segment (`cudaMalloc`); the whole segment becomes one free
     /// block, not yet in any pool.
     fn new_segment(&mut self, pool: Option<Pool>, seg_size: u64) -> Result<u64, SegmentFailure> {
-        if let Some(cap) = self.config.capacity
-            && self.reserved().saturating_add(seg_size) > cap
-        {
+        if !self.device_has(seg_size) {
             return Err(SegmentFailure::Capacity);
         }
         let id = self.next_segment;
@@ -341,6 +392,7 @@ impl<S: SegmentStore> Allocator<S> {
                 addr,
                 size: seg_size,
                 pool,
+                page: None,
             },
         );
         let label = self.label.clone();
@@ -353,6 +405,7 @@ impl<S: SegmentStore> Allocator<S> {
                 allocated: false,
                 label: label.clone(),
                 freed_at: 0,
+                mapped: true,
             },
         );
         self.stats.reserved_bytes.increase(pool, seg_size);
@@ -370,9 +423,17 @@ impl<S: SegmentStore> Allocator<S> {
         let segment = self.blocks[&addr].segment;
         let pool = self.segment_pool(segment);
         let block_size = self.blocks[&addr].size;
-        // An inactive block of a split segment (PyTorch's `already_split`).
+        // An inactive block of a split segment (PyTorch's `already_split`). Expandable
+        // segments are left out of the inactive-split statistics, as in PyTorch.
+        let expandable = self.segments[&segment].page.is_some();
         let already_split = block_size != self.segments[&segment].size;
-        if pool.is_some() && should_split(size, block_size, self.config.max_split_size) {
+        let split = should_split(
+            size,
+            block_size,
+            self.config.max_split_size,
+            self.config.expandable_segments,
+        );
+        if pool.is_some() && split {
             let rest = Block {
                 segment,
                 size: block_size - size,
@@ -380,20 +441,21 @@ impl<S: SegmentStore> Allocator<S> {
                 allocated: false,
                 label: String::new(),
                 freed_at: 0,
+                mapped: true,
             };
             self.insert_free(addr + size, rest);
             self.blocks.get_mut(&addr).expect("block exists").size = size;
-            if already_split {
+            if already_split && !expandable {
                 // An inactive split block shrinks by what is handed out.
                 self.stats.inactive_split_bytes.decrease(pool, size);
-            } else {
+            } else if !expandable {
                 // A new inactive split block: the rest of a segment that was whole.
                 self.stats.inactive_split.increase(pool, 1);
                 self.stats
                     .inactive_split_bytes
                     .increase(pool, block_size - size);
             }
-        } else if already_split {
+        } else if already_split && !expandable {
             // An inactive split block becomes active.
             self.stats.inactive_split.decrease(pool, 1);
             self.stats.inactive_split_bytes.decrease(pool, block_size);
@@ -468,17 +530,22 @@ impl<S: SegmentStore> Allocator<S> {
         // PyTorch's `free_block`: the inactive-split statistics change once, by the net
         // amount — minus the neighbours merged in, plus the result if its segment is still
         // split.
-        let still_split = merged.1.size != self.segments[&merged.1.segment].size;
+        let seg = &self.segments[&merged.1.segment];
+        let (still_split, expandable) = (merged.1.size != seg.size, seg.page.is_some());
+        let merged_size = merged.1.size;
+        self.insert_free(merged.0, merged.1);
+        if expandable {
+            return Ok(());
+        }
         let blocks = -(subsumed.len() as i128) + i128::from(still_split);
         let bytes = -subsumed.iter().map(|&b| i128::from(b)).sum::<i128>()
             + if still_split {
-                i128::from(merged.1.size)
+                i128::from(merged_size)
             } else {
                 0
             };
         Self::change(&mut self.stats.inactive_split, pool, blocks);
         Self::change(&mut self.stats.inactive_split_bytes, pool, bytes);
-        self.insert_free(merged.0, merged.1);
         Ok(())
     }
 
@@ -492,6 +559,7 @@ impl<S: SegmentStore> Allocator<S> {
         let next_addr = addr + block.size;
         if let Some(next) = self.blocks.get(&next_addr)
             && !next.allocated
+            && next.mapped
             && next.segment == block.segment
         {
             let next = self.blocks.remove(&next_addr).expect("neighbour exists");
@@ -501,6 +569,7 @@ impl<S: SegmentStore> Allocator<S> {
         }
         if let Some((&prev_addr, prev)) = self.blocks.range(..addr).next_back()
             && !prev.allocated
+            && prev.mapped
             && prev.segment == block.segment
             && prev_addr + prev.size == addr
         {

@@ -26,23 +26,30 @@ impl<S: SegmentStore> Allocator<S> {
         self.record(EventKind::SegmentFree, addr, seg.size, 0, &block.label);
     }
 
-    /// Free blocks that span their whole segment, in `pool` (or both pools).
+    /// Free blocks that span their whole (ordinary) segment, in `pool` (or both pools).
     pub(super) fn whole_free_segments(&self, pool: Option<Pool>) -> Vec<(u64, u64)> {
         let sets: Vec<&BTreeSet<(u64, u64)>> = match pool {
             Some(Pool::Small) => vec![&self.free_small],
             Some(Pool::Large) => vec![&self.free_large],
-            None => vec![&self.free_small, &self.free_large],
+            None => vec![&self.free_large, &self.free_small],
         };
         sets.into_iter()
             .flat_map(|s| s.iter().copied())
-            .filter(|&(size, addr)| self.segments[&self.blocks[&addr].segment].size == size)
+            .filter(|&(size, addr)| {
+                let seg = &self.segments[&self.blocks[&addr].segment];
+                seg.page.is_none() && seg.size == size
+            })
             .collect()
     }
 
-    /// `empty_cache()`: gives every unused cached segment back to the device.
+    /// `empty_cache()`: gives every unused cached segment back to the device, and unmaps
+    /// every whole free page of the expandable segments (`release_cached_blocks`).
     pub fn empty_cache(&mut self) {
-        for (_, addr) in self.whole_free_segments(None) {
-            self.release_segment_of(addr);
+        for pool in [Pool::Large, Pool::Small] {
+            for (_, addr) in self.whole_free_segments(Some(pool)) {
+                self.release_segment_of(addr);
+            }
+            self.unmap_free_pages(pool);
         }
     }
 
@@ -75,12 +82,13 @@ impl<S: SegmentStore> Allocator<S> {
     }
 
     /// Gives back cached large segments, oldest first, until reserved is under the
-    /// threshold (`garbage_collect_cached_blocks`).
+    /// threshold × the memory the fraction allows (`garbage_collect_cached_blocks`).
     pub(super) fn garbage_collect(&mut self) {
-        let (Some(threshold), Some(cap)) = (self.config.gc_threshold, self.config.capacity) else {
+        let (Some(threshold), Some(allowed)) = (self.config.gc_threshold, self.config.allowed())
+        else {
             return;
         };
-        let limit = (threshold * cap as f64) as u64;
+        let limit = (threshold * allowed as f64) as u64;
         if self.reserved() <= limit {
             return;
         }

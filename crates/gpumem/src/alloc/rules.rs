@@ -61,11 +61,27 @@ pub fn segment_size(size: u64) -> Option<u64> {
 // ANCHOR_END: segment_size
 
 /// Whether a block of `block_size` serving a request of `size` is split, leaving the rest
-/// as a free block (`should_split`).
-pub fn should_split(size: u64, block_size: u64, max_split_size: Option<u64>) -> bool {
+/// as a free block (`should_split`). With expandable segments every pool splits as the
+/// small one does: a segment's free pages can be unmapped whatever is split off.
+pub fn should_split(
+    size: u64,
+    block_size: u64,
+    max_split_size: Option<u64>,
+    expandable_segments: bool,
+) -> bool {
     let remaining = block_size - size;
     match pool_for(size) {
+        _ if expandable_segments => remaining >= MIN_BLOCK,
         Pool::Small => remaining >= MIN_BLOCK,
         Pool::Large => max_split_size.is_none_or(|m| size < m) && remaining > SMALL_SIZE,
+    }
+}
+
+/// Page size of an expandable segment of `pool`: 2 MiB pages for the small pool and
+/// 20 MiB for the large one (PyTorch maps pages of `kSmallBuffer` / `kLargeBuffer`).
+pub fn page_size(pool: Pool) -> u64 {
+    match pool {
+        Pool::Small => SMALL_BUFFER,
+        Pool::Large => LARGE_BUFFER,
     }
 }

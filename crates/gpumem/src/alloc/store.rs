@@ -7,6 +7,16 @@ pub trait SegmentStore {
     fn create_segment(&mut self, id: u64, bytes: u64) -> Result<(), StoreError>;
     /// Give segment `id` back.
     fn release_segment(&mut self, id: u64);
+    /// Back `bytes` at `offset` of expandable segment `id` with memory: whole pages of
+    /// `page` bytes (the segment exists from its first mapping on).
+    fn map_pages(&mut self, id: u64, offset: u64, bytes: u64, page: u64) -> Result<(), StoreError> {
+        let _ = (id, offset, bytes, page);
+        Ok(())
+    }
+    /// Give the memory under `bytes` at `offset` of expandable segment `id` back.
+    fn unmap_pages(&mut self, id: u64, offset: u64, bytes: u64) {
+        let _ = (id, offset, bytes);
+    }
     /// Free bytes the store knows of, for reports when there is no emulated capacity.
     fn free_memory(&self) -> Option<u64> {
         None

@@ -31,6 +31,17 @@ impl SegmentStore for TestStore {
     fn release_segment(&mut self, id: u64) {
         self.live.remove(&id).expect("released a live segment");
     }
+    fn map_pages(&mut self, id: u64, _: u64, bytes: u64, _: u64) -> Result<(), StoreError> {
+        let used: u64 = self.live.values().sum();
+        if self.limit.is_some_and(|l| used + bytes > l) {
+            return Err(StoreError::OutOfMemory("driver: no more pages".into()));
+        }
+        *self.live.entry(id).or_default() += bytes;
+        Ok(())
+    }
+    fn unmap_pages(&mut self, id: u64, _: u64, bytes: u64) {
+        *self.live.get_mut(&id).expect("unmapped a live segment") -= bytes;
+    }
 }
 
 fn alloc(config: AllocatorConfig) -> Allocator<TestStore> {
@@ -287,9 +298,12 @@ fn fragmentation_fails_without_max_split_size_and_succeeds_with_it() {
 
 #[test]
 fn garbage_collection_gives_back_old_cached_segments() {
+    // The threshold is a fraction of what the memory fraction allows, and without a
+    // fraction PyTorch never collects.
     let cfg = AllocatorConfig {
         capacity: Some(100 * MIB),
         gc_threshold: Some(0.5),
+        memory_fraction: Some(1.0),
         ..Default::default()
     };
     let run = |cfg: AllocatorConfig| {
@@ -302,13 +316,25 @@ fn garbage_collection_gives_back_old_cached_segments() {
         a
     };
     // Reserved (60 MiB) is over half the card: both cached segments go back first.
-    let a = run(cfg);
+    let a = run(cfg.clone());
     assert_eq!(a.reserved(), 40 * MIB);
     assert_eq!(a.stats().num_device_free, 2);
     assert_eq!(a.stats().num_alloc_retries, 0);
     // Without it they stay cached (the card still has room).
     let a = run(with_capacity(100 * MIB));
     assert_eq!(a.reserved(), 100 * MIB);
+    // A threshold alone does nothing, as in PyTorch.
+    let a = run(AllocatorConfig {
+        memory_fraction: None,
+        ..cfg.clone()
+    });
+    assert_eq!(a.reserved(), 100 * MIB);
+    // With a fraction of 0.8 (80 MiB allowed) the threshold is 40 MiB: still both go.
+    let a = run(AllocatorConfig {
+        memory_fraction: Some(0.8),
+        ..cfg
+    });
+    assert_eq!(a.reserved(), 40 * MIB);
 }
 
 #[test]
@@ -453,3 +479,6 @@ fn inactive_split_totals_change_by_the_net_amount() {
     assert_eq!((count.current, count.allocated, count.freed), (0, 1, 1));
     assert_eq!((bytes.current, bytes.freed), (0, rest + 512));
 }
+
+mod expandable;
+mod fraction;

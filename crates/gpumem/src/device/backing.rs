@@ -90,6 +90,22 @@ impl SegmentStore for Backing {
         }
     }
 
+    fn map_pages(&mut self, id: u64, offset: u64, bytes: u64, page: u64) -> Result<(), StoreError> {
+        match self {
+            Backing::Plan => Ok(()),
+            Backing::Cpu(s) => s.map_pages(id, offset, bytes, page),
+            Backing::Wgpu(s) => s.map_pages(id, offset, bytes, page),
+        }
+    }
+
+    fn unmap_pages(&mut self, id: u64, offset: u64, bytes: u64) {
+        match self {
+            Backing::Plan => {}
+            Backing::Cpu(s) => s.unmap_pages(id, offset, bytes),
+            Backing::Wgpu(s) => s.unmap_pages(id, offset, bytes),
+        }
+    }
+
     fn free_memory(&self) -> Option<u64> {
         match self {
             Backing::Cpu(s) => s.free_memory(),

@@ -15,7 +15,8 @@ use std::rc::Rc;
 pub(crate) const SEGMENT_LABEL: &str = "gpumem segment";
 
 pub(crate) struct SegmentBuffers {
-    pub buffers: Vec<wgpu::Buffer>,
+    /// `None` for the unmapped pages of an expandable segment.
+    pub buffers: Vec<Option<wgpu::Buffer>>,
     pub piece: u64,
 }
 
@@ -177,7 +178,7 @@ impl SegmentStore for BufferStore {
         while left > 0 {
             let size = left.min(self.piece);
             // On failure the buffers made so far are dropped, which frees them.
-            buffers.push(self.create_buffer(id, size)?);
+            buffers.push(Some(self.create_buffer(id, size)?));
             left -= size;
         }
         self.segments.insert(
@@ -194,4 +195,54 @@ impl SegmentStore for BufferStore {
         // Dropping a buffer frees it once the GPU has finished any work that uses it.
         self.segments.remove(&id);
     }
+
+    /// An expandable segment's pages are buffers of one page each (or equal parts of a
+    /// page where the adapter's buffers are smaller), made when mapped.
+    fn map_pages(&mut self, id: u64, offset: u64, bytes: u64, page: u64) -> Result<(), StoreError> {
+        if self.gpu.is_lost() {
+            return Err(StoreError::Fatal("the GPU device was lost".into()));
+        }
+        let piece = page_piece(page, self.piece);
+        let (first, end) = (offset / piece, (offset + bytes).div_ceil(piece));
+        // On failure the buffers made so far are dropped, which frees them.
+        let made = (first..end)
+            .map(|_| self.create_buffer(id, piece))
+            .collect::<Result<Vec<_>, _>>()?;
+        let seg = self.segments.entry(id).or_insert_with(|| SegmentBuffers {
+            buffers: Vec::new(),
+            piece,
+        });
+        let end = end as usize;
+        if seg.buffers.len() < end {
+            seg.buffers.resize_with(end, || None);
+        }
+        for (slot, b) in seg.buffers[first as usize..end].iter_mut().zip(made) {
+            *slot = Some(b);
+        }
+        Ok(())
+    }
+
+    fn unmap_pages(&mut self, id: u64, offset: u64, bytes: u64) {
+        let Some(seg) = self.segments.get_mut(&id) else {
+            return;
+        };
+        let (first, end) = (offset / seg.piece, (offset + bytes).div_ceil(seg.piece));
+        let end = (end as usize).min(seg.buffers.len());
+        for slot in seg.buffers.iter_mut().take(end).skip(first as usize) {
+            *slot = None;
+        }
+        while seg.buffers.last().is_some_and(Option::is_none) {
+            seg.buffers.pop();
+        }
+    }
+}
+
+/// The largest part of a `page` that is a multiple of 512 B, divides the page evenly and
+/// fits a buffer of `max` bytes: pages are whole numbers of buffers, so no buffer spans two
+/// pages that are mapped and unmapped apart.
+fn page_piece(page: u64, max: u64) -> u64 {
+    (1..=page / 512)
+        .map(|parts| page / parts)
+        .find(|&p| p <= max && page % p == 0 && p % 512 == 0)
+        .unwrap_or(512)
 }

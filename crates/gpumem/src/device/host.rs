@@ -39,6 +39,34 @@ impl HostSegment {
     fn len(&self) -> usize {
         self.layout.size()
     }
+
+    /// Grows or shrinks the allocation to `bytes`, keeping its contents; new bytes are
+    /// zeroed. (glibc moves large allocations with `mremap`, so growing copies nothing.)
+    fn resize(&mut self, bytes: u64) -> Result<(), StoreError> {
+        let size = usize::try_from(bytes.max(1)).map_err(|_| {
+            StoreError::OutOfMemory(format!("{bytes} bytes exceed the address space"))
+        })?;
+        let layout = Layout::from_size_align(size, ALIGN).map_err(|_| {
+            StoreError::OutOfMemory(format!("{bytes} bytes exceed the address space"))
+        })?;
+        let old = self.len();
+        // SAFETY: `ptr` came from this allocator with `self.layout`; the new size is
+        // non-zero and fits a layout of the same alignment (checked above).
+        let raw = unsafe { std::alloc::realloc(self.ptr.as_ptr(), self.layout, size) };
+        let ptr = NonNull::new(raw).ok_or_else(|| {
+            StoreError::OutOfMemory(format!(
+                "host allocation of {} failed",
+                crate::size::format_bytes(bytes)
+            ))
+        })?;
+        if size > old {
+            // SAFETY: the bytes from `old` to `size` lie inside the new allocation.
+            unsafe { ptr.as_ptr().add(old).write_bytes(0, size - old) };
+        }
+        self.ptr = ptr;
+        self.layout = layout;
+        Ok(())
+    }
 }
 
 impl Drop for HostSegment {
@@ -87,6 +115,38 @@ impl SegmentStore for HostStore {
 
     fn release_segment(&mut self, id: u64) {
         self.segments.remove(&id);
+    }
+
+    /// An expandable segment is one host allocation that covers its highest mapped page:
+    /// mapping past its end grows it.
+    fn map_pages(
+        &mut self,
+        id: u64,
+        offset: u64,
+        bytes: u64,
+        _page: u64,
+    ) -> Result<(), StoreError> {
+        let end = offset.saturating_add(bytes);
+        match self.segments.get_mut(&id) {
+            Some(seg) if seg.len() as u64 >= end => Ok(()),
+            Some(seg) => seg.resize(end),
+            None => {
+                self.segments.insert(id, HostSegment::new(end)?);
+                Ok(())
+            }
+        }
+    }
+
+    /// Unmapping the highest pages shrinks the allocation; pages in the middle keep their
+    /// host memory until then (the allocator's accounting does not depend on it).
+    fn unmap_pages(&mut self, id: u64, offset: u64, bytes: u64) {
+        if let Some(seg) = self.segments.get_mut(&id)
+            && offset.saturating_add(bytes) >= seg.len() as u64
+            && offset > 0
+        {
+            // Shrinking in place cannot fail in practice; if it does, keep the memory.
+            let _ = seg.resize(offset);
+        }
     }
 
     fn free_memory(&self) -> Option<u64> {

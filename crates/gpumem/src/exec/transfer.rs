@@ -32,7 +32,10 @@ pub(crate) fn parts(
         let buffer = seg
             .buffers
             .get(index)
-            .ok_or_else(|| Error::Device(format!("offset {pos} is outside segment {segment}")))?;
+            .and_then(Option::as_ref)
+            .ok_or_else(|| {
+                Error::Device(format!("offset {pos} of segment {segment} is not mapped"))
+            })?;
         let inner = pos % seg.piece;
         let n = (seg.piece - inner)
             .min(end - pos)
