@@ -16,12 +16,25 @@ pub struct AllocatorArgs {
     pub max_split_size: Option<u64>,
 
     /// Give unused cached segments back, oldest first, once reserved memory passes this
-    /// fraction of the card (PyTorch's garbage_collection_threshold); between 0 and 1.
+    /// fraction of what --memory-fraction allows (PyTorch's garbage_collection_threshold);
+    /// between 0 and 1. As in PyTorch it does nothing without --memory-fraction.
     #[arg(long, value_name = "FRACTION", value_parser = parse_gc_threshold, allow_hyphen_values = true)]
     pub gc_threshold: Option<f64>,
 
+    /// Let the allocator reserve at most this fraction of the card, from 0 to 1
+    /// (torch.cuda.set_per_process_memory_fraction): a smaller card for this process.
+    #[arg(long, value_name = "F", value_parser = parse_memory_fraction, allow_hyphen_values = true)]
+    pub memory_fraction: Option<f64>,
+
+    /// One segment per pool that grows by mapping 2 MiB (small pool) or 20 MiB (large pool)
+    /// pages (PyTorch's expandable_segments:True).
+    #[arg(long)]
+    pub expandable_segments: bool,
+
     /// Turn the cache off: every tensor gets its own segment, returned to the device when the
-    /// tensor is freed (PyTorch's PYTORCH_NO_CUDA_MEMORY_CACHING=1).
+    /// tensor is freed (PyTorch's PYTORCH_NO_CUDA_MEMORY_CACHING=1). Unlike PyTorch, whose
+    /// counters then read 0, the engine keeps counting, so the figures show what the device
+    /// holds.
     #[arg(long)]
     pub no_caching: bool,
 }
@@ -33,6 +46,8 @@ impl AllocatorArgs {
             max_split_size: self.max_split_size,
             gc_threshold: self.gc_threshold,
             caching: !self.no_caching,
+            memory_fraction: self.memory_fraction,
+            expandable_segments: self.expandable_segments,
             ..Default::default()
         }
     }
@@ -60,6 +75,12 @@ pub fn describe(config: &AllocatorConfig) -> String {
     if let Some(t) = config.gc_threshold {
         parts.push(format!("garbage_collection_threshold {t}"));
     }
+    if let Some(f) = config.memory_fraction {
+        parts.push(format!("memory fraction {f}"));
+    }
+    if config.expandable_segments {
+        parts.push("expandable_segments".to_string());
+    }
     if !config.caching {
         parts.push("no caching".to_string());
     }
@@ -67,6 +88,53 @@ pub fn describe(config: &AllocatorConfig) -> String {
         "defaults".to_string()
     } else {
         parts.join(", ")
+    }
+}
+
+/// What the settings mean beyond their names, where the engine or PyTorch would surprise
+/// a learner: lines for the demos to print under their settings.
+pub fn notes(config: &AllocatorConfig) -> Vec<String> {
+    let mut out = Vec::new();
+    if config.gc_threshold.is_some() && config.memory_fraction.is_none() {
+        out.push(
+            "note: the garbage collection threshold does nothing without a memory fraction \
+             (PyTorch collects only after set_per_process_memory_fraction); add --memory-fraction 1 \
+             to make it act on the whole card"
+                .to_string(),
+        );
+    }
+    if !config.caching {
+        out.push(
+            "note: with caching off PyTorch bypasses its allocator, so its memory_allocated() and \
+             memory_reserved() read 0 and an out-of-memory is CUDA's own \"CUDA error: out of \
+             memory\"; the engine keeps counting (every segment is one tensor) so you can see what \
+             the device holds"
+                .to_string(),
+        );
+    }
+    if config.expandable_segments {
+        out.push(
+            "note: expandable segments are emulated in the allocator's accounting: the pages, \
+             their mapping and the statistics are PyTorch's; what a real map/unmap costs (driver \
+             calls that synchronise the GPU) and CUDA's limits on sharing such memory between \
+             processes are not modelled"
+                .to_string(),
+        );
+    }
+    out
+}
+
+/// A fraction from 0 to 1, as `set_per_process_memory_fraction` accepts.
+pub fn parse_memory_fraction(s: &str) -> Result<f64, String> {
+    let t = s.trim();
+    match t.parse::<f64>() {
+        Ok(v) if (0.0..=1.0).contains(&v) => Ok(v),
+        Ok(v) => Err(format!(
+            "the memory fraction is a share of the card from 0 to 1 (as set_per_process_memory_fraction accepts), e.g. 0.5; got {v}"
+        )),
+        Err(_) => Err(format!(
+            "`{t}` is not a number: the memory fraction is a share of the card from 0 to 1, e.g. 0.5"
+        )),
     }
 }
 
@@ -125,6 +193,15 @@ mod tests {
     fn good_values_build_the_config() {
         let a = parse(&["--max-split-size", "64MiB", "--gc-threshold", "0.8"]).unwrap();
         let c = a.config();
+        assert!(notes(&c)[0].contains("does nothing without a memory fraction"));
+        let e = parse(&["--expandable-segments", "--memory-fraction", "0"]).unwrap();
+        assert_eq!(e.config().memory_fraction, Some(0.0));
+        assert!(e.config().expandable_segments);
+        assert!(
+            e.describe().contains("expandable_segments"),
+            "{}",
+            e.describe()
+        );
         assert_eq!(c.max_split_size, Some(64 << 20));
         assert_eq!(c.gc_threshold, Some(0.8));
         assert!(c.caching);
@@ -154,6 +231,10 @@ mod tests {
             (&["--max-split-size", "0"], "at least 20.00 MiB"),
             (&["--max-split-size", "19MiB"], "at least 20.00 MiB"),
             (&["--max-split-size", "16XB"], "`XB` is not a unit"),
+            (&["--memory-fraction", "1.5"], "from 0 to 1"),
+            (&["--memory-fraction", "-0.1"], "from 0 to 1"),
+            (&["--memory-fraction", "nan"], "from 0 to 1"),
+            (&["--memory-fraction", "half"], "not a number"),
         ] {
             let e = parse(args).unwrap_err();
             assert!(e.contains(expected), "{args:?}: {e}");

@@ -20,6 +20,10 @@ pub struct DeviceArgs {
     /// kernels. plan: allocate everything, run nothing.
     #[arg(long, value_name = "BACKEND", default_value = "auto", value_parser = parse_backend)]
     pub backend: Backend,
+
+    /// The caching allocator's settings (PyTorch's PYTORCH_CUDA_ALLOC_CONF and friends).
+    #[command(flatten)]
+    pub allocator: crate::AllocatorArgs,
 }
 
 impl DeviceArgs {
@@ -27,6 +31,7 @@ impl DeviceArgs {
         DeviceOptions {
             backend,
             memory: self.device_memory,
+            allocator: self.allocator.config(),
             ..Default::default()
         }
     }

@@ -32,8 +32,6 @@ struct Cli {
     device: DeviceArgs,
     #[command(flatten)]
     model: ModelArgs,
-    #[command(flatten)]
-    allocator: AllocatorArgs,
     /// Epochs to train.
     #[arg(long, value_name = "N", default_value = "3", value_parser = demo::args::parse_positive)]
     epochs: u64,
@@ -174,7 +172,7 @@ impl Setup {
         }
         cli.model.config().validate()?;
         let probe = DeviceOptions {
-            allocator: cli.allocator.config(),
+            allocator: cli.device.allocator.config(),
             ..cli.device.options(cli.device.backend)
         };
         let opened = Device::new(&probe)?.info();
@@ -203,9 +201,9 @@ impl Setup {
         Ok(Setup {
             scenario: cli.scenario,
             json: cli.json,
+            allocator: cli.device.allocator.clone(),
             device: cli.device,
             model: cli.model,
-            allocator: cli.allocator,
             epochs: cli.epochs,
             out: cli.out,
             backend,
@@ -265,6 +263,9 @@ impl Setup {
             self.epochs
         ));
         out.line(format!("allocator: {}", self.allocator.describe()));
+        for note in demo::alloc_args::notes(&self.allocator.config()) {
+            out.line(note);
+        }
     }
 }
 

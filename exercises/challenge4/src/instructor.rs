@@ -132,7 +132,7 @@ impl<'a> Demo<'a> {
             notice,
             timing_backend: opened.backend,
             opened,
-            plan: strategies::Planner::new(card),
+            plan: strategies::Planner::with_allocator(card, cli.device.allocator.config()),
         })
     }
 

@@ -28,16 +28,26 @@ pub enum Accumulation {
 #[derive(Debug)]
 pub struct Planner {
     card: u64,
+    allocator: gpumem::alloc::AllocatorConfig,
 }
 
 impl Planner {
+    /// A planner with the allocator's default settings.
     pub fn new(card: u64) -> Planner {
-        Planner { card }
+        Self::with_allocator(card, Default::default())
+    }
+
+    /// A planner whose card has these allocator settings (the demo's flags).
+    pub fn with_allocator(card: u64, allocator: gpumem::alloc::AllocatorConfig) -> Planner {
+        Planner { card, allocator }
     }
 
     /// The card, as the plan backing's options.
     pub fn card(&self) -> DeviceOptions {
-        planning_device(self.card)
+        DeviceOptions {
+            allocator: self.allocator.clone(),
+            ..planning_device(self.card)
+        }
     }
 
     /// One update on the card, and what it needs (its peaks on a card that never runs out).
