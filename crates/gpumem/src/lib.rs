@@ -15,6 +15,7 @@ pub mod pytorch;
 pub mod report;
 mod search;
 pub mod size;
+pub mod snapshot;
 pub mod tensor;
 #[cfg(any(test, feature = "testing"))]
 pub mod testing;

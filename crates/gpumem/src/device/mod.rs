@@ -11,6 +11,7 @@
 
 mod backing;
 mod buffers;
+mod history;
 mod host;
 
 pub use backing::{Backend, Backing};
