@@ -6,8 +6,10 @@
 //! shows — which run, which title — is up to its caller; this crate only draws.
 
 pub mod style;
+pub mod tensor_timeline;
 pub mod timeline;
 
+pub use tensor_timeline::{TensorTimelineChart, tensor_timeline_svg};
 pub use timeline::{TimelineChart, timeline_svg};
 
 use anyhow::Result;

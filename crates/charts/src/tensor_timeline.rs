@@ -1,0 +1,349 @@
+//! The per-tensor timeline, like PyTorch's "Active Memory Timeline" at pytorch.org/memory_viz:
+//! every live tensor is a band, stacked in the order they were allocated, so the stack's
+//! height at any moment is the bytes in live tensors and a band's thickness its own. When a
+//! tensor is freed the bands above it drop by its size. Each band is named where it is wide
+//! and tall enough to hold its name; the reserved bytes are a line above the stack.
+//!
+//! It draws a [`Timeline`] from a snapshot ([`gpumem::snapshot::Snapshot::timeline`]), ours
+//! or one PyTorch wrote. A long trace is drawn over its newest [`MAX_STEPS`] entries, the
+//! part that leads to the dump (and to an out-of-memory, if any). The SVG carries a
+//! `<metadata id="tensor-timeline">` with what was drawn, for tests.
+
+use crate::style::palette::{BLUE, GREEN, ORANGE, PURPLE, SKY, VERMILION, YELLOW};
+use crate::style::{GIB, MIB, TITLE_PX, font, legend, mesh, svg};
+use crate::{Chart, capacity_line_in};
+use anyhow::Result;
+use gpumem::snapshot::Timeline;
+use plotters::coord::types::RangedCoordf64;
+use plotters::prelude::*;
+
+/// Longer traces are drawn over their newest this many entries.
+pub const MAX_STEPS: usize = 4000;
+/// Bands drawn in colour and named; smaller ones are drawn grey and unnamed.
+pub const MAX_NAMED: usize = 300;
+/// A band is named only where it is at least this many pixels tall.
+const LABEL_MIN_PX: f64 = 16.0;
+/// Approximate width of one character of a band's name, in pixels.
+const CHAR_PX: f64 = 8.5;
+const LABEL_PX: u32 = 18;
+const COLORS: [RGBColor; 7] = [SKY, GREEN, ORANGE, PURPLE, BLUE, YELLOW, VERMILION];
+const OTHER: RGBColor = RGBColor(0xc8, 0xc8, 0xc8);
+
+/// What to draw.
+#[derive(Debug, Clone, Copy)]
+pub struct TensorTimelineChart<'a> {
+    pub timeline: &'a Timeline,
+    /// The card's capacity, drawn as a dashed line.
+    pub capacity: Option<u64>,
+    pub title: &'a str,
+    /// The SVG's `<title>`: one sentence for readers who cannot see the chart.
+    pub alt: &'a str,
+}
+
+/// One band as drawn: where its bottom edge is, as steps `(entry, bytes below it)` from the
+/// entry where it appears to the one where it goes.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Placed {
+    pub band: usize,
+    pub bottom: Vec<(usize, u64)>,
+    pub end: usize,
+}
+
+/// The entries drawn: the newest [`MAX_STEPS`].
+pub fn window(t: &Timeline) -> (usize, usize) {
+    (t.steps.saturating_sub(MAX_STEPS), t.steps)
+}
+
+/// Stacks the bands alive in `from..to`, oldest at the bottom: each band's bottom edge over
+/// time.
+pub fn stack(t: &Timeline, (from, to): (usize, usize)) -> Vec<Placed> {
+    let alive = |b: &gpumem::snapshot::Band| b.end.is_none_or(|e| e > from) && b.start <= to;
+    let mut order: Vec<usize> = (0..t.bands.len()).filter(|&i| alive(&t.bands[i])).collect();
+    order.sort_by_key(|&i| (t.bands[i].start.max(from), i));
+    let mut ends: Vec<(usize, usize)> = order
+        .iter()
+        .map(|&i| (t.bands[i].end.unwrap_or(to).min(to), i))
+        .collect();
+    ends.sort_unstable();
+    let mut placed: Vec<Placed> = Vec::with_capacity(order.len());
+    let mut slot = vec![usize::MAX; t.bands.len()];
+    let mut live: Vec<usize> = Vec::new(); // indices into `placed`, bottom first
+    let mut total = 0u64;
+    let (mut next_start, mut next_end) = (0, 0);
+    for step in from..=to {
+        // Frees at this entry first, then allocations, as the trace orders them.
+        while next_end < ends.len() && ends[next_end].0 == step {
+            let p = slot[ends[next_end].1];
+            next_end += 1;
+            let Some(at) = live.iter().position(|&q| q == p) else {
+                continue;
+            };
+            let bytes = t.bands[placed[p].band].bytes;
+            placed[p].end = step;
+            live.remove(at);
+            for &q in &live[at..] {
+                let below = placed[q].bottom.last().map_or(0, |b| b.1);
+                placed[q].bottom.push((step, below.saturating_sub(bytes)));
+            }
+            total -= bytes;
+        }
+        while next_start < order.len() && t.bands[order[next_start]].start.max(from) == step {
+            let i = order[next_start];
+            next_start += 1;
+            slot[i] = placed.len();
+            live.push(placed.len());
+            placed.push(Placed {
+                band: i,
+                bottom: vec![(step, total)],
+                end: to,
+            });
+            total += t.bands[i].bytes;
+        }
+    }
+    placed
+}
+
+/// The `n` largest bands, which are drawn in colour and named.
+fn named(t: &Timeline, placed: &[Placed], n: usize) -> Vec<bool> {
+    let mut by_size: Vec<usize> = (0..placed.len()).collect();
+    by_size.sort_by_key(|&p| std::cmp::Reverse(t.bands[placed[p].band].bytes));
+    let mut out = vec![false; placed.len()];
+    for &p in by_size.iter().take(n) {
+        out[p] = true;
+    }
+    out
+}
+
+/// The polygon of a placed band: its bottom edge as steps, then its top edge back.
+fn polygon(p: &Placed, bytes: u64, scaled: &impl Fn(u64) -> f64) -> Vec<(f64, f64)> {
+    let mut bottom = Vec::with_capacity(p.bottom.len() * 2 + 1);
+    for (k, &(x, y)) in p.bottom.iter().enumerate() {
+        if k > 0 {
+            bottom.push((x as f64, bottom.last().map_or(0.0, |b: &(f64, f64)| b.1)));
+        }
+        bottom.push((x as f64, scaled(y)));
+    }
+    bottom.push((p.end as f64, bottom.last().map_or(0.0, |b| b.1)));
+    let top: Vec<(f64, f64)> = bottom
+        .iter()
+        .rev()
+        .map(|&(x, y)| (x, y + scaled(bytes)))
+        .collect();
+    bottom.into_iter().chain(top).collect()
+}
+
+/// Where to write a band's name: the middle of its longest flat stretch, if that stretch
+/// is wide enough for the name.
+fn label_at(p: &Placed, name: &str, px_per_step: f64) -> Option<(f64, u64)> {
+    let mut best: Option<(usize, usize, u64)> = None;
+    for (k, &(x, y)) in p.bottom.iter().enumerate() {
+        let until = p.bottom.get(k + 1).map_or(p.end, |n| n.0);
+        if best.is_none_or(|b| until - x > b.1 - b.0) {
+            best = Some((x, until, y));
+        }
+    }
+    let (from, to, y) = best?;
+    let room = (to - from) as f64 * px_per_step;
+    (room >= name.chars().count() as f64 * CHAR_PX + 6.0).then_some(((from + to) as f64 / 2.0, y))
+}
+
+/// The y axis' unit for a chart reaching `top` bytes.
+fn unit(top: u64) -> (f64, &'static str) {
+    if top as f64 >= GIB {
+        (GIB, "GiB")
+    } else {
+        (MIB, "MiB")
+    }
+}
+
+/// Renders `chart` as an SVG document.
+pub fn tensor_timeline_svg(chart: &TensorTimelineChart<'_>) -> Result<String> {
+    let t = chart.timeline;
+    let (from, to) = window(t);
+    let placed = stack(t, (from, to));
+    let colored = named(t, &placed, MAX_NAMED);
+    let reserved = t.reserved.get(from..=to).unwrap_or(&[]);
+    let peak_live = t
+        .requested
+        .get(from..=to)
+        .map_or(0, |r| r.iter().copied().max().unwrap_or(0));
+    let top = reserved.iter().copied().max().unwrap_or(0).max(peak_live);
+    let (per_unit, unit_name) = unit(top.max(chart.capacity.unwrap_or(0)));
+    let scaled = |b: u64| b as f64 / per_unit;
+    let y_max = match scaled(top.max(chart.capacity.unwrap_or(0))) * 1.12 {
+        v if v > 0.0 => v,
+        _ => 1.0,
+    };
+    let x_range = from as f64..(to.max(from + 1)) as f64;
+    let mut labels = 0usize;
+    let drawn = svg(chart.alt, |root| {
+        let mut plot: Chart<'_, '_, RangedCoordf64> = ChartBuilder::on(root)
+            .caption(chart.title, font(TITLE_PX))
+            .margin(18)
+            .x_label_area_size(58)
+            .y_label_area_size(70)
+            .build_cartesian_2d(x_range.clone(), 0.0..y_max)?;
+        let decimals = if y_max < 10.0 { 1 } else { 0 };
+        mesh(
+            plot.configure_mesh()
+                .x_desc("trace entry (allocation, free, segment), in order")
+                .y_desc(format!("bytes in live tensors ({unit_name})"))
+                .x_label_formatter(&|x| format!("{x:.0}"))
+                .y_label_formatter(&|y| format!("{y:.decimals$}")),
+        )
+        .draw()?;
+        let (width, height) = plot.plotting_area().dim_in_pixel();
+        let px_per_step = f64::from(width) / (x_range.end - x_range.start);
+        let px_per_unit = f64::from(height) / y_max;
+        for (k, p) in placed.iter().enumerate() {
+            let bytes = t.bands[p.band].bytes;
+            let color = if colored[k] {
+                COLORS[p.band % COLORS.len()]
+            } else {
+                OTHER
+            };
+            plot.draw_series(std::iter::once(Polygon::new(
+                polygon(p, bytes, &scaled),
+                color.mix(0.85).filled(),
+            )))?;
+        }
+        for (k, p) in placed.iter().enumerate() {
+            let band = &t.bands[p.band];
+            if !colored[k] || scaled(band.bytes) * px_per_unit < LABEL_MIN_PX {
+                continue;
+            }
+            if let Some((x, below)) = label_at(p, &band.name, px_per_step) {
+                let y = scaled(below) + scaled(band.bytes) / 2.0;
+                let style = font(LABEL_PX).pos(plotters::style::text_anchor::Pos::new(
+                    plotters::style::text_anchor::HPos::Center,
+                    plotters::style::text_anchor::VPos::Center,
+                ));
+                plot.draw_series(std::iter::once(Text::new(band.name.clone(), (x, y), style)))?;
+                labels += 1;
+            }
+        }
+        if let Some(cap) = chart.capacity {
+            capacity_line_in(
+                &mut plot,
+                cap,
+                per_unit,
+                (x_range.start, x_range.end),
+                x_range.start,
+            )?;
+        }
+        let steps: Vec<(f64, f64)> = reserved
+            .iter()
+            .enumerate()
+            .flat_map(|(k, &r)| {
+                let x = (from + k) as f64;
+                [(x, scaled(r)), (x + 1.0, scaled(r))]
+            })
+            .collect();
+        plot.draw_series(LineSeries::new(steps, ORANGE.stroke_width(2)))?
+            .label("reserved (segments held from the device)")
+            .legend(|(x, y)| PathElement::new([(x, y), (x + 22, y)], ORANGE.stroke_width(2)));
+        legend(
+            plot.configure_series_labels()
+                .position(SeriesLabelPosition::UpperLeft),
+        )
+        .draw()?;
+        Ok(())
+    })?;
+    let meta = format!(
+        "{{\"entries\":{},\"from\":{from},\"to\":{to},\"bands\":{},\"named\":{labels},\"peak_live\":{peak_live},\"peak_reserved\":{}}}",
+        t.steps,
+        placed.len(),
+        reserved.iter().copied().max().unwrap_or(0)
+    );
+    Ok(with_metadata(&drawn, &meta))
+}
+
+/// Puts `json` in a `<metadata id="tensor-timeline">` right after the SVG's `<title>`.
+fn with_metadata(svg: &str, json: &str) -> String {
+    let element = format!("\n<metadata id=\"tensor-timeline\">{json}</metadata>");
+    match svg.find("</title>") {
+        Some(at) => {
+            let at = at + "</title>".len();
+            format!("{}{element}{}", &svg[..at], &svg[at..])
+        }
+        None => svg.to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use gpumem::snapshot::Band;
+
+    fn band(name: &str, bytes: u64, start: usize, end: Option<usize>) -> Band {
+        Band {
+            name: name.to_string(),
+            bytes,
+            addr: 0,
+            start,
+            end,
+        }
+    }
+
+    fn timeline(bands: Vec<Band>, steps: usize) -> Timeline {
+        Timeline {
+            bands,
+            steps,
+            reserved: vec![100; steps + 1],
+            requested: vec![0; steps + 1],
+        }
+    }
+
+    #[test]
+    fn bands_above_a_freed_one_drop_by_its_size() {
+        // a [0, 3), b [1, 5), c [2, ∞): when a goes at 3, b and c drop by 10.
+        let t = timeline(
+            vec![
+                band("a", 10, 0, Some(3)),
+                band("b", 20, 1, Some(5)),
+                band("c", 5, 2, None),
+            ],
+            6,
+        );
+        let p = stack(&t, (0, 6));
+        assert_eq!(p[0].bottom, [(0, 0)]);
+        assert_eq!(p[0].end, 3);
+        assert_eq!(p[1].bottom, [(1, 10), (3, 0)]);
+        assert_eq!(p[2].bottom, [(2, 30), (3, 20), (5, 0)]);
+        assert_eq!(p[2].end, 6, "alive at the dump");
+    }
+
+    #[test]
+    fn a_window_starts_with_the_bands_alive_then() {
+        let t = timeline(
+            vec![band("old", 7, 0, Some(2)), band("kept", 3, 1, None)],
+            10,
+        );
+        let p = stack(&t, (5, 10));
+        assert_eq!(p.len(), 1, "the band freed before the window is left out");
+        assert_eq!(p[0].bottom, [(5, 0)]);
+    }
+
+    #[test]
+    fn the_svg_names_its_bands() {
+        let t = timeline(
+            vec![
+                band("layer1.weight", 60, 0, None),
+                band("z1", 30, 1, Some(4)),
+            ],
+            5,
+        );
+        let svg = tensor_timeline_svg(&TensorTimelineChart {
+            timeline: &t,
+            capacity: Some(200),
+            title: "t",
+            alt: "a",
+        })
+        .unwrap();
+        assert!(
+            svg.contains("\nlayer1.weight\n</text>") && svg.contains("\nz1\n</text>"),
+            "{svg}"
+        );
+        assert!(svg.contains("\"bands\":2,\"named\":2"), "{svg}");
+    }
+}
