@@ -20,7 +20,9 @@ pub use host::HostStore;
 
 pub use crate::error::Error;
 
-use crate::alloc::{AllocError, Allocator, AllocatorConfig, MemoryStats, SegmentStore, Trace};
+use crate::alloc::{
+    AllocError, Allocator, AllocatorConfig, MemoryStats, OomMessage, SegmentStore, Trace,
+};
 use crate::size::MemorySpec;
 use gpumem_kernels::gpu::{Gpu, GpuError, GpuOptions};
 use std::cell::{Ref, RefCell};
@@ -34,6 +36,11 @@ pub struct DeviceOptions {
     pub memory: MemorySpec,
     /// `max_split_size`, `gc_threshold` and `caching`; the capacity comes from `memory`.
     pub allocator: AllocatorConfig,
+    /// Memory on the card held outside the allocator (the CUDA context, other processes):
+    /// it becomes the allocator's `context_memory`, as `memory` becomes its capacity.
+    pub context_memory: u64,
+    /// Which of PyTorch's sentences out-of-memory errors use.
+    pub oom_message: OomMessage,
 }
 
 /// What was opened, and why.
@@ -62,6 +69,7 @@ impl DeviceInfo {
 pub(crate) struct Inner {
     pub alloc: Allocator<Backing>,
     pub info: DeviceInfo,
+    pub oom_message: OomMessage,
 }
 
 /// A device: a backing, an allocator over it, and a capacity. Cheap to clone (shared).
@@ -150,6 +158,7 @@ impl Device {
         }
         let config = AllocatorConfig {
             capacity,
+            context_memory: options.context_memory,
             ..options.allocator.clone()
         };
         let info = DeviceInfo {
@@ -161,7 +170,11 @@ impl Device {
         };
         let alloc = Allocator::new(backing, config)?;
         Ok(Device {
-            inner: Rc::new(RefCell::new(Inner { alloc, info })),
+            inner: Rc::new(RefCell::new(Inner {
+                alloc,
+                info,
+                oom_message: options.oom_message,
+            })),
         })
     }
 
@@ -195,10 +208,11 @@ impl Device {
     /// Allocates `bytes` for `label`: the raw form of what tensors do.
     pub(crate) fn malloc(&self, bytes: u64, label: &str) -> Result<crate::alloc::BlockAddr, Error> {
         let mut inner = self.inner.borrow_mut();
-        let name = inner.info.oom_name();
+        let (name, message) = (inner.info.oom_name(), inner.oom_message);
         inner.alloc.malloc(bytes, label).map_err(|e| match e {
             AllocError::OutOfMemory(mut o) => {
                 o.device = name;
+                o.message = message;
                 Error::OutOfMemory(o)
             }
             AllocError::TooLarge(n) => Error::Setup(format!(
