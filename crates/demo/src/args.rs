@@ -2,6 +2,7 @@
 //! and may change the defaults with [`with_defaults`].
 
 use clap::Args;
+use gpumem::alloc::OomMessage;
 use gpumem::device::{Backend, DeviceOptions};
 use gpumem::mlp::{MlpConfig, Optimizer, OptimizerImpl, ZeroGrad};
 use gpumem::size::MemorySpec;
@@ -21,6 +22,17 @@ pub struct DeviceArgs {
     #[arg(long, value_name = "BACKEND", default_value = "auto", value_parser = parse_backend)]
     pub backend: Backend,
 
+    /// Memory on the card that the allocator does not hold: the CUDA context and other
+    /// processes. It lowers the "free" figure as a driver's would (the lesson's card had about
+    /// 0.72 GiB of it). A size.
+    #[arg(long, value_name = "SIZE", default_value = "0", value_parser = parse_context_memory)]
+    pub context_memory: u64,
+
+    /// Wording of out-of-memory errors: lesson (PyTorch up to 2.0, as the lesson quotes it) or
+    /// current (today's PyTorch).
+    #[arg(long, value_name = "FORM", default_value = "lesson", value_parser = parse_oom_message)]
+    pub oom_message: OomMessage,
+
     /// The caching allocator's settings (PyTorch's PYTORCH_CUDA_ALLOC_CONF and friends).
     #[command(flatten)]
     pub allocator: crate::AllocatorArgs,
@@ -32,6 +44,8 @@ impl DeviceArgs {
             backend,
             memory: self.device_memory,
             allocator: self.allocator.config(),
+            context_memory: self.context_memory,
+            oom_message: self.oom_message,
             ..Default::default()
         }
     }
@@ -128,6 +142,15 @@ pub fn with_defaults(
 
 fn parse_memory(s: &str) -> Result<MemorySpec, String> {
     s.parse::<MemorySpec>().map_err(|e| e.to_string())
+}
+
+/// A size; whether it fits the card is checked when the device opens.
+fn parse_context_memory(s: &str) -> Result<u64, String> {
+    gpumem::size::parse_bytes(s).map_err(|e| e.to_string())
+}
+
+fn parse_oom_message(s: &str) -> Result<OomMessage, String> {
+    s.parse()
 }
 
 fn parse_backend(s: &str) -> Result<Backend, String> {
@@ -250,5 +273,37 @@ mod tests {
                 .contains("none or zero")
         );
         assert_eq!(parse_zero_grad("zero"), Ok(ZeroGrad::Zero));
+        assert_eq!(parse_context_memory("0.72GiB"), Ok(773_094_113));
+        assert!(
+            parse_context_memory("-1GiB")
+                .unwrap_err()
+                .contains("cannot be negative")
+        );
+        let e = parse_oom_message("2.0").unwrap_err();
+        assert!(e.contains("lesson") && e.contains("current"), "{e}");
+    }
+
+    #[test]
+    fn device_flags_reach_the_device_options() {
+        use clap::Parser;
+        #[derive(Parser)]
+        struct Cli {
+            #[command(flatten)]
+            device: DeviceArgs,
+        }
+        let parse = |args: &[&str]| {
+            let all = std::iter::once("t").chain(args.iter().copied());
+            Cli::try_parse_from(all)
+                .unwrap()
+                .device
+                .options(Backend::Plan)
+        };
+        let o = parse(&["--context-memory", "1GiB", "--oom-message", "current"]);
+        assert_eq!(
+            (o.context_memory, o.oom_message),
+            (1 << 30, OomMessage::Current)
+        );
+        let d = parse(&[]);
+        assert_eq!((d.context_memory, d.oom_message), (0, OomMessage::Lesson));
     }
 }

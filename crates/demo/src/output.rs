@@ -184,12 +184,29 @@ fn error_line(e: &anyhow::Error) -> String {
     let flag = match e.chain().find_map(|c| c.downcast_ref::<gpumem::Error>()) {
         Some(gpumem::Error::NoAdapter(_)) => Some("--backend wgpu"),
         Some(gpumem::Error::PlanNeedsCapacity) => Some("--device-memory"),
+        Some(gpumem::Error::Config(gpumem::alloc::ConfigError::ContextTooLarge(..))) => {
+            Some("--context-memory")
+        }
         _ => None,
     };
+    let text = chain_text(e);
     match flag {
-        Some(flag) => format!("{flag}: {e:#}"),
-        None => format!("{e:#}"),
+        Some(flag) => format!("{flag}: {text}"),
+        None => text,
     }
+}
+
+/// The error and its causes joined by `: `, as anyhow's `{:#}` does, without a cause that
+/// the message before it already ends with (an engine error that quotes its source).
+fn chain_text(e: &anyhow::Error) -> String {
+    let mut parts: Vec<String> = Vec::new();
+    for cause in e.chain() {
+        let text = cause.to_string();
+        if !parts.last().is_some_and(|p| p.ends_with(&text)) {
+            parts.push(text);
+        }
+    }
+    parts.join(": ")
 }
 
 /// Mesa's drivers print "XDG_RUNTIME_DIR is invalid" when that variable does not name a
@@ -262,6 +279,16 @@ mod tests {
             super::error_line(&none),
             "--backend wgpu: no wgpu adapter found"
         );
+        let context = anyhow::Error::from(gpumem::Error::Config(
+            gpumem::alloc::ConfigError::ContextTooLarge(2 << 30, 1 << 30),
+        ));
+        assert!(
+            super::error_line(&context).starts_with("--context-memory: invalid allocator setting: the memory outside the allocator (2.00 GiB) is more than"),
+            "{}",
+            super::error_line(&context)
+        );
+        // The setting's own words once, not again as the cause.
+        assert_eq!(super::error_line(&context).matches("outside").count(), 1);
         let other = anyhow::Error::from(gpumem::Error::Setup("the training set is empty".into()));
         assert_eq!(super::error_line(&other), "the training set is empty");
     }

@@ -42,6 +42,8 @@ pub const SHARED_REFUSALS: &[(&[&str], &str)] = &[
     (&["--device-memory", "16XB"], "`XB` is not a unit"),
     (&["--layers", "100000000"], "at most 100000 hidden layers"),
     (&["--backend", "cuda"], "unknown backend"),
+    (&["--context-memory", "-1GiB"], "cannot be negative"),
+    (&["--oom-message", "2.0"], "lesson (PyTorch up to 2.0"),
 ];
 
 /// stdout then stderr, as text.
