@@ -37,6 +37,17 @@ impl TestGpu {
     /// A device whose buffers are at most `max_buffer` bytes and whose kernels bind at most
     /// `max_binding` bytes at a time: small tensors then span several buffers and are
     /// processed in pieces, as full-size tensors are on real cards.
+    /// A fresh wgpu device opened with `options` (its backend is ignored).
+    pub fn device_with(&self, options: &DeviceOptions) -> Device {
+        Device::with_backing(
+            Backing::Wgpu(self.store.fresh()),
+            "test adapter".into(),
+            "test".into(),
+            options,
+        )
+        .expect("the test's allocator settings are valid")
+    }
+
     pub fn tight_device(&self, memory: MemorySpec, max_buffer: u64, max_binding: u64) -> Device {
         let gpu = Rc::clone(self.store.gpu());
         let limits = KernelLimits {

@@ -17,10 +17,11 @@ use serde_json::json;
 
 const MIB: u64 = 1 << 20;
 /// The remedies' settings when the user gave none: the smallest split limit PyTorch allows
-/// (any value from 20 MiB up to the activations' size works), and PyTorch's documented
-/// example threshold.
+/// (any value from 20 MiB up to the activations' size works), PyTorch's documented example
+/// threshold, and the whole card as the memory fraction the threshold needs to act at all.
 const MAX_SPLIT: u64 = 20 * MIB;
 const GC_THRESHOLD: f64 = 0.8;
+const WHOLE_CARD: f64 = 1.0;
 
 /// One of the allocator's remedies, as the demo tries it.
 #[derive(Debug, Clone)]
@@ -59,6 +60,13 @@ pub fn remedies(given: &AllocatorConfig) -> Vec<Remedy> {
             },
         ),
         flag(
+            "--expandable-segments",
+            AllocatorConfig {
+                expandable_segments: true,
+                ..AllocatorConfig::default()
+            },
+        ),
+        flag(
             "--no-caching",
             AllocatorConfig {
                 caching: false,
@@ -66,9 +74,10 @@ pub fn remedies(given: &AllocatorConfig) -> Vec<Remedy> {
             },
         ),
         flag(
-            "--gc-threshold",
+            "--gc-threshold --memory-fraction",
             AllocatorConfig {
                 gc_threshold: given.gc_threshold.or(Some(GC_THRESHOLD)),
+                memory_fraction: given.memory_fraction.or(Some(WHOLE_CARD)),
                 ..AllocatorConfig::default()
             },
         ),
@@ -147,6 +156,10 @@ struct Attempt {
     device_allocations: u64,
     /// Segment releases: calls to the device (`cudaFree`).
     device_frees: u64,
+    /// Of those, pages mapped into / unmapped from expandable segments (`cuMemMap` /
+    /// `cuMemUnmap` in PyTorch's trace).
+    maps: u64,
+    unmaps: u64,
     error: Option<String>,
 }
 
@@ -160,6 +173,16 @@ fn attempt(remedy: &str, config: &AllocatorConfig, r: &RunResult) -> Attempt {
         peak_reserved: r.peak_reserved,
         device_allocations: r.device_allocations,
         device_frees: r.device_frees,
+        maps: if config.expandable_segments {
+            r.device_allocations
+        } else {
+            0
+        },
+        unmaps: if config.expandable_segments {
+            r.device_frees
+        } else {
+            0
+        },
         error: r.failure.as_ref().map(|f| f.oom.to_string()),
     }
 }
@@ -270,15 +293,41 @@ fn print_remedies(attempts: &[Attempt], out: Output) {
             "settings",
             "outcome",
             "peak reserved",
-            "segment allocations",
-            "segment frees",
+            "device allocations",
+            "device frees",
         ],
         &rows,
     );
     out.line(
-        "\nSegment allocations are calls to the device (cudaMalloc in PyTorch): each costs time, \
-         and without caching every tensor costs one.",
+        "\nDevice allocations and frees are calls to the driver: cudaMalloc/cudaFree in PyTorch, \
+         or for expandable segments a page mapping (cuMemMap/cuMemUnmap, the trace's \
+         segment_map/segment_unmap). Each costs time, and without caching every tensor costs \
+         one.",
     );
+}
+
+/// What expandable segments did: whether the run fitted, and the mappings it cost.
+fn print_expandable(e: &Attempt, out: Output) {
+    let outcome = if e.succeeded {
+        "the run finished: the short batch's tensors and the next full batch's were laid out \
+         in one growing segment, so the free space they left joined up instead of being \
+         stranded at the ends of separate segments"
+    } else {
+        "the run still ran out of memory"
+    };
+    out.line(format!(
+        "expandable_segments (what today's out-of-memory message recommends): one segment per \
+         pool that grows by mapping 20 MiB pages. Measured: {outcome}; it cost {} page mappings \
+         and {} unmappings (the trace's segment_map/segment_unmap), and reserved up to {}. {}",
+        e.maps,
+        e.unmaps,
+        format_bytes(e.peak_reserved),
+        demo::alloc_args::notes(&AllocatorConfig {
+            expandable_segments: true,
+            ..Default::default()
+        })
+        .join(" ")
+    ));
 }
 
 /// What `max_split_size`, the garbage-collection threshold and `empty_cache()` really did in
@@ -292,6 +341,12 @@ fn print_what_settings_do(
     out.section("What the settings really do (measured above, against the article)");
     let card = setup.card().unwrap_or(0);
     let split = given.max_split_size.unwrap_or(MAX_SPLIT);
+    let by = |code: &str| {
+        attempts
+            .iter()
+            .find(|a| a.remedy.starts_with(code))
+            .expect("every remedy is tried")
+    };
     out.line(format!(
         "max_split_size is a threshold, not a partition: the article says it cuts the card into \
          blocks of that size ({} / {} would be {} blocks). Measured: the allocator still reserves \
@@ -300,10 +355,11 @@ fn print_what_settings_do(
         format_bytes(card),
         format_bytes(split),
         card / split.max(1),
-        attempts[1].device_allocations,
+        by("--max-split-size").device_allocations,
         format_bytes(split)
     ));
-    let gc = &attempts[3];
+    print_expandable(by("--expandable-segments"), out);
+    let gc = by("--gc-threshold");
     let gc_outcome = if gc.succeeded {
         "It helped here: it gave back whole unused segments when a request found no cached \
          block, before the run needed more than the card."
@@ -320,13 +376,17 @@ fn print_what_settings_do(
         )
     };
     out.line(format!(
-        "garbage_collection_threshold does not clean up \"every few allocations\": it acts only \
-         when a request finds no cached block and reserved memory is above the threshold, and \
-         it gives back only whole unused segments, oldest first. Measured: {} segment frees in {} \
-         segment allocations. {gc_outcome}",
-        gc.device_frees, gc.device_allocations
+        "garbage_collection_threshold does not clean up \"every few allocations\": PyTorch applies \
+         it only when a memory fraction is set (set_per_process_memory_fraction; alone it does \
+         nothing), and then only when a request finds no cached block and reserved memory is \
+         above threshold × the memory the fraction allows; it gives back only whole unused \
+         segments, oldest first. Measured with a fraction of {}: {} segment frees in {} segment \
+         allocations. {gc_outcome}",
+        given.memory_fraction.unwrap_or(WHOLE_CARD),
+        gc.device_frees,
+        gc.device_allocations
     ));
-    let at_change = &attempts[4];
+    let at_change = by("empty_cache()");
     out.line(if at_change.succeeded {
         format!(
             "empty_cache() after every step (the article's advice) is not needed: at the right \
