@@ -5,13 +5,15 @@
 //!
 //! A device records its history once asked (`Device::record_memory_history`); the snapshot
 //! is its segments now and that history ([`build`]). [`format`] is the dictionary key for
-//! key, [`read`] the pickle in and out, [`summary`] what a snapshot says (figures, peaks, the
-//! per-tensor timeline's bands).
+//! key, [`read`] the pickle out (serde-pickle) and back in (a small reader of plain-data
+//! pickles: PyTorch's files share memoized frames, which serde-pickle's reader cannot follow),
+//! [`summary`] what a snapshot says (figures, peaks, the per-tensor timeline's bands).
 
 pub mod build;
 pub mod format;
 pub mod read;
 pub mod summary;
+mod unpickle;
 
 pub use format::{
     ACTIVE_ALLOCATED, ACTIVE_PENDING_FREE, AllocatorSettings, Block, FRAME_FILE, Frame, INACTIVE,

@@ -201,13 +201,19 @@ mod tests {
         let mut a = allocator(4 << 20);
         a.record_memory_history(true, History::UNBOUNDED);
         let _x: BlockAddr = a.malloc(1000, "x").expect("fits");
-        assert!(a.malloc(3 << 20, "big").is_err(), "a 20 MiB segment cannot fit");
+        assert!(
+            a.malloc(3 << 20, "big").is_err(),
+            "a 20 MiB segment cannot fit"
+        );
         let h = a.memory_history().expect("recording");
         let oom = h.events().last().expect("events");
         assert_eq!(oom.event.kind, EventKind::Oom);
         assert_eq!(oom.event.label, "big");
         // 4 MiB card, the 2 MiB small segment still held.
         assert_eq!(oom.device_free, Some(2 << 20));
-        assert!(h.events().all(|e| (e.event.kind == EventKind::Oom) == e.device_free.is_some()));
+        assert!(
+            h.events()
+                .all(|e| (e.event.kind == EventKind::Oom) == e.device_free.is_some())
+        );
     }
 }

@@ -85,7 +85,12 @@ pub fn segment(s: &SegmentInfo, label: Option<&str>) -> Segment {
                 address: Some(int(b.addr)),
                 size: int(b.size),
                 requested_size: Some(int(if b.allocated { b.requested } else { 0 })),
-                state: if b.allocated { ACTIVE_ALLOCATED } else { INACTIVE }.to_string(),
+                state: if b.allocated {
+                    ACTIVE_ALLOCATED
+                } else {
+                    INACTIVE
+                }
+                .to_string(),
                 frames: if b.allocated {
                     frames(&b.label)
                 } else {
@@ -133,7 +138,10 @@ pub fn snapshot<'a>(
             .map(|e| e.event.label.as_str())
     };
     Snapshot {
-        segments: segments.iter().map(|s| segment(s, made_for(s.addr))).collect(),
+        segments: segments
+            .iter()
+            .map(|s| segment(s, made_for(s.addr)))
+            .collect(),
         device_traces: vec![history.iter().flat_map(|e| trace_entries(e)).collect()],
         allocator_settings: Some(settings(config)),
     }

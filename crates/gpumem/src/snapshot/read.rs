@@ -5,22 +5,23 @@
 //! entry whose field has the wrong type.
 
 use super::format::{Segment, Snapshot, TraceEntry};
-use serde_pickle::{DeOptions, ErrorCode, HashableValue, SerOptions, Value};
+use super::unpickle::{UnpickleError, unpickle};
+use serde_pickle::{HashableValue, SerOptions, Value};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 /// Why a snapshot could not be written or read.
 #[derive(Debug, thiserror::Error)]
 pub enum SnapshotError {
-    #[error("cannot write the snapshot to {}: {source}", path.display())]
+    #[error("cannot write the snapshot to {}: {error}", path.display())]
     Write {
         path: PathBuf,
-        source: std::io::Error,
+        error: std::io::Error,
     },
-    #[error("cannot read {}: {source}", path.display())]
+    #[error("cannot read {}: {error}", path.display())]
     Read {
         path: PathBuf,
-        source: std::io::Error,
+        error: std::io::Error,
     },
     #[error("the pickle ends too early: the file is truncated (was it still being written?)")]
     Truncated,
@@ -45,17 +46,17 @@ impl Snapshot {
     /// `torch.cuda.memory._dump_snapshot(path)`.
     pub fn write(&self, path: &Path) -> Result<(), SnapshotError> {
         let bytes = self.to_pickle()?;
-        std::fs::write(path, bytes).map_err(|source| SnapshotError::Write {
+        std::fs::write(path, bytes).map_err(|error| SnapshotError::Write {
             path: path.to_path_buf(),
-            source,
+            error,
         })
     }
 
     /// Reads a snapshot file, as `python -m torch.cuda._memory_viz` does.
     pub fn read(path: &Path) -> Result<Snapshot, SnapshotError> {
-        let bytes = std::fs::read(path).map_err(|source| SnapshotError::Read {
+        let bytes = std::fs::read(path).map_err(|error| SnapshotError::Read {
             path: path.to_path_buf(),
-            source,
+            error,
         })?;
         Snapshot::from_pickle(&bytes)
     }
@@ -64,8 +65,7 @@ impl Snapshot {
     /// `torch.cuda.memory_snapshot()` returns) is taken as a snapshot without traces, as
     /// PyTorch's `_memory_viz.py` takes it.
     pub fn from_pickle(bytes: &[u8]) -> Result<Snapshot, SnapshotError> {
-        let value = serde_pickle::value_from_slice(bytes, DeOptions::new().decode_strings())
-            .map_err(|e| pickle_error(bytes, e))?;
+        let value = unpickle(bytes).map_err(|e| pickle_error(bytes, e))?;
         match value {
             Value::Dict(d) => from_dict(d),
             Value::List(items) if !items.is_empty() && items.iter().all(is_segment) => {
@@ -82,20 +82,19 @@ impl Snapshot {
     }
 }
 
-fn pickle_error(bytes: &[u8], e: serde_pickle::Error) -> SnapshotError {
-    if let serde_pickle::Error::Eval(ErrorCode::EOFWhileParsing, _) = e {
-        return SnapshotError::Truncated;
-    }
+fn pickle_error(bytes: &[u8], e: UnpickleError) -> SnapshotError {
+    let why = match e {
+        UnpickleError::Truncated if !bytes.is_empty() => return SnapshotError::Truncated,
+        UnpickleError::Truncated => "no bytes".to_string(),
+        UnpickleError::Bad(why) => why,
+    };
     let first = bytes.iter().find(|b| !b.is_ascii_whitespace());
     let hint = match first {
         Some(b'{') | Some(b'[') => " (it looks like JSON)",
         None => " (the file is empty)",
         _ => "",
     };
-    SnapshotError::NotPickle {
-        why: e.to_string(),
-        hint,
-    }
+    SnapshotError::NotPickle { why, hint }
 }
 
 fn key(name: &str) -> HashableValue {

@@ -30,7 +30,10 @@ fn step_snapshot_allocated(capacity: u64, batch: u64) -> (Device, Snapshot, u64)
 }
 
 fn actions(s: &Snapshot) -> Vec<&str> {
-    s.device_traces[0].iter().map(|e| e.action.as_str()).collect()
+    s.device_traces[0]
+        .iter()
+        .map(|e| e.action.as_str())
+        .collect()
 }
 
 #[test]
@@ -78,7 +81,11 @@ fn the_trace_has_pytorch_actions_and_sizes() {
         .find(|e| e.action == "alloc" && frames_name(&e.frames) == Some("layer1.weight"))
         .expect("layer1.weight is allocated in the trace");
     let config = MlpConfig::lesson(64);
-    assert_eq!(w.size as u64, 4 * config.inputs * 64, "inputs × hidden, unrounded");
+    assert_eq!(
+        w.size as u64,
+        4 * config.inputs * 64,
+        "inputs × hidden, unrounded"
+    );
     assert!(trace.iter().all(|e| e.stream == 0 && e.time_us.is_some()));
     assert!(
         trace.windows(2).all(|w| w[0].time_us <= w[1].time_us),
@@ -207,7 +214,10 @@ fn bad_input_is_a_clear_error() {
     assert!(err(wrong).contains("segment 0"), "{}", err(wrong));
     let nowhere = std::path::Path::new("/nonexistent-folder/s.pickle");
     let e = s.write(nowhere).expect_err("unwritable").to_string();
-    assert!(e.contains("cannot write") && e.contains("nonexistent"), "{e}");
+    assert!(
+        e.contains("cannot write") && e.contains("nonexistent"),
+        "{e}"
+    );
     let e = Snapshot::read(nowhere).expect_err("missing").to_string();
     assert!(e.contains("cannot read"), "{e}");
 }

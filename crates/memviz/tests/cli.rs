@@ -1,0 +1,156 @@
+//! memviz on snapshots of our own and on fixtures built from PyTorch's documented format
+//! (tests/fixtures/make_fixtures.py), and on input that is not a snapshot.
+
+use gpumem::Device;
+use gpumem::alloc::History;
+use gpumem::mlp::{Batch, Mlp, MlpConfig};
+use gpumem::size::format_bytes;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+const MIB: u64 = 1 << 20;
+
+fn fixture(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures")
+        .join(name)
+}
+
+fn temp(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("memviz-test-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("temp folder");
+    dir.join(name)
+}
+
+fn run(args: &[&str]) -> anyhow::Result<String> {
+    memviz::run(std::iter::once("memviz").chain(args.iter().copied()))
+}
+
+#[test]
+fn a_snapshot_of_ours_reads_with_its_names_and_figures() {
+    let device = Device::plan(1 << 30);
+    device.record_memory_history(true, History::UNBOUNDED);
+    let mut mlp = Mlp::new(&device, &MlpConfig::lesson(256), 0).expect("fits");
+    mlp.train_step(Batch::Planned(512)).expect("fits");
+    let path = temp("ours.pickle");
+    device.dump_snapshot(&path).expect("writes");
+    let svg = temp("ours.svg");
+    let out = run(&[path.to_str().unwrap(), "--svg", svg.to_str().unwrap()]).expect("reads");
+    let reserved = format!("reserved {}", format_bytes(device.memory_reserved()));
+    let allocated = format!("allocated {}", format_bytes(device.memory_allocated()));
+    let peak = format!(
+        "peak reserved {}",
+        format_bytes(device.max_memory_reserved())
+    );
+    for want in [&reserved, &allocated, &peak, &"layer1.weight".to_string()] {
+        assert!(out.contains(want.as_str()), "{want:?} missing from:\n{out}");
+    }
+    let drawn = std::fs::read_to_string(&svg).expect("the timeline is written");
+    assert!(drawn.contains("<metadata id=\"tensor-timeline\">"));
+    assert!(
+        drawn.contains("\nz0\n</text>"),
+        "the activation z0 is named"
+    );
+    let json: serde_json::Value =
+        serde_json::from_str(&run(&[path.to_str().unwrap(), "--json"]).unwrap()).unwrap();
+    let d = &json["devices"][0];
+    assert_eq!(d["reserved"], device.memory_reserved());
+    assert_eq!(
+        d["peak_requested"],
+        device.memory_stats().requested_bytes.all.peak
+    );
+    assert_eq!(json["problems"].as_array().map(Vec::len), Some(0));
+}
+
+#[test]
+fn a_hand_built_pytorch_snapshot_reads() {
+    // The fixture's segments: 20 MiB (4 + 2 MiB live), 2 MiB (512 B live), 40 MiB mapped
+    // of an expandable segment (30 MiB live); one oom of 64 MiB with 5 MiB free.
+    let file = fixture("hand_built.pickle");
+    let out = run(&[file.to_str().unwrap()]).expect("reads");
+    let reserved = format_bytes(20 * MIB + 2 * MIB + 40 * MIB);
+    let allocated = format_bytes(4 * MIB + 2 * MIB + 512 + 30 * MIB);
+    assert!(out.contains(&format!("reserved {reserved}")), "{out}");
+    assert!(out.contains(&format!("allocated {allocated}")), "{out}");
+    assert!(out.contains(&format!(
+        "a request of {} failed with {} free",
+        format_bytes(64 * MIB),
+        format_bytes(5 * MIB)
+    )));
+    let largest = out.lines().skip_while(|l| !l.starts_with("largest")).nth(1);
+    assert!(largest.is_some_and(|l| l.ends_with("activations")), "{out}");
+    assert!(!out.contains("warning"), "the fixture's blocks tile: {out}");
+}
+
+#[test]
+fn pytorch_s_own_profile_snapshot_reads() {
+    // Made by torch.cuda._memory_viz._profile_to_snapshot on a CPU profile: no segment
+    // figures, blocks without addresses, frames shared between entries.
+    let file = fixture("profile_snapshot.pickle");
+    let svg = temp("profile.svg");
+    let out = run(&[file.to_str().unwrap(), "--svg", svg.to_str().unwrap()]).expect("reads");
+    assert!(out.contains("device 0: 1 segment(s)"), "{out}");
+    assert!(out.contains("run_backward"), "frames read: {out}");
+    assert!(std::fs::metadata(&svg).is_ok_and(|m| m.len() > 0));
+}
+
+#[test]
+fn what_is_not_a_snapshot_is_refused_clearly() {
+    let err = |p: &Path| {
+        run(&[p.to_str().unwrap()])
+            .expect_err("refused")
+            .to_string()
+    };
+    let json = temp("s.json");
+    std::fs::write(&json, "{\"segments\": []}").unwrap();
+    assert!(err(&json).contains("looks like JSON"), "{}", err(&json));
+    let list = temp("list.pickle");
+    std::fs::write(&list, b"\x80\x02]q\x00(K\x01K\x02K\x03e.").unwrap();
+    assert!(
+        err(&list).contains("not a memory snapshot"),
+        "{}",
+        err(&list)
+    );
+    let cut = temp("cut.pickle");
+    let whole = std::fs::read(fixture("hand_built.pickle")).unwrap();
+    std::fs::write(&cut, &whole[..whole.len() / 2]).unwrap();
+    assert!(err(&cut).contains("truncated"), "{}", err(&cut));
+    assert!(err(Path::new("/no/such/file.pickle")).contains("cannot read"));
+    let svg = run(&[
+        fixture("hand_built.pickle").to_str().unwrap(),
+        "--svg",
+        "/no/such/folder/t.svg",
+    ]);
+    assert!(
+        svg.expect_err("unwritable")
+            .to_string()
+            .contains("cannot write")
+    );
+    let device = run(&[
+        fixture("hand_built.pickle").to_str().unwrap(),
+        "--device",
+        "3",
+    ]);
+    assert!(
+        device
+            .expect_err("no device 3")
+            .to_string()
+            .contains("device 3")
+    );
+}
+
+#[test]
+fn the_program_exits_non_zero_on_bad_input_and_has_help() {
+    let bin = env!("CARGO_BIN_EXE_memviz");
+    let bad = Command::new(bin)
+        .arg("/no/such/file.pickle")
+        .output()
+        .unwrap();
+    assert!(!bad.status.success());
+    let stderr = String::from_utf8_lossy(&bad.stderr);
+    assert!(stderr.starts_with("error: cannot read"), "{stderr}");
+    let help = Command::new(bin).arg("--help").output().unwrap();
+    assert!(help.status.success());
+    let text = String::from_utf8_lossy(&help.stdout);
+    assert!(text.contains("--svg") && text.contains("--json") && text.contains("[default: 8]"));
+}
