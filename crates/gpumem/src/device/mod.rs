@@ -41,6 +41,9 @@ pub struct DeviceOptions {
     pub context_memory: u64,
     /// Which of PyTorch's sentences out-of-memory errors use.
     pub oom_message: OomMessage,
+    /// Record the allocator's history from the moment the device opens, keeping the newest
+    /// this many events (`_record_memory_history(max_entries=…)`), for a snapshot.
+    pub record_history: Option<usize>,
 }
 
 /// What was opened, and why.
@@ -168,7 +171,10 @@ impl Device {
             executes: backing.executes(),
             memory: options.memory,
         };
-        let alloc = Allocator::new(backing, config)?;
+        let mut alloc = Allocator::new(backing, config)?;
+        if let Some(n) = options.record_history {
+            alloc.record_memory_history(true, n);
+        }
         Ok(Device {
             inner: Rc::new(RefCell::new(Inner {
                 alloc,
