@@ -25,7 +25,7 @@ pub struct DeviceArgs {
     /// Memory on the card that the allocator does not hold: the CUDA context and other
     /// processes. It lowers the "free" figure as a driver's would (the lesson's card had about
     /// 0.72 GiB of it). A size.
-    #[arg(long, value_name = "SIZE", default_value = "0", value_parser = parse_context_memory)]
+    #[arg(long, value_name = "SIZE", default_value = "0", value_parser = parse_context_memory, allow_hyphen_values = true)]
     pub context_memory: u64,
 
     /// Wording of out-of-memory errors: lesson (PyTorch up to 2.0, as the lesson quotes it) or

@@ -91,7 +91,7 @@ fn the_timeline_is_valid_svg_drawn_from_the_trace() {
     );
     let t = text(&run(&["--backend", "cpu", "--out", &path]));
     assert!(
-        t.contains("memory_summary() at the end") && t.contains("| Reserved memory"),
+        t.contains("memory_summary() at the end") && t.contains("| GPU reserved memory"),
         "{t}"
     );
     assert!(t.contains(&path), "the path is printed: {t}");
