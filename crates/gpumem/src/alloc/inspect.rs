@@ -34,31 +34,7 @@ impl<S: SegmentStore> Allocator<S> {
     /// Sizes of the segments held, in address order; an expandable segment counts as one
     /// segment per contiguous mapped range, as PyTorch's snapshot reports it.
     pub fn segment_sizes(&self) -> Vec<u64> {
-        let mut out = Vec::new();
-        let mut run: Option<(u64, u64, u64)> = None; // segment, end address, bytes
-        for (&addr, b) in &self.blocks {
-            let seg = &self.segments[&b.segment];
-            if seg.page.is_none() {
-                if addr == seg.addr {
-                    out.extend(run.take().map(|r| r.2));
-                    out.push(seg.size);
-                }
-                continue;
-            }
-            match (&mut run, b.mapped) {
-                (Some((s, end, bytes)), true) if *s == b.segment && *end == addr => {
-                    *end += b.size;
-                    *bytes += b.size;
-                }
-                (_, true) => {
-                    out.extend(run.take().map(|r| r.2));
-                    run = Some((b.segment, addr + b.size, b.size));
-                }
-                (_, false) => out.extend(run.take().map(|r| r.2)),
-            }
-        }
-        out.extend(run.map(|r| r.2));
-        out
+        self.segments().iter().map(|s| s.size).collect()
     }
 
     /// The largest free block in the cache (what a request could get without the device).
@@ -71,29 +47,35 @@ impl<S: SegmentStore> Allocator<S> {
     /// Every segment with its blocks, in address order (what `torch.cuda.memory._snapshot()`
     /// lists under `segments`).
     pub fn segments(&self) -> Vec<SegmentInfo> {
-        let mut out: Vec<SegmentInfo> = self
-            .segments
-            .values()
-            .map(|s| SegmentInfo {
-                addr: s.addr,
-                size: s.size,
-                pool: s.pool,
-                expandable: false,
-                blocks: self
-                    .blocks
-                    .range(s.addr..s.addr + s.size)
-                    .map(|(&addr, b)| BlockInfo {
-                        addr,
-                        segment: b.segment,
-                        size: b.size,
-                        requested: b.requested,
-                        allocated: b.allocated,
-                        label: b.label.clone(),
-                    })
-                    .collect(),
-            })
-            .collect();
-        out.sort_by_key(|s| s.addr);
+        // Blocks in address order; a segment (or, for an expandable segment, a run of
+        // mapped blocks) starts where the previous one's blocks stop touching.
+        let mut out: Vec<SegmentInfo> = Vec::new();
+        for (&addr, b) in self.blocks.iter().filter(|(_, b)| b.mapped) {
+            let seg = &self.segments[&b.segment];
+            let info = BlockInfo {
+                addr,
+                segment: b.segment,
+                size: b.size,
+                requested: b.requested,
+                allocated: b.allocated,
+                label: b.label.clone(),
+            };
+            match out.last_mut() {
+                Some(last)
+                    if last.blocks[0].segment == b.segment && last.addr + last.size == addr =>
+                {
+                    last.size += b.size;
+                    last.blocks.push(info);
+                }
+                _ => out.push(SegmentInfo {
+                    addr,
+                    size: b.size,
+                    pool: seg.pool,
+                    expandable: seg.page.is_some(),
+                    blocks: vec![info],
+                }),
+            }
+        }
         out
     }
 

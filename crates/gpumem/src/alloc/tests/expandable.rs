@@ -115,3 +115,19 @@ fn mapping_past_the_card_is_out_of_memory() {
     let e = oom(a.malloc(20 * MIB, "y"));
     assert_eq!((e.reserved, e.free), (100 * MIB, Some(0)));
 }
+
+#[test]
+fn a_snapshot_lists_each_mapped_range_as_a_segment() {
+    let mut a = expandable(1024 * MIB);
+    let x = a.malloc(40 * MIB, "x").unwrap();
+    let y = a.malloc(20 * MIB, "y").unwrap();
+    let _z = a.malloc(20 * MIB, "z").unwrap();
+    a.free(y).unwrap();
+    a.empty_cache();
+    // y's page is unmapped: x's pages and z's page are two ranges, as PyTorch reports them.
+    let segs = a.segments();
+    let sizes: Vec<_> = segs.iter().map(|s| (s.addr - x.0, s.size)).collect();
+    assert_eq!(sizes, vec![(0, 40 * MIB), (60 * MIB, 20 * MIB)]);
+    assert!(segs.iter().all(|s| s.expandable && s.blocks.len() == 1));
+    assert_eq!(a.reserved(), 60 * MIB);
+}
