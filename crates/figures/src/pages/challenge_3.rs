@@ -116,7 +116,7 @@ pub fn challenge3_fragmentation() -> Result<String> {
          Reserved − allocated = {} − {} = {} is cached but unused, more than the {} requested: \
          the cache is fragmented. The same loop with each remedy, each on a fresh card (figures \
          from the allocator's statistics):\n\n\
-         | remedy | outcome | peak reserved | segment allocations | segment frees |\n\
+         | remedy | outcome | peak reserved | device allocations | device frees |\n\
          | :--- | :--- | ---: | ---: | ---: |\n",
         grouped(hidden),
         grouped(samples),
@@ -135,14 +135,13 @@ pub fn challenge3_fragmentation() -> Result<String> {
     for (remedy, r) in &remedies {
         // The flag or the call as code, the setting's value beside a flag, as a learner
         // would type it.
-        let name = format!("`{}`{}", remedy.code, remedy.when);
-        let label = match (
-            remedy.allocator.max_split_size,
-            remedy.allocator.gc_threshold,
-        ) {
-            (Some(bytes), _) => format!("{name} {}", format_bytes(bytes)),
-            (_, Some(threshold)) => format!("{name} {threshold}"),
-            _ => name,
+        let a = &remedy.allocator;
+        let label = match (a.max_split_size, a.gc_threshold, a.memory_fraction) {
+            (Some(bytes), _, _) => format!("`{}` {}", remedy.code, format_bytes(bytes)),
+            (_, Some(threshold), Some(fraction)) => {
+                format!("`--gc-threshold` {threshold} with `--memory-fraction` {fraction}")
+            }
+            _ => format!("`{}`{}", remedy.code, remedy.when),
         };
         rows.push((label, r));
     }
