@@ -12,6 +12,7 @@ pub mod instructors;
 pub mod memory_equation;
 pub mod monitoring;
 pub mod networks;
+pub mod oom_message;
 
 use crate::data::{self, LESSON_WIDTH, LargestBatch, measure};
 use anyhow::{Result, anyhow};

@@ -1,5 +1,6 @@
-//! Monitoring memory (`monitoring.md`): the full batch's out-of-memory message, and allocated
-//! vs reserved — one row past the largest batch that fits, the cache is fragmented.
+//! Monitoring memory (`monitoring.md`): allocated vs reserved — one row past the largest batch
+//! that fits, the cache is fragmented. The out-of-memory message's section is
+//! [`super::oom_message`].
 
 use crate::data::LESSON_WIDTH;
 use crate::fragmented::{Fragmented, fragmented_step};
@@ -8,30 +9,7 @@ use anyhow::{Result, anyhow};
 use gpumem::mlp::MlpConfig;
 use gpumem::size::format_bytes;
 
-use super::{full_batch_error, largest_batch, text_block};
-
-/// Challenge 1's out-of-memory message alone, as a text block.
-pub fn full_batch_oom() -> Result<String> {
-    Ok(text_block(full_batch_error()?))
-}
-
-/// `memory_allocated()` when the full batch ran out, e.g. `8.76 GiB`.
-pub fn full_batch_allocated() -> Result<String> {
-    Ok(format_bytes(full_batch_error()?.allocated))
-}
-
-/// The free bytes the full batch's message reports (capacity − reserved on the card).
-pub fn full_batch_free() -> Result<String> {
-    let free = full_batch_error()?
-        .free
-        .ok_or_else(|| anyhow!("the emulated card reports no free bytes"))?;
-    Ok(format_bytes(free))
-}
-
-/// `memory_reserved()` when the full batch ran out.
-pub fn full_batch_reserved() -> Result<String> {
-    Ok(format_bytes(full_batch_error()?.reserved))
-}
+use super::{largest_batch, text_block};
 
 /// One row more than the largest batch that fits, and how its step fails.
 pub fn one_row_more() -> Result<(u64, Fragmented)> {
