@@ -134,9 +134,10 @@ fn the_leak_runs_out_after_some_epochs_and_the_fix_stays_flat() {
     std::fs::remove_file(&path).ok();
 }
 
-/// The split limit, no caching and an `empty_cache()` when the batch size changes each finish
-/// the run; the garbage-collection threshold does not: it gives back only whole unused
-/// segments, and when epoch 2 needs one more, none is unused.
+/// The split limit, expandable segments, no caching and an `empty_cache()` when the batch
+/// size changes each finish the run; the garbage-collection threshold (with the memory
+/// fraction it needs) does not: it gives back only whole unused segments, and when epoch 2
+/// needs one more, none is unused.
 #[test]
 fn fragmentation_fails_with_memory_cached_and_the_remedies_outcomes() {
     let path = svg_path("frag");
@@ -162,32 +163,41 @@ fn fragmentation_fails_with_memory_cached_and_the_remedies_outcomes() {
         .collect();
     assert!(batches[2] < batches[0], "a short last batch: {batches:?}");
     let attempts = v["attempts"].as_array().unwrap();
-    assert_eq!(attempts.len(), 5);
-    let outcome = |i: usize| {
-        (
-            attempts[i]["remedy"].as_str().unwrap(),
-            attempts[i]["succeeded"].as_bool().unwrap(),
-        )
-    };
-    assert_eq!(outcome(0), ("none (the run above)", false));
-    assert_eq!(outcome(1), ("--max-split-size", true));
-    assert_eq!(outcome(2), ("--no-caching", true));
-    assert_eq!(outcome(3), ("--gc-threshold", false));
+    let names: Vec<&str> = attempts
+        .iter()
+        .map(|a| a["remedy"].as_str().unwrap())
+        .collect();
     assert_eq!(
-        attempts[3]["device_frees"], 0,
-        "nothing to give back: {:?}",
-        attempts[3]
+        names,
+        [
+            "none (the run above)",
+            "--max-split-size",
+            "--expandable-segments",
+            "--no-caching",
+            "--gc-threshold --memory-fraction",
+            "empty_cache() when the batch size changes"
+        ]
     );
+    let succeeded: Vec<bool> = attempts
+        .iter()
+        .map(|a| a["succeeded"].as_bool().unwrap())
+        .collect();
+    assert_eq!(succeeded, [false, true, true, true, false, true]);
     assert_eq!(
-        outcome(4),
-        ("empty_cache() when the batch size changes", true)
+        attempts[4]["device_frees"], 0,
+        "nothing to give back: {:?}",
+        attempts[4]
     );
     for a in attempts {
         assert!(a["device_allocations"].as_u64().unwrap() > 0);
     }
+    // Expandable segments map pages (each a device call) and unmap them on the retry.
+    let e = &attempts[2];
+    assert_eq!(e["maps"], e["device_allocations"], "{e}");
+    assert!(e["unmaps"].as_u64().unwrap() > 0, "{e}");
     // Without a cache every tensor is a device call.
     let calls = |i: usize| attempts[i]["device_allocations"].as_u64().unwrap();
-    assert!(calls(2) > 5 * calls(1), "{attempts:?}");
+    assert!(calls(3) > 5 * calls(1), "{attempts:?}");
     let t = text(&run(&["--scenario", "fragmentation", "--out", &path]));
     assert!(t.contains("try max_split_size"), "the report's hint: {t}");
     assert!(t.contains("the cache is fragmented"), "{t}");
@@ -204,6 +214,14 @@ fn fragmentation_fails_with_memory_cached_and_the_remedies_outcomes() {
         &path,
     ]);
     assert_eq!(ok["fragmented"], false, "{ok}");
+    let grown = json(&[
+        "--scenario",
+        "fragmentation",
+        "--expandable-segments",
+        "--out",
+        &path,
+    ]);
+    assert_eq!(grown["fragmented"], false, "{grown}");
     std::fs::remove_file(&path).ok();
 }
 
