@@ -43,7 +43,10 @@ pub const SHARED_REFUSALS: &[(&[&str], &str)] = &[
     (&["--layers", "100000000"], "at most 100000 hidden layers"),
     (&["--backend", "cuda"], "unknown backend"),
     (&["--context-memory", "-1GiB"], "cannot be negative"),
-    (&["--oom-message", "2.0"], "unknown out-of-memory message form"),
+    (
+        &["--oom-message", "2.0"],
+        "unknown out-of-memory message form",
+    ),
 ];
 
 /// stdout then stderr, as text.

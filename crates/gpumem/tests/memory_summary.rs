@@ -54,7 +54,11 @@ fn the_engines_title_is_the_only_difference() {
     let f = fixture();
     let case = &f.cases[0];
     let stats = from_pytorch_stats(&case.stats).unwrap();
-    let ours = summary_table("gpumem memory summary, plan backing, device ID 0", &stats, false);
+    let ours = summary_table(
+        "gpumem memory summary, plan backing, device ID 0",
+        &stats,
+        false,
+    );
     let differ: Vec<usize> = ours
         .lines()
         .zip(case.pytorch_summary.lines())
@@ -69,8 +73,14 @@ fn the_engines_title_is_the_only_difference() {
 
 #[test]
 fn the_fixture_exercises_every_unit_and_count_prefix() {
-    let all: String = fixture().cases.iter().map(|c| c.pytorch_summary.clone()).collect();
-    for unit in [" B   |", " KiB |", " MiB |", " GiB |", " TiB |", " K  |", " M  |"] {
+    let all: String = fixture()
+        .cases
+        .iter()
+        .map(|c| c.pytorch_summary.clone())
+        .collect();
+    for unit in [
+        " B   |", " KiB |", " MiB |", " GiB |", " TiB |", " K  |", " M  |",
+    ] {
         assert!(all.contains(unit), "no `{unit}` in the fixture");
     }
 }

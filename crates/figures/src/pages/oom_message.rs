@@ -35,7 +35,10 @@ impl LessonFigures {
 
 /// `8.74 GiB` → 874.
 fn hundredths(number: &str, unit: &str) -> Result<u64> {
-    ensure!(unit == "GiB", "the lesson's figure `{number} {unit}` is not in GiB");
+    ensure!(
+        unit == "GiB",
+        "the lesson's figure `{number} {unit}` is not in GiB"
+    );
     let (whole, frac) = number
         .split_once('.')
         .filter(|(_, f)| f.len() == 2)
@@ -139,7 +142,10 @@ pub fn context_run_messages() -> Result<String> {
     let mut out = String::new();
     for form in [OomMessage::Lesson, OomMessage::Current] {
         let (_, message) = context_run(form)?;
-        let command = format!("cargo run -p challenge1 -- {}", context_args(form)?.join(" "));
+        let command = format!(
+            "cargo run -p challenge1 -- {}",
+            context_args(form)?.join(" ")
+        );
         write!(out, "```text\n$ {command}\n{message}\n```\n\n")?;
     }
     Ok(out.trim_end().to_string() + "\n")
@@ -219,7 +225,8 @@ pub fn oom_fields() -> Result<String> {
             "M allowed; (with a fraction)".into(),
             "—".into(),
             "fraction × capacity (`--memory-fraction`; PyTorch's `allowed_memory_maximum`)".into(),
-            o.allowed.map_or_else(|| "— (none set)".into(), format_bytes),
+            o.allowed
+                .map_or_else(|| "— (none set)".into(), format_bytes),
         ],
     ];
     let mut out = String::from(

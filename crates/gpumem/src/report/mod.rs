@@ -21,7 +21,10 @@ impl Device {
 /// The allocator's statistics in the layout of `torch.cuda.memory_summary()`, titled with
 /// the engine's name and the backing where PyTorch's title names itself and CUDA.
 pub fn memory_summary(info: &DeviceInfo, stats: &MemoryStats) -> String {
-    let title = format!("gpumem memory summary, {} backing, device ID 0", info.backend);
+    let title = format!(
+        "gpumem memory summary, {} backing, device ID 0",
+        info.backend
+    );
     summary_table(&title, stats, false)
 }
 
@@ -52,7 +55,10 @@ mod tests {
         // keeps KiB up to 768 MiB).
         assert!(row("Allocated memory").contains("|   3906 KiB |"), "{s}");
         assert!(row("GPU reserved memory").contains("|  20480 KiB |"), "{s}");
-        assert!(row("GPU reserved segments").contains("|       1    |"), "{s}");
+        assert!(
+            row("GPU reserved segments").contains("|       1    |"),
+            "{s}"
+        );
         assert!(s.lines().all(|l| l.chars().count() == 77), "{s}");
         drop(t);
     }

@@ -95,8 +95,20 @@ pub fn summary_table(title: &str, stats: &MemoryStats, abbreviated: bool) -> Str
         lines.push("-".repeat(WIDTH));
         row(&mut lines, name, &s.all, &s.all, fmt);
         if !abbreviated {
-            row(&mut lines, "      from large pool", &s.large_pool, &s.all, fmt);
-            row(&mut lines, "      from small pool", &s.small_pool, &s.all, fmt);
+            row(
+                &mut lines,
+                "      from large pool",
+                &s.large_pool,
+                &s.all,
+                fmt,
+            );
+            row(
+                &mut lines,
+                "      from small pool",
+                &s.small_pool,
+                &s.all,
+                fmt,
+            );
         }
     }
     for (name, s) in [

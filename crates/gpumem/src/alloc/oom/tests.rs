@@ -111,7 +111,10 @@ fn the_lesson_form_is_pytorchs_sentence() {
         "{first}"
     );
     // The engine's advice follows on its own lines.
-    assert!(text.lines().nth(1).unwrap().starts_with("  To fit:"), "{text}");
+    assert!(
+        text.lines().nth(1).unwrap().starts_with("  To fit:"),
+        "{text}"
+    );
 }
 
 #[test]
@@ -120,9 +123,18 @@ fn the_current_form_is_todays_sentence() {
     let text = o.to_string();
     let first = text.lines().next().unwrap();
     let process = o.reserved + o.context_memory;
-    assert_eq!(first, ours(&pytorch_current(&o, process, ""), "plan device 0"));
-    assert!(first.contains("this process has 9.52 GiB memory in use."), "{first}");
-    assert!(first.contains("and 1.91 MiB is reserved by gpumem but unallocated."), "{first}");
+    assert_eq!(
+        first,
+        ours(&pytorch_current(&o, process, ""), "plan device 0")
+    );
+    assert!(
+        first.contains("this process has 9.52 GiB memory in use."),
+        "{first}"
+    );
+    assert!(
+        first.contains("and 1.91 MiB is reserved by gpumem but unallocated."),
+        "{first}"
+    );
 }
 
 #[test]
@@ -132,7 +144,10 @@ fn a_memory_fraction_adds_pytorchs_allowed_figure_to_both_forms() {
         ..lesson_like()
     };
     let lesson = o.to_string();
-    assert!(lesson.contains(" free; 12.00 GiB allowed; 8.76 GiB reserved"), "{lesson}");
+    assert!(
+        lesson.contains(" free; 12.00 GiB allowed; 8.76 GiB reserved"),
+        "{lesson}"
+    );
     assert_eq!(
         lesson.lines().next().unwrap(),
         ours(&pytorch_lesson(&o, "12.00 GiB allowed; "), "plan device 0")
@@ -183,7 +198,10 @@ fn the_engine_lines_follow_pytorchs_sentence() {
         } else {
             CURRENT_ADVICE
         }));
-        assert_eq!(lines[1], "  the device refused: driver: out of device memory");
+        assert_eq!(
+            lines[1],
+            "  the device refused: driver: out of device memory"
+        );
         assert!(lines[2].contains("The cache is fragmented"), "{text}");
         assert!(lines[3].starts_with("  To fit:"), "{text}");
     }
@@ -206,5 +224,8 @@ fn older_json_without_the_new_fields_still_reads() {
         m.remove(k);
     }
     let o: OutOfMemory = serde_json::from_value(v).unwrap();
-    assert_eq!((o.message, o.context_memory, o.allowed), (OomMessage::Lesson, 0, None));
+    assert_eq!(
+        (o.message, o.context_memory, o.allowed),
+        (OomMessage::Lesson, 0, None)
+    );
 }
