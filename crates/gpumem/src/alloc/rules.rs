@@ -77,7 +77,6 @@ pub fn should_split(
     }
 }
 
-// ANCHOR: page_size
 /// Page size of an expandable segment of `pool`: 2 MiB pages for the small pool and
 /// 20 MiB for the large one (PyTorch maps pages of `kSmallBuffer` / `kLargeBuffer`).
 pub fn page_size(pool: Pool) -> u64 {
@@ -86,4 +85,3 @@ pub fn page_size(pool: Pool) -> u64 {
         Pool::Large => LARGE_BUFFER,
     }
 }
-// ANCHOR_END: page_size
