@@ -243,6 +243,22 @@ impl SegmentStore for BufferStore {
 fn page_piece(page: u64, max: u64) -> u64 {
     (1..=page / 512)
         .map(|parts| page / parts)
-        .find(|&p| p <= max && page % p == 0 && p % 512 == 0)
+        .find(|&p| p <= max && page.is_multiple_of(p) && p.is_multiple_of(512))
         .unwrap_or(512)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::page_piece;
+
+    const MIB: u64 = 1 << 20;
+
+    #[test]
+    fn pages_are_whole_numbers_of_buffers() {
+        assert_eq!(page_piece(20 * MIB, 1 << 30), 20 * MIB);
+        assert_eq!(page_piece(2 * MIB, 3 * MIB), 2 * MIB);
+        // 20 MiB in buffers of at most 3 MiB: eight of 2.5 MiB.
+        assert_eq!(page_piece(20 * MIB, 3 * MIB), 5 * MIB / 2);
+        assert_eq!(page_piece(20 * MIB, 16 << 10), 16 << 10);
+    }
 }
