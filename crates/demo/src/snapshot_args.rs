@@ -13,9 +13,10 @@ use std::path::{Path, PathBuf};
 #[derive(Debug, Clone, Default, Args)]
 pub struct SnapshotArgs {
     /// Write a memory snapshot of the headline run to PATH: a pickle in the format of
-    /// torch.cuda.memory._dump_snapshot, with the step's tensor names. It is written even
-    /// when the run ends out of memory. Open it with `cargo run -p memviz -- PATH` or at
-    /// pytorch.org/memory_viz.
+    /// torch.cuda.memory._dump_snapshot, with the step's tensor names. A run that runs out of
+    /// memory is snapshotted at that moment, with everything then alive (as a PyTorch
+    /// out-of-memory observer dumps one); any other at its end. Open it with `cargo run -p
+    /// memviz -- PATH` or at pytorch.org/memory_viz.
     #[arg(long, value_name = "PATH")]
     pub memory_snapshot: Option<PathBuf>,
     /// Keep only the newest N allocator events in the snapshot's trace, as
@@ -73,13 +74,16 @@ impl SnapshotArgs {
         }
     }
 
-    /// Dumps `device`'s snapshot when one is asked; returns the path written.
+    /// Writes `device`'s snapshot when one is asked — the one taken at its first
+    /// out-of-memory, else one now; returns the path written.
     pub fn write(&self, device: &Device) -> anyhow::Result<Option<&Path>> {
-        let Some(path) = &self.memory_snapshot else {
+        if self.memory_snapshot.is_none() {
             return Ok(None);
-        };
-        device.dump_snapshot(path).context("--memory-snapshot")?;
-        Ok(Some(path))
+        }
+        let snapshot = device
+            .oom_snapshot()
+            .unwrap_or_else(|| device.memory_snapshot());
+        self.write_snapshot(&snapshot)
     }
 
     /// Writes an already taken snapshot when one is asked; returns the path written.

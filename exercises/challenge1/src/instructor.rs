@@ -3,11 +3,11 @@
 
 use anyhow::Context;
 use clap::{CommandFactory, FromArgMatches, Parser};
-use demo::{DeviceArgs, ModelArgs, Output, with_defaults};
+use demo::{DeviceArgs, ModelArgs, Output, SnapshotArgs, with_defaults};
 use gpumem::data::Dataset;
 use gpumem::device::DeviceInfo;
 use gpumem::estimate::{Estimate, estimate};
-use gpumem::measure::{StepMemory, largest_batch, measure_step};
+use gpumem::measure::{StepMemory, largest_batch, measure_step_on};
 use gpumem::mlp::{Batch, Mlp, MlpConfig};
 use gpumem::size::{MemorySpec, format_bytes};
 use gpumem::{Backend, Device};
@@ -25,6 +25,8 @@ struct Cli {
     /// Training steps at the lesson's batch size (32) before the big attempt.
     #[arg(long, value_name = "N", default_value = "5")]
     warmup_steps: u64,
+    #[command(flatten)]
+    snapshot: SnapshotArgs,
     /// Print one JSON document instead of tables.
     #[arg(long)]
     json: bool,
@@ -37,11 +39,15 @@ const LESSON_BATCH: u64 = 32;
 /// it prints through [`demo::Output`]. A command-line error (or `--help`) is returned as a
 /// `clap::Error`, which [`demo::run_main`] prints and exits with.
 pub fn run(args: impl IntoIterator<Item = impl Into<OsString> + Clone>) -> anyhow::Result<()> {
-    let cmd = with_defaults(Cli::command(), &[("batch", "full")]);
+    let cmd = SnapshotArgs::describe(
+        with_defaults(Cli::command(), &[("batch", "full")]),
+        "the one step of the big batch, on the backing it runs on",
+    );
     let cli = Cli::from_arg_matches(&cmd.try_get_matches_from(args)?)?;
     let out = Output::new(cli.json);
     let config = cli.model.config();
     config.validate()?;
+    cli.snapshot.check()?;
 
     let device = Device::new(&cli.device.options(cli.device.backend))?;
     let info = device.info();
@@ -79,6 +85,7 @@ pub fn run(args: impl IntoIterator<Item = impl Into<OsString> + Clone>) -> anyho
             "out_of_memory_message": full.attempt.oom.as_ref().map(|o| o.to_string()),
         },
         "largest_batch_that_fits": full.largest,
+        "memory_snapshot": cli.snapshot.memory_snapshot,
     }));
     Ok(())
 }
@@ -126,8 +133,14 @@ fn full_batch(
         .collect();
     out.table(&["category", "bytes"], &category_rows);
 
-    let attempt = measure_step(&heavy_options, config, rows, cli.model.seed)
+    let device = Device::new(&cli.snapshot.options(heavy_options.clone()))
         .context("running the full batch")?;
+    let attempt =
+        measure_step_on(&device, config, rows, cli.model.seed).context("running the full batch")?;
+    // Written before anything else can fail: an out-of-memory is when it is wanted.
+    if let Some(path) = cli.snapshot.write(&device)? {
+        out.line(demo::snapshot_args::written_line(path));
+    }
     let mut largest = None;
     match &attempt.oom {
         None => out.line(format!(

@@ -2,9 +2,9 @@
 //! the card runs out, and compare with the lesson's "typically 5 hidden layers".
 
 use clap::{CommandFactory, FromArgMatches, Parser};
-use demo::{DeviceArgs, ModelArgs, Output, with_defaults};
+use demo::{DeviceArgs, ModelArgs, Output, SnapshotArgs, with_defaults};
 use gpumem::estimate::{deepest_that_fits, estimate};
-use gpumem::measure::{Search, StepMemory, measure_step, search_largest};
+use gpumem::measure::{Search, StepMemory, measure_step, measure_step_on, search_largest};
 use gpumem::mlp::MlpConfig;
 use gpumem::size::format_bytes;
 use gpumem::{Device, DeviceOptions};
@@ -20,6 +20,8 @@ struct Cli {
     device: DeviceArgs,
     #[command(flatten)]
     model: ModelArgs,
+    #[command(flatten)]
+    snapshot: SnapshotArgs,
     /// Print one JSON document instead of tables.
     #[arg(long)]
     json: bool,
@@ -37,6 +39,11 @@ pub fn run(args: impl IntoIterator<Item = impl Into<OsString> + Clone>) -> anyho
         .mut_arg("layers", |a| {
             a.help("The deepest network to try (the demo searches up to it)")
         });
+    let cmd = SnapshotArgs::describe(
+        cmd,
+        "the shallowest depth that runs out of memory, its step run once more after the \
+         search; the deepest tried when every depth fits",
+    );
     let cli = Cli::from_arg_matches(&cmd.try_get_matches_from(args)?)?;
     let out = Output::new(cli.json);
     let (batch, notice) = cli.model.batch_rows();
@@ -44,6 +51,7 @@ pub fn run(args: impl IntoIterator<Item = impl Into<OsString> + Clone>) -> anyho
     let max_layers = cli.model.layers;
     let base = cli.model.config().with_layers(1);
     cli.model.config().validate()?;
+    cli.snapshot.check()?;
     let opened = Device::new(&cli.device.options(cli.device.backend))?.info();
     let (backend, why) =
         demo::args::heavy_backend(cli.device.backend, opened.backend, cli.device.device_memory);
@@ -73,6 +81,14 @@ pub fn run(args: impl IntoIterator<Item = impl Into<OsString> + Clone>) -> anyho
         );
     };
     print_result(&base, deepest, first_failure.copied(), out);
+    let layers = first_failure.map_or(deepest, |(l, _)| *l);
+    snapshot(
+        &cli,
+        &base.clone().with_layers(layers),
+        batch,
+        &cli.device.options(backend),
+        out,
+    )?;
     let card_bytes = match opened.memory {
         gpumem::MemorySpec::Bytes(b) => Some(b),
         gpumem::MemorySpec::Native => None,
@@ -90,7 +106,32 @@ pub fn run(args: impl IntoIterator<Item = impl Into<OsString> + Clone>) -> anyho
         "equation_predicts": predicted,
         "per_layer_bytes": compared.per_layer,
         "lesson_layers_need": compared.lesson_layers_need,
+        "memory_snapshot": cli.snapshot.memory_snapshot,
     }));
+    Ok(())
+}
+
+/// With `--memory-snapshot`: `config`'s step once more, on a device that records its history,
+/// and its snapshot written.
+fn snapshot(
+    cli: &Cli,
+    config: &MlpConfig,
+    batch: u64,
+    options: &DeviceOptions,
+    out: Output,
+) -> anyhow::Result<()> {
+    if cli.snapshot.memory_snapshot.is_none() {
+        return Ok(());
+    }
+    let device = Device::new(&cli.snapshot.options(options.clone()))?;
+    measure_step_on(&device, config, batch, cli.model.seed)?;
+    if let Some(path) = cli.snapshot.write(&device)? {
+        out.line(format!(
+            "\n{} ({} hidden layers)",
+            demo::snapshot_args::written_line(path),
+            config.layers
+        ));
+    }
     Ok(())
 }
 

@@ -92,3 +92,32 @@ fn bad_input_is_a_clear_error() {
         "not even one hidden layer fits",
     )]);
 }
+
+/// `--memory-snapshot`: the shallowest depth that runs out, snapshotted at its out-of-memory
+/// in PyTorch's format, the step's tensors named; an unwritable path is refused before the run.
+#[test]
+fn the_memory_snapshot_holds_the_failing_depth() {
+    let path = std::env::temp_dir().join(format!("challenge2-{}.pickle", std::process::id()));
+    let p = path.to_str().unwrap();
+    let v = json(&["--backend", "plan", "--memory-snapshot", p]);
+    assert_eq!(v["memory_snapshot"], p);
+    let s = gpumem::snapshot::Snapshot::read(&path).expect("a snapshot");
+    assert!(s.problems().is_empty(), "{:?}", s.problems());
+    let trace = &s.device_traces[0];
+    let oom = trace.last().expect("a trace");
+    assert_eq!(oom.action, "oom", "the snapshot is taken at the out-of-memory");
+    let layers = v["first_failure"]["layers"].as_u64().unwrap();
+    let last = format!("layer{layers}.weight");
+    let names: Vec<&str> = s
+        .segments
+        .iter()
+        .flat_map(|g| &g.blocks)
+        .filter_map(|b| gpumem::snapshot::frames_name(&b.frames))
+        .collect();
+    assert!(names.contains(&last.as_str()), "{last} is alive at the dump");
+    std::fs::remove_file(&path).ok();
+    DEMO.assert_refuses(&[(
+        &["--backend", "plan", "--memory-snapshot", "/no/such/folder/s.pickle"],
+        "--memory-snapshot: cannot write",
+    )]);
+}

@@ -8,7 +8,7 @@
 use crate::{fragmentation, leak, runner, watch};
 use clap::parser::ValueSource;
 use clap::{ArgMatches, CommandFactory, FromArgMatches, Parser, ValueEnum};
-use demo::{AllocatorArgs, DeviceArgs, ModelArgs, Output, with_defaults};
+use demo::{AllocatorArgs, DeviceArgs, ModelArgs, Output, SnapshotArgs, with_defaults};
 use gpumem::size::MemorySpec;
 use gpumem::{Backend, Device, DeviceOptions};
 use std::ffi::OsString;
@@ -32,6 +32,8 @@ struct Cli {
     device: DeviceArgs,
     #[command(flatten)]
     model: ModelArgs,
+    #[command(flatten)]
+    snapshot: SnapshotArgs,
     /// Epochs to train.
     #[arg(long, value_name = "N", default_value = "3", value_parser = demo::args::parse_positive)]
     epochs: u64,
@@ -125,6 +127,8 @@ pub struct Setup {
     pub device: DeviceArgs,
     pub model: ModelArgs,
     pub allocator: AllocatorArgs,
+    /// `--memory-snapshot`: written by [`write_timeline`] for the run it draws.
+    pub snapshot: SnapshotArgs,
     pub epochs: u64,
     pub out: PathBuf,
     /// The backing the runs use (`auto` resolved), and why, when it differs from the one
@@ -147,6 +151,11 @@ impl Setup {
                 ("samples", "2000"),
                 ("device_memory", gpumem::lesson::CARD_ARG),
             ],
+        );
+        let cmd = SnapshotArgs::describe(
+            cmd,
+            "the run the timeline draws: train's run, leak's leaking loop, fragmentation's run \
+             with the given allocator settings",
         );
         let matches = cmd.try_get_matches_from(args)?;
         let cli = Cli::from_arg_matches(&matches)?;
@@ -171,6 +180,7 @@ impl Setup {
             cli.model.batch = gpumem::train::BatchSize::Rows(d.batch);
         }
         cli.model.config().validate()?;
+        cli.snapshot.check()?;
         let probe = DeviceOptions {
             allocator: cli.device.allocator.config(),
             ..cli.device.options(cli.device.backend)
@@ -202,6 +212,7 @@ impl Setup {
             scenario: cli.scenario,
             json: cli.json,
             allocator: cli.device.allocator.clone(),
+            snapshot: cli.snapshot,
             device: cli.device,
             model: cli.model,
             epochs: cli.epochs,
@@ -212,12 +223,13 @@ impl Setup {
         })
     }
 
-    /// Device options for a run, with `allocator` settings.
+    /// Device options for a run, with `allocator` settings (recording the allocator's
+    /// history when a snapshot is asked).
     pub fn options(&self, allocator: gpumem::alloc::AllocatorConfig) -> DeviceOptions {
-        DeviceOptions {
+        self.snapshot.options(DeviceOptions {
             allocator,
             ..self.device.options(self.backend)
-        }
+        })
     }
 
     /// Rows per batch, clamped to the training set.
@@ -287,7 +299,8 @@ pub fn run(args: impl IntoIterator<Item = impl Into<OsString> + Clone>) -> anyho
     }
 }
 
-/// Writes the run's timeline to `setup.out` and returns the path written.
+/// Writes the run's timeline to `setup.out` and returns the path written; with
+/// `--memory-snapshot`, writes the run's snapshot too (the demos draw their headline run).
 pub fn write_timeline(
     setup: &Setup,
     result: &runner::RunResult,
@@ -318,5 +331,10 @@ pub fn write_timeline(
     }
     std::fs::write(&setup.out, svg)
         .with_context(|| format!("cannot write the timeline to {}", setup.out.display()))?;
+    if let Some(snapshot) = &result.snapshot
+        && let Some(path) = setup.snapshot.write_snapshot(snapshot)?
+    {
+        Output::new(setup.json).line(demo::snapshot_args::written_line(path));
+    }
     Ok(setup.out.clone())
 }

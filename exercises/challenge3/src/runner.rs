@@ -87,6 +87,10 @@ pub struct RunResult {
     pub phases: Vec<(usize, String)>,
     #[serde(skip)]
     pub summary: String,
+    /// The memory snapshot, when the device recorded its history (`--memory-snapshot`): the
+    /// one taken at the out-of-memory if the run ended in one, else at the end.
+    #[serde(skip)]
+    pub snapshot: Option<gpumem::snapshot::Snapshot>,
 }
 
 impl RunResult {
@@ -286,5 +290,10 @@ pub fn run(spec: &RunSpec) -> Result<RunResult, Error> {
             Vec::new()
         },
         summary: device.memory_summary(),
+        snapshot: device.is_history_enabled().then(|| {
+            device
+                .oom_snapshot()
+                .unwrap_or_else(|| device.memory_snapshot())
+        }),
     })
 }

@@ -2,7 +2,7 @@
 
 use crate::strategies::Accumulation;
 use clap::Parser;
-use demo::{DeviceArgs, ModelArgs};
+use demo::{DeviceArgs, ModelArgs, SnapshotArgs};
 use gpumem::mlp::{Checkpointing, Precision};
 
 /// Make a setup that does not fit the card fit it: mixed precision, gradient accumulation,
@@ -35,6 +35,8 @@ pub(crate) struct Cli {
     /// Epochs each timing run trains on the sample.
     #[arg(long, value_name = "N", default_value = "1", value_parser = parse_epochs, allow_hyphen_values = true)]
     pub(crate) time_epochs: u64,
+    #[command(flatten)]
+    pub(crate) snapshot: SnapshotArgs,
     /// Print one JSON document instead of tables.
     #[arg(long)]
     pub(crate) json: bool,

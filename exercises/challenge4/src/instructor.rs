@@ -7,7 +7,7 @@
 use crate::cli::Cli;
 use crate::strategies::{self, Row, Timing};
 use clap::{CommandFactory, FromArgMatches};
-use demo::{Output, with_defaults};
+use demo::{Output, SnapshotArgs, with_defaults};
 use gpumem::data::LESSON_TRAINING_EVENTS;
 use gpumem::device::DeviceInfo;
 use gpumem::fit::CHEAPEST_RULE;
@@ -21,11 +21,16 @@ use std::ffi::OsString;
 /// it prints through [`demo::Output`]. A command-line error (or `--help`) is returned as a
 /// `clap::Error`, which [`demo::run_main`] prints and exits with.
 pub fn run(args: impl IntoIterator<Item = impl Into<OsString> + Clone>) -> anyhow::Result<()> {
-    let cmd = with_defaults(Cli::command(), &[("batch", "full")]);
+    let cmd = SnapshotArgs::describe(
+        with_defaults(Cli::command(), &[("batch", "full")]),
+        "the setup as given, no strategy on, one step planned on the card",
+    );
     let cli = Cli::from_arg_matches(&cmd.try_get_matches_from(args)?)?;
     let out = Output::new(cli.json);
+    cli.snapshot.check()?;
     let demo = Demo::open(&cli, out)?;
     let notes = demo.header();
+    demo.snapshot()?;
 
     // Every strategy, alone and combined: memory at full size, time on the sample.
     let k = strategies::micro_batches(
@@ -78,6 +83,7 @@ pub fn run(args: impl IntoIterator<Item = impl Into<OsString> + Clone>) -> anyho
         "starting_precision": cli.precision,
         "accumulation_micro_batches": k,
         "checkpointing": cli.checkpoint,
+        "memory_snapshot": cli.snapshot.memory_snapshot,
         "timing": {
             "backend": demo.timing_backend,
             "executed": demo.timing_backend != Backend::Plan,
@@ -112,6 +118,21 @@ struct Demo<'a> {
 }
 
 impl<'a> Demo<'a> {
+    /// With `--memory-snapshot`: the setup as given (no strategy), one step planned on the
+    /// card, its snapshot written.
+    fn snapshot(&self) -> anyhow::Result<()> {
+        let args = &self.cli.snapshot;
+        if args.memory_snapshot.is_none() {
+            return Ok(());
+        }
+        let device = Device::new(&args.options(self.plan.card()))?;
+        gpumem::measure::measure_step_on(&device, &self.base, self.rows, self.cli.model.seed)?;
+        if let Some(path) = args.write(&device)? {
+            self.out.line(demo::snapshot_args::written_line(path));
+        }
+        Ok(())
+    }
+
     fn open(cli: &'a Cli, out: Output) -> anyhow::Result<Demo<'a>> {
         let base = cli.model.config();
         base.validate()?;

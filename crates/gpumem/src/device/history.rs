@@ -1,9 +1,33 @@
 //! The device's memory history and snapshots, with PyTorch's names:
 //! `torch.cuda.memory._record_memory_history`, `_snapshot` and `_dump_snapshot`.
 
-use super::Device;
+use super::{Device, Inner};
+use crate::alloc::{AllocError, BlockAddr};
 use crate::snapshot::{Snapshot, SnapshotError, build};
 use std::path::Path;
+
+impl Inner {
+    /// The snapshot now, from the allocator's segments and history.
+    fn snapshot(&self) -> Snapshot {
+        let history = self
+            .alloc
+            .memory_history()
+            .into_iter()
+            .flat_map(|h| h.events());
+        build::snapshot(&self.alloc.segments(), history, self.alloc.config())
+    }
+
+    /// Keeps a snapshot of the first out-of-memory while the history is recorded, with
+    /// everything then alive: what PyTorch's out-of-memory observer sees when it dumps one.
+    pub(super) fn note_oom(&mut self, result: &Result<BlockAddr, AllocError>) {
+        if matches!(result, Err(AllocError::OutOfMemory(_)))
+            && self.oom_snapshot.is_none()
+            && self.alloc.memory_history().is_some()
+        {
+            self.oom_snapshot = Some(self.snapshot());
+        }
+    }
+}
 
 impl Device {
     /// `torch.cuda.memory._record_memory_history(max_entries=…)` when `enabled`: from now on
@@ -25,10 +49,13 @@ impl Device {
     /// `torch.cuda.memory._snapshot()`: the segments and their blocks now, and the recorded
     /// history (an empty trace if none is recorded), with the allocator's settings.
     pub fn memory_snapshot(&self) -> Snapshot {
-        let inner = self.inner.borrow();
-        let alloc = &inner.alloc;
-        let history = alloc.memory_history().into_iter().flat_map(|h| h.events());
-        build::snapshot(&alloc.segments(), history, alloc.config())
+        self.inner.borrow().snapshot()
+    }
+
+    /// The snapshot taken at the first out-of-memory while the history was recorded (the
+    /// moment a PyTorch out-of-memory observer dumps one), if there was one.
+    pub fn oom_snapshot(&self) -> Option<Snapshot> {
+        self.inner.borrow().oom_snapshot.clone()
     }
 
     /// `torch.cuda.memory._dump_snapshot(path)`: [`Device::memory_snapshot`] as a pickle.

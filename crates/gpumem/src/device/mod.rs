@@ -73,6 +73,8 @@ pub(crate) struct Inner {
     pub alloc: Allocator<Backing>,
     pub info: DeviceInfo,
     pub oom_message: OomMessage,
+    /// The snapshot at the first out-of-memory while the history was recorded.
+    pub oom_snapshot: Option<crate::snapshot::Snapshot>,
 }
 
 /// A device: a backing, an allocator over it, and a capacity. Cheap to clone (shared).
@@ -180,6 +182,7 @@ impl Device {
                 alloc,
                 info,
                 oom_message: options.oom_message,
+                oom_snapshot: None,
             })),
         })
     }
@@ -215,7 +218,9 @@ impl Device {
     pub(crate) fn malloc(&self, bytes: u64, label: &str) -> Result<crate::alloc::BlockAddr, Error> {
         let mut inner = self.inner.borrow_mut();
         let (name, message) = (inner.info.oom_name(), inner.oom_message);
-        inner.alloc.malloc(bytes, label).map_err(|e| match e {
+        let result = inner.alloc.malloc(bytes, label);
+        inner.note_oom(&result);
+        result.map_err(|e| match e {
             AllocError::OutOfMemory(mut o) => {
                 o.device = name;
                 o.message = message;
