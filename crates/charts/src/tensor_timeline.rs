@@ -223,12 +223,14 @@ pub fn tensor_timeline_svg(chart: &TensorTimelineChart<'_>) -> Result<String> {
             }
         }
         if let Some(cap) = chart.capacity {
+            // Labelled right of the legend, which sits top left.
+            let label_x = x_range.start + 0.65 * (x_range.end - x_range.start);
             capacity_line_in(
                 &mut plot,
                 cap,
                 per_unit,
                 (x_range.start, x_range.end),
-                x_range.start,
+                label_x,
             )?;
         }
         let steps: Vec<(f64, f64)> = reserved

@@ -42,6 +42,16 @@ pub const ARTIFACTS: &[Artifact] = &[
         render: charts::leak_timeline,
     },
     Artifact {
+        path: "figures/step_tensor_timeline.svg",
+        about: "the same run tensor by tensor, from its memory snapshot: each live tensor a named band (memory_viz's Active Memory Timeline)",
+        render: crate::snapshots::step_tensor_timeline,
+    },
+    Artifact {
+        path: "figures/fragmentation_tensor_timeline.svg",
+        about: "challenge 3: the fragmentation run tensor by tensor, from the snapshot taken at its out-of-memory",
+        render: crate::snapshots::fragmentation_tensor_timeline,
+    },
+    Artifact {
         path: "figures/challenge4_strategies.svg",
         about: "challenge 4: each strategy's planned peak vs the card, and its measured time vs the plain step (cpu, wgpu)",
         render: charts::strategies::challenge4_strategies,
@@ -150,6 +160,21 @@ pub const ARTIFACTS: &[Artifact] = &[
         path: "generated/alt_memory_vs_depth.md",
         about: "inline: alt text of memory_vs_depth.svg",
         render: charts::depth::alt_memory_vs_depth,
+    },
+    Artifact {
+        path: "generated/alt_step_tensor_timeline.md",
+        about: "inline: alt text of step_tensor_timeline.svg",
+        render: crate::snapshots::alt_step_tensor_timeline,
+    },
+    Artifact {
+        path: "generated/alt_fragmentation_tensor_timeline.md",
+        about: "inline: alt text of fragmentation_tensor_timeline.svg",
+        render: crate::snapshots::alt_fragmentation_tensor_timeline,
+    },
+    Artifact {
+        path: "generated/memviz_fragmentation.md",
+        about: "block: what memviz prints for challenge 3's snapshot at its out-of-memory",
+        render: crate::snapshots::fragmentation_memviz,
     },
     Artifact {
         path: "generated/alt_alloc_timeline.md",

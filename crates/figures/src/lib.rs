@@ -19,6 +19,7 @@ pub mod files;
 pub mod fragmented;
 pub mod measured;
 pub mod pages;
+pub mod snapshots;
 pub mod tape;
 
 /// The look of every chart, shared with the demos' charts (`crates/charts`).

@@ -40,6 +40,14 @@ pub fn alts() -> Result<Vec<(&'static str, String)>> {
         ("memory_vs_depth", depth::alt_memory_vs_depth()?),
         ("alloc_timeline", timeline::ALT_ALLOC_TIMELINE.to_string()),
         ("leak_timeline", timeline::alt_leak_timeline()?),
+        (
+            "step_tensor_timeline",
+            crate::snapshots::alt_step_tensor_timeline()?,
+        ),
+        (
+            "fragmentation_tensor_timeline",
+            crate::snapshots::alt_fragmentation_tensor_timeline()?,
+        ),
         ("challenge4_strategies", strategies::alt(0)?),
         ("challenge4_deep", strategies::alt(1)?),
     ])
