@@ -160,8 +160,16 @@ pub fn alt_fragmentation_tensor_timeline() -> Result<String> {
 }
 
 /// What `memviz` prints for challenge 3's snapshot, as a text block, the file named as the
-/// demo's command names it.
+/// demo's command names it. The page says the cache held more unused bytes than the failed
+/// request: checked here.
 pub fn fragmentation_memviz() -> Result<String> {
+    let sum = fragmentation_snapshot()?.0.summary(0, 0);
+    let request = sum.ooms.first().map_or(u64::MAX, |o| o.0);
+    if sum.reserved - sum.allocated <= request {
+        return Err(anyhow!(
+            "challenge 3's snapshot: reserved − allocated is not larger than the failed request"
+        ));
+    }
     let dir = std::env::temp_dir().join(format!("figures-memviz-{}", std::process::id()));
     std::fs::create_dir_all(&dir)?;
     let path = dir.join("c3.pickle");
