@@ -23,8 +23,8 @@ pub struct DeviceArgs {
     pub backend: Backend,
 
     /// Memory on the card that the allocator does not hold: the CUDA context and other
-    /// processes. It lowers the "free" figure as a driver's would (the lesson's card had about
-    /// 0.72 GiB of it). A size.
+    /// processes. It lowers the "free" figure as a driver's would; the book's Monitoring page
+    /// derives the lesson's from its message. A size.
     #[arg(long, value_name = "SIZE", default_value = "0", value_parser = parse_context_memory, allow_hyphen_values = true)]
     pub context_memory: u64,
 
