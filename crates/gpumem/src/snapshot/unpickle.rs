@@ -166,7 +166,7 @@ impl Reader<'_> {
     }
 
     fn set_items(&mut self, items: Vec<V>) -> Result<(), UnpickleError> {
-        if items.len() % 2 != 0 {
+        if !items.len().is_multiple_of(2) {
             return bad("a dict update with a key and no value");
         }
         let Some(V::Dict(d)) = self.stack.last() else {
