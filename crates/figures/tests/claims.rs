@@ -232,13 +232,14 @@ fn challenge3_claims() {
             .all(|w| w[0].allocated == w[1].allocated)
     );
 
-    // The fragmented cache: the split limit, empty_cache() and no caching finish, the
-    // threshold does not (no segment is wholly unused); the split limit costs no extra
-    // segment, empty_cache() a few, no caching one per tensor (the most by far).
+    // The fragmented cache: the split limit, expandable segments, empty_cache() and no
+    // caching finish, the threshold does not (no segment is wholly unused); the split limit
+    // costs no extra segment, expandable segments a few page mappings and a little more
+    // reserved memory, empty_cache() a few, no caching one per tensor (the most by far).
     let challenge3::fragmentation::Fragmentation { base, remedies } =
         epochs::fragmentation_runs().unwrap();
     assert!(base.failure.as_ref().unwrap().oom.is_fragmentation());
-    assert_eq!(remedies.len(), 4);
+    assert_eq!(remedies.len(), 5);
     let runs: Vec<_> = remedies
         .iter()
         .map(|(remedy, r)| {
@@ -258,6 +259,15 @@ fn challenge3_claims() {
     assert!(few > base.device_allocations && few < 4 * base.device_allocations);
     assert!(calls("no-caching").1 > 4 * few);
     assert_eq!(calls("gc-threshold").2, 0);
+    let maps = calls("expandable").1;
+    assert!(maps > base.device_allocations && maps < few, "{maps} page mappings");
+    let grown = &remedies
+        .iter()
+        .find(|(remedy, _)| remedy.allocator.expandable_segments)
+        .unwrap()
+        .1;
+    let more = grown.peak_reserved as f64 / base.peak_reserved as f64;
+    assert!((1.0..1.05).contains(&more), "{more}");
 }
 
 /// Challenge 4's page: on the full batch, mixed precision alone halves the step and is the
