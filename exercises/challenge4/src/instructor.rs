@@ -153,7 +153,7 @@ impl<'a> Demo<'a> {
             notice,
             timing_backend: opened.backend,
             opened,
-            plan: strategies::Planner::with_allocator(card, cli.device.allocator.config()),
+            plan: strategies::Planner::with_options(card, &cli.device.options(Backend::Plan)),
         })
     }
 

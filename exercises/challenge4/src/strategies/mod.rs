@@ -27,27 +27,32 @@ pub enum Accumulation {
 /// Plans updates on the `plan` backing: on the card, and on a card too large to run out.
 #[derive(Debug)]
 pub struct Planner {
-    card: u64,
-    allocator: gpumem::alloc::AllocatorConfig,
+    card: DeviceOptions,
 }
 
 impl Planner {
     /// A planner with the allocator's default settings.
     pub fn new(card: u64) -> Planner {
-        Self::with_allocator(card, Default::default())
+        Planner {
+            card: planning_device(card),
+        }
     }
 
-    /// A planner whose card has these allocator settings (the demo's flags).
-    pub fn with_allocator(card: u64, allocator: gpumem::alloc::AllocatorConfig) -> Planner {
-        Planner { card, allocator }
+    /// A planner whose card has the allocator settings and the memory outside the
+    /// allocator of `options` (the demo's flags).
+    pub fn with_options(card: u64, options: &DeviceOptions) -> Planner {
+        Planner {
+            card: DeviceOptions {
+                allocator: options.allocator.clone(),
+                context_memory: options.context_memory,
+                ..planning_device(card)
+            },
+        }
     }
 
     /// The card, as the plan backing's options.
     pub fn card(&self) -> DeviceOptions {
-        DeviceOptions {
-            allocator: self.allocator.clone(),
-            ..planning_device(self.card)
-        }
+        self.card.clone()
     }
 
     /// One update on the card, and what it needs (its peaks on a card that never runs out).
