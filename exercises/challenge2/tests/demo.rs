@@ -105,7 +105,10 @@ fn the_memory_snapshot_holds_the_failing_depth() {
     assert!(s.problems().is_empty(), "{:?}", s.problems());
     let trace = &s.device_traces[0];
     let oom = trace.last().expect("a trace");
-    assert_eq!(oom.action, "oom", "the snapshot is taken at the out-of-memory");
+    assert_eq!(
+        oom.action, "oom",
+        "the snapshot is taken at the out-of-memory"
+    );
     let layers = v["first_failure"]["layers"].as_u64().unwrap();
     let last = format!("layer{layers}.weight");
     let names: Vec<&str> = s
@@ -114,10 +117,18 @@ fn the_memory_snapshot_holds_the_failing_depth() {
         .flat_map(|g| &g.blocks)
         .filter_map(|b| gpumem::snapshot::frames_name(&b.frames))
         .collect();
-    assert!(names.contains(&last.as_str()), "{last} is alive at the dump");
+    assert!(
+        names.contains(&last.as_str()),
+        "{last} is alive at the dump"
+    );
     std::fs::remove_file(&path).ok();
     DEMO.assert_refuses(&[(
-        &["--backend", "plan", "--memory-snapshot", "/no/such/folder/s.pickle"],
+        &[
+            "--backend",
+            "plan",
+            "--memory-snapshot",
+            "/no/such/folder/s.pickle",
+        ],
         "--memory-snapshot: cannot write",
     )]);
 }
