@@ -260,7 +260,10 @@ fn challenge3_claims() {
     assert!(calls("no-caching").1 > 4 * few);
     assert_eq!(calls("gc-threshold").2, 0);
     let maps = calls("expandable").1;
-    assert!(maps > base.device_allocations && maps < few, "{maps} page mappings");
+    assert!(
+        maps > base.device_allocations && maps < few,
+        "{maps} page mappings"
+    );
     let grown = &remedies
         .iter()
         .find(|(remedy, _)| remedy.allocator.expandable_segments)
