@@ -21,11 +21,12 @@ use plotters::prelude::*;
 pub const MAX_STEPS: usize = 4000;
 /// Bands drawn in colour and named; smaller ones are drawn grey and unnamed.
 pub const MAX_NAMED: usize = 300;
+/// A band's name: the notes' size, the smallest the book's readability check allows.
+const LABEL_PX: u32 = crate::style::NOTE_PX;
 /// A band is named only where it is at least this many pixels tall.
-const LABEL_MIN_PX: f64 = 16.0;
+const LABEL_MIN_PX: f64 = LABEL_PX as f64;
 /// Approximate width of one character of a band's name, in pixels.
-const CHAR_PX: f64 = 8.5;
-const LABEL_PX: u32 = 18;
+const CHAR_PX: f64 = LABEL_PX as f64 * 0.48;
 const COLORS: [RGBColor; 7] = [SKY, GREEN, ORANGE, PURPLE, BLUE, YELLOW, VERMILION];
 const OTHER: RGBColor = RGBColor(0xc8, 0xc8, 0xc8);
 
