@@ -150,6 +150,19 @@ pub fn rows_label(x: &f64) -> String {
     }
 }
 
+/// Puts `json` in a `<metadata id="{id}">` element right after the SVG's `<title>`, where
+/// tests and the book's checks read what a chart drew.
+pub fn with_metadata(svg: &str, id: &str, json: &str) -> String {
+    let element = format!("\n<metadata id=\"{id}\">{json}</metadata>");
+    match svg.find("</title>") {
+        Some(at) => {
+            let at = at + "</title>".len();
+            format!("{}{element}{}", &svg[..at], &svg[at..])
+        }
+        None => svg.to_string(),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -10,7 +10,7 @@
 //! `<metadata id="tensor-timeline">` with what was drawn, for tests.
 
 use crate::style::palette::{BLUE, GREEN, ORANGE, PURPLE, SKY, VERMILION, YELLOW};
-use crate::style::{GIB, MIB, TITLE_PX, font, legend, mesh, svg};
+use crate::style::{GIB, MIB, TITLE_PX, font, legend, mesh, svg, with_metadata};
 use crate::{Chart, capacity_line_in};
 use anyhow::Result;
 use gpumem::snapshot::Timeline;
@@ -258,19 +258,7 @@ pub fn tensor_timeline_svg(chart: &TensorTimelineChart<'_>) -> Result<String> {
         placed.len(),
         reserved.iter().copied().max().unwrap_or(0)
     );
-    Ok(with_metadata(&drawn, &meta))
-}
-
-/// Puts `json` in a `<metadata id="tensor-timeline">` right after the SVG's `<title>`.
-fn with_metadata(svg: &str, json: &str) -> String {
-    let element = format!("\n<metadata id=\"tensor-timeline\">{json}</metadata>");
-    match svg.find("</title>") {
-        Some(at) => {
-            let at = at + "</title>".len();
-            format!("{}{element}{}", &svg[..at], &svg[at..])
-        }
-        None => svg.to_string(),
-    }
+    Ok(with_metadata(&drawn, "tensor-timeline", &meta))
 }
 
 #[cfg(test)]

@@ -9,7 +9,7 @@
 //! can check the drawing against the trace without reading pixels.
 
 use crate::style::palette::{BLUE, ORANGE};
-use crate::style::{GIB, INK, MIB, TITLE_PX, font, legend, mesh, svg};
+use crate::style::{GIB, INK, MIB, TITLE_PX, font, legend, mesh, svg, with_metadata};
 use crate::{Chart, capacity_line_in, note};
 use anyhow::Result;
 use gpumem::alloc::Trace;
@@ -243,7 +243,7 @@ pub fn timeline_svg(chart: &TimelineChart<'_>) -> Result<String> {
         .draw()?;
         Ok(())
     })?;
-    Ok(with_metadata(&drawn, &metadata(chart, &pts)))
+    Ok(with_metadata(&drawn, "timeline", &metadata(chart, &pts)))
 }
 
 /// What was plotted, as JSON: `{"events":…,"points":…,"allocated":{"min":…,"max":…,
@@ -269,18 +269,6 @@ fn metadata(chart: &TimelineChart<'_>, pts: &[Point]) -> String {
             .capacity
             .map_or_else(|| "null".to_string(), |c| c.to_string())
     )
-}
-
-/// Puts `json` in a `<metadata id="timeline">` element right after the SVG's `<title>`.
-fn with_metadata(svg: &str, json: &str) -> String {
-    let element = format!("\n<metadata id=\"timeline\">{json}</metadata>");
-    match svg.find("</title>") {
-        Some(at) => {
-            let at = at + "</title>".len();
-            format!("{}{element}{}", &svg[..at], &svg[at..])
-        }
-        None => svg.to_string(),
-    }
 }
 
 #[cfg(test)]
@@ -337,7 +325,7 @@ mod tests {
 
     #[test]
     fn metadata_sits_after_the_title() {
-        let s = with_metadata("<svg><title>t</title><rect/></svg>", "{}");
+        let s = with_metadata("<svg><title>t</title><rect/></svg>", "timeline", "{}");
         assert_eq!(
             s,
             "<svg><title>t</title>\n<metadata id=\"timeline\">{}</metadata><rect/></svg>"

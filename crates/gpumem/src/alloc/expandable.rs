@@ -20,6 +20,21 @@ use crate::alloc::rules::ROUND_LARGE;
 /// Address space of an expandable segment when the card's size is unknown (`native`).
 const UNKNOWN_TOTAL: u64 = 1 << 40;
 
+impl Block {
+    /// Address space of segment `segment` that no memory backs yet.
+    fn unmapped(segment: u64, size: u64) -> Block {
+        Block {
+            segment,
+            size,
+            requested: 0,
+            allocated: false,
+            label: String::new(),
+            freed_at: 0,
+            mapped: false,
+        }
+    }
+}
+
 impl<S: SegmentStore> Allocator<S> {
     /// The best-fit free block of `pool` for `size` (`get_free_block`'s search). A block
     /// followed by unmapped pages counts as large as it could grow, so among blocks of
@@ -149,16 +164,7 @@ impl<S: SegmentStore> Allocator<S> {
             page: Some(page),
         };
         self.segments.insert(id, segment);
-        let block = Block {
-            segment: id,
-            size,
-            requested: 0,
-            allocated: false,
-            label: String::new(),
-            freed_at: 0,
-            mapped: false,
-        };
-        self.blocks.insert(addr, block);
+        self.blocks.insert(addr, Block::unmapped(id, size));
         self.unmapped[pool_index(pool)].insert(addr);
         addr
     }
@@ -180,15 +186,7 @@ impl<S: SegmentStore> Allocator<S> {
             .map_err(SegmentFailure::Store)?;
         self.unmapped[pool_index(pool)].remove(&addr);
         if bytes < size {
-            let rest = Block {
-                segment: seg_id,
-                size: size - bytes,
-                requested: 0,
-                allocated: false,
-                label: String::new(),
-                freed_at: 0,
-                mapped: false,
-            };
+            let rest = Block::unmapped(seg_id, size - bytes);
             self.blocks.insert(addr + bytes, rest);
             self.unmapped[pool_index(pool)].insert(addr + bytes);
         }
@@ -254,15 +252,7 @@ impl<S: SegmentStore> Allocator<S> {
             self.unmapped[pool_index(pool)].remove(&p);
             at = p;
         }
-        let unmapped = Block {
-            segment: seg_id,
-            size: len,
-            requested: 0,
-            allocated: false,
-            label: String::new(),
-            freed_at: 0,
-            mapped: false,
-        };
+        let unmapped = Block::unmapped(seg_id, len);
         self.blocks.insert(at, unmapped);
         self.unmapped[pool_index(pool)].insert(at);
         if len == self.segments[&seg_id].size {

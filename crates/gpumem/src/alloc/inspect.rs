@@ -1,7 +1,7 @@
 //! Looking inside the allocator: where a block lives, every block, the segments, and a
 //! recount of the statistics from the blocks themselves.
 
-use super::{Allocator, BlockAddr, BlockInfo, Placement, Pool, SegmentStore};
+use super::{Allocator, Block, BlockAddr, BlockInfo, Placement, Pool, SegmentStore};
 
 impl<S: SegmentStore> Allocator<S> {
     /// Where an allocated block lives.
@@ -20,14 +20,7 @@ impl<S: SegmentStore> Allocator<S> {
         self.blocks
             .iter()
             .filter(|(_, b)| b.mapped)
-            .map(|(&addr, b)| BlockInfo {
-                addr,
-                segment: b.segment,
-                size: b.size,
-                requested: b.requested,
-                allocated: b.allocated,
-                label: b.label.clone(),
-            })
+            .map(|(&addr, b)| block_info(addr, b))
             .collect()
     }
 
@@ -52,14 +45,7 @@ impl<S: SegmentStore> Allocator<S> {
         let mut out: Vec<SegmentInfo> = Vec::new();
         for (&addr, b) in self.blocks.iter().filter(|(_, b)| b.mapped) {
             let seg = &self.segments[&b.segment];
-            let info = BlockInfo {
-                addr,
-                segment: b.segment,
-                size: b.size,
-                requested: b.requested,
-                allocated: b.allocated,
-                label: b.label.clone(),
-            };
+            let info = block_info(addr, b);
             match out.last_mut() {
                 Some(last)
                     if last.blocks[0].segment == b.segment && last.addr + last.size == addr =>
@@ -110,6 +96,18 @@ pub struct SegmentInfo {
     /// Part of an expandable segment (`expandable_segments:True`).
     pub expandable: bool,
     pub blocks: Vec<BlockInfo>,
+}
+
+/// A block as the snapshot lists it.
+fn block_info(addr: u64, b: &Block) -> BlockInfo {
+    BlockInfo {
+        addr,
+        segment: b.segment,
+        size: b.size,
+        requested: b.requested,
+        allocated: b.allocated,
+        label: b.label.clone(),
+    }
 }
 
 /// Totals recomputed from the block table.

@@ -9,6 +9,22 @@ use std::ptr::NonNull;
 /// Alignment of every host segment: a cache line, and more than any element type needs.
 const ALIGN: usize = 64;
 
+/// The layout of a host segment of `bytes` (at least one byte), or why there is none.
+fn layout(bytes: u64) -> Result<Layout, StoreError> {
+    usize::try_from(bytes.max(1))
+        .ok()
+        .and_then(|size| Layout::from_size_align(size, ALIGN).ok())
+        .ok_or_else(|| StoreError::OutOfMemory(format!("{bytes} bytes exceed the address space")))
+}
+
+/// The error for a host allocation the system refused.
+fn refused(bytes: u64) -> StoreError {
+    StoreError::OutOfMemory(format!(
+        "host allocation of {} failed",
+        crate::size::format_bytes(bytes)
+    ))
+}
+
 /// One zero-initialised host allocation. Owned; freed on drop.
 pub(crate) struct HostSegment {
     ptr: NonNull<u8>,
@@ -19,20 +35,10 @@ impl HostSegment {
     /// Allocates `bytes` of zeroed memory, or says why not. Never aborts the process on
     /// failure (unlike `vec![0; n]`), so running out of host memory is an error value.
     fn new(bytes: u64) -> Result<Self, StoreError> {
-        let size = usize::try_from(bytes.max(1)).map_err(|_| {
-            StoreError::OutOfMemory(format!("{bytes} bytes exceed the address space"))
-        })?;
-        let layout = Layout::from_size_align(size, ALIGN).map_err(|_| {
-            StoreError::OutOfMemory(format!("{bytes} bytes exceed the address space"))
-        })?;
+        let layout = layout(bytes)?;
         // SAFETY: the layout has a non-zero size.
         let raw = unsafe { std::alloc::alloc_zeroed(layout) };
-        let ptr = NonNull::new(raw).ok_or_else(|| {
-            StoreError::OutOfMemory(format!(
-                "host allocation of {} failed",
-                crate::size::format_bytes(bytes)
-            ))
-        })?;
+        let ptr = NonNull::new(raw).ok_or_else(|| refused(bytes))?;
         Ok(Self { ptr, layout })
     }
 
@@ -43,22 +49,13 @@ impl HostSegment {
     /// Grows or shrinks the allocation to `bytes`, keeping its contents; new bytes are
     /// zeroed. (glibc moves large allocations with `mremap`, so growing copies nothing.)
     fn resize(&mut self, bytes: u64) -> Result<(), StoreError> {
-        let size = usize::try_from(bytes.max(1)).map_err(|_| {
-            StoreError::OutOfMemory(format!("{bytes} bytes exceed the address space"))
-        })?;
-        let layout = Layout::from_size_align(size, ALIGN).map_err(|_| {
-            StoreError::OutOfMemory(format!("{bytes} bytes exceed the address space"))
-        })?;
+        let layout = layout(bytes)?;
+        let size = layout.size();
         let old = self.len();
         // SAFETY: `ptr` came from this allocator with `self.layout`; the new size is
         // non-zero and fits a layout of the same alignment (checked above).
         let raw = unsafe { std::alloc::realloc(self.ptr.as_ptr(), self.layout, size) };
-        let ptr = NonNull::new(raw).ok_or_else(|| {
-            StoreError::OutOfMemory(format!(
-                "host allocation of {} failed",
-                crate::size::format_bytes(bytes)
-            ))
-        })?;
+        let ptr = NonNull::new(raw).ok_or_else(|| refused(bytes))?;
         if size > old {
             // SAFETY: the bytes from `old` to `size` lie inside the new allocation.
             unsafe { ptr.as_ptr().add(old).write_bytes(0, size - old) };
