@@ -163,6 +163,15 @@ pub fn with_metadata(svg: &str, id: &str, json: &str) -> String {
     }
 }
 
+/// The y axis' unit for a chart reaching `top` bytes: GiB from a gibibyte up, else MiB.
+pub fn byte_unit(top: u64) -> (f64, &'static str) {
+    if top as f64 >= GIB {
+        (GIB, "GiB")
+    } else {
+        (MIB, "MiB")
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -10,7 +10,7 @@
 //! `<metadata id="tensor-timeline">` with what was drawn, for tests.
 
 use crate::style::palette::{BLUE, GREEN, ORANGE, PURPLE, SKY, VERMILION, YELLOW};
-use crate::style::{GIB, MIB, TITLE_PX, font, legend, mesh, svg, with_metadata};
+use crate::style::{TITLE_PX, byte_unit, font, legend, mesh, svg, with_metadata};
 use crate::{Chart, capacity_line_in};
 use anyhow::Result;
 use gpumem::snapshot::Timeline;
@@ -148,15 +148,6 @@ fn label_at(p: &Placed, name: &str, px_per_step: f64) -> Option<(f64, u64)> {
     (room >= name.chars().count() as f64 * CHAR_PX + 6.0).then_some(((from + to) as f64 / 2.0, y))
 }
 
-/// The y axis' unit for a chart reaching `top` bytes.
-fn unit(top: u64) -> (f64, &'static str) {
-    if top as f64 >= GIB {
-        (GIB, "GiB")
-    } else {
-        (MIB, "MiB")
-    }
-}
-
 /// Renders `chart` as an SVG document.
 pub fn tensor_timeline_svg(chart: &TensorTimelineChart<'_>) -> Result<String> {
     let t = chart.timeline;
@@ -169,7 +160,7 @@ pub fn tensor_timeline_svg(chart: &TensorTimelineChart<'_>) -> Result<String> {
         .get(from..=to)
         .map_or(0, |r| r.iter().copied().max().unwrap_or(0));
     let top = reserved.iter().copied().max().unwrap_or(0).max(peak_live);
-    let (per_unit, unit_name) = unit(top.max(chart.capacity.unwrap_or(0)));
+    let (per_unit, unit_name) = byte_unit(top.max(chart.capacity.unwrap_or(0)));
     let scaled = |b: u64| b as f64 / per_unit;
     let y_max = match scaled(top.max(chart.capacity.unwrap_or(0))) * 1.12 {
         v if v > 0.0 => v,

@@ -9,7 +9,7 @@
 //! can check the drawing against the trace without reading pixels.
 
 use crate::style::palette::{BLUE, ORANGE};
-use crate::style::{GIB, INK, MIB, TITLE_PX, font, legend, mesh, svg, with_metadata};
+use crate::style::{INK, TITLE_PX, byte_unit, font, legend, mesh, svg, with_metadata};
 use crate::{Chart, capacity_line_in, note};
 use anyhow::Result;
 use gpumem::alloc::Trace;
@@ -122,22 +122,13 @@ fn clear_of(
     })
 }
 
-/// The y axis' unit: GiB for runs that reach a gibibyte, else MiB.
-fn unit(top_bytes: u64) -> (f64, &'static str) {
-    if top_bytes as f64 >= GIB {
-        (GIB, "GiB")
-    } else {
-        (MIB, "MiB")
-    }
-}
-
 /// Renders `chart` as an SVG document.
 pub fn timeline_svg(chart: &TimelineChart<'_>) -> Result<String> {
     let pts = points(chart.trace, MAX_BUCKETS);
     let n_events = chart.trace.events.len();
     let x_max = n_events.max(1) as f64;
     let top_bytes = chart.trace.peak_reserved().max(chart.capacity.unwrap_or(0));
-    let (per_unit, unit_name) = unit(top_bytes);
+    let (per_unit, unit_name) = byte_unit(top_bytes);
     let scaled = |b: u64| b as f64 / per_unit;
     let data_top = pts.iter().map(|p| scaled(p.reserved)).fold(0.0, f64::max);
     let y_max = (data_top.max(chart.capacity.map_or(0.0, scaled)) * 1.15)
