@@ -219,3 +219,31 @@ fn mixed_precision_claims() {
         / equation(&lesson, FULL).unwrap().peak_allocated as f64;
     assert!((0.49..0.51).contains(&ratio), "{ratio}");
 }
+
+/// Introduction and Where to get help: the lesson the book follows is episode 06 of the HSF's
+/// GPU lesson (hsf-training-ml-gpu-webpage), not of its general ML lesson; every link to the
+/// source names the GPU lesson's episode.
+#[test]
+fn the_lessons_source_is_the_gpu_lesson() {
+    let src = figures::files::book_src();
+    for page in std::fs::read_dir(&src).unwrap() {
+        let path = page.unwrap().path();
+        if path.extension().is_none_or(|e| e != "md") {
+            continue;
+        }
+        let text = std::fs::read_to_string(&path).unwrap();
+        assert!(
+            !text.contains("hsf-training-ml-webpage"),
+            "{}: links the general ML lesson, not the GPU lesson",
+            path.display()
+        );
+        for (at, _) in text.match_indices("hsf-training-ml-gpu-webpage") {
+            let rest = &text[at..];
+            assert!(
+                rest.starts_with("hsf-training-ml-gpu-webpage/06-memory/"),
+                "{}: a link to the GPU lesson that is not its memory episode",
+                path.display()
+            );
+        }
+    }
+}
