@@ -23,5 +23,8 @@ pub mod train;
 
 pub use device::{Backend, Device, DeviceOptions};
 pub use error::Error;
+/// The cpu backing's elementwise kernels against a plain copy, for the throughput bench.
+#[cfg(any(test, feature = "testing"))]
+pub use exec::bandwidth as cpu_bandwidth;
 pub use size::{Bytes, MemorySpec};
 pub use tensor::{DType, Tensor};

@@ -7,7 +7,14 @@ use num_traits::Float;
 
 /// The types the kernels compute in.
 pub(super) trait Compute:
-    Float + bytemuck::Pod + Default + std::ops::AddAssign + std::ops::SubAssign + std::ops::MulAssign
+    Float
+    + bytemuck::Pod
+    + Default
+    + Send
+    + Sync
+    + std::ops::AddAssign
+    + std::ops::SubAssign
+    + std::ops::MulAssign
 {
     const DTYPE: DType;
 

@@ -1,6 +1,7 @@
 //! The `cpu` backing's kernels: plain Rust over host segments, the numerical reference for
 //! the WGSL shaders. Matmul is `matrixmultiply` (sgemm/dgemm), whose strides make
-//! transposes free.
+//! transposes free. Large tensors are cut into one piece per core (`par`), each value
+//! computed by one thread in the order one thread alone would use.
 //!
 //! Each operation computes in float64 if any of its tensors is stored as float64 and in
 //! float32 otherwise. Tensors stored in another type (float16 activations under mixed
@@ -8,7 +9,7 @@
 //! Shapes were checked by `ops`; here only the memory is resolved.
 
 use super::compute::Compute;
-use super::spec::{AdamStep, Matmul};
+use super::spec::AdamStep;
 use crate::device::Backing;
 use crate::error::Error;
 use crate::tensor::{DType, Tensor};
@@ -110,7 +111,13 @@ fn store<C: Copy, T>(t: &Tensor, values: &[C], convert: impl Fn(C) -> T) -> Resu
     Ok(())
 }
 
+/// The elementwise kernels' GB/s against a plain copy (the throughput bench's table).
+#[cfg(any(test, feature = "testing"))]
+pub mod bandwidth;
+mod matmul;
+mod par;
 mod step;
+pub use matmul::matmul;
 pub use step::*;
 
 /// Calls `$f::<f64>` if any tensor is float64, else `$f::<f32>`.
@@ -125,71 +132,15 @@ macro_rules! dispatch {
 }
 pub(super) use dispatch;
 
-pub fn matmul(
-    spec: Matmul,
-    a: &Tensor,
-    b: &Tensor,
-    c: &Tensor,
-    bias: Option<&Tensor>,
-) -> Result<(), Error> {
-    fn run<C: Compute>(
-        spec: Matmul,
-        a: &Tensor,
-        b: &Tensor,
-        c: &Tensor,
-        bias: Option<&Tensor>,
-    ) -> Result<(), Error> {
-        let (m, n) = (c.rows() as usize, c.cols() as usize);
-        let k = if spec.trans_a { a.rows() } else { a.cols() } as usize;
-        // Row and column strides of op(A) and op(B) in their stored row-major layouts.
-        let (rsa, csa) = if spec.trans_a {
-            (1, m as isize)
-        } else {
-            (k as isize, 1)
-        };
-        let (rsb, csb) = if spec.trans_b {
-            (1, k as isize)
-        } else {
-            (n as isize, 1)
-        };
-        let beta = C::zero();
-        let (av, bv) = (load::<C>(a)?, load::<C>(b)?);
-        let bias = bias.map(load::<C>).transpose()?;
-        with_mut::<C, _>(c, |cv| {
-            // SAFETY: the slices hold m·k, k·n and m·n values laid out as the strides say.
-            unsafe {
-                C::gemm(
-                    m,
-                    k,
-                    n,
-                    av.as_ptr(),
-                    rsa,
-                    csa,
-                    bv.as_ptr(),
-                    rsb,
-                    csb,
-                    beta,
-                    cv.as_mut_ptr(),
-                    n as isize,
-                )
-            };
-            if let Some(bias) = &bias {
-                for row in cv.chunks_exact_mut(n) {
-                    row.iter_mut().zip(bias.iter()).for_each(|(c, &b)| *c += b);
-                }
-            }
-        })
-    }
-    dispatch!(run, [a, b, c], spec, a, b, c, bias)
-}
-
 pub fn relu(src: &Tensor, dst: &Tensor) -> Result<(), Error> {
     fn run<C: Compute>(src: &Tensor, dst: &Tensor) -> Result<(), Error> {
         let s = load::<C>(src)?;
         with_mut::<C, _>(dst, |d| {
-            d.iter_mut()
-                .zip(s.iter())
-                .for_each(|(d, &s)| *d = s.max(C::zero()))
+            par::elementwise(d, |at, d| {
+                d.iter_mut()
+                    .zip(&s[at..])
+                    .for_each(|(d, &s)| *d = s.max(C::zero()))
+            })
         })
     }
     dispatch!(run, [src, dst], src, dst)
@@ -199,13 +150,17 @@ pub fn colsum(src: &Tensor, dst: &Tensor) -> Result<(), Error> {
     fn run<C: Compute>(src: &Tensor, dst: &Tensor) -> Result<(), Error> {
         let n = src.cols() as usize;
         let s = load::<C>(src)?;
-        // Accumulate in f64 so a million-row sum does not drift.
+        // Accumulate in f64 so a million-row sum does not drift; each core sums its own
+        // columns, row after row.
         let mut acc = vec![0f64; n];
-        for row in s.chunks_exact(n) {
-            acc.iter_mut()
-                .zip(row)
-                .for_each(|(a, v)| *a += v.to_f64().unwrap_or(f64::NAN));
-        }
+        let parallel = s.len() >= par::MIN_PARALLEL;
+        par::for_pieces(&mut acc, 1, parallel, |at, acc| {
+            for row in s.chunks_exact(n) {
+                acc.iter_mut()
+                    .zip(&row[at..])
+                    .for_each(|(a, v)| *a += v.to_f64().unwrap_or(f64::NAN));
+            }
+        });
         with_mut::<C, _>(dst, |d| {
             for (d, a) in d.iter_mut().zip(acc) {
                 let a = C::from(a).unwrap_or(C::nan());
@@ -220,7 +175,9 @@ pub fn sgd(param: &Tensor, grad: &Tensor, lr: f32) -> Result<(), Error> {
     fn run<C: Compute>(param: &Tensor, grad: &Tensor, lr: f32) -> Result<(), Error> {
         let (g, lr) = (load::<C>(grad)?, C::from_f32(lr));
         with_mut::<C, _>(param, |p| {
-            p.iter_mut().zip(g.iter()).for_each(|(p, &g)| *p -= lr * g)
+            par::elementwise(p, |at, p| {
+                p.iter_mut().zip(&g[at..]).for_each(|(p, &g)| *p -= lr * g)
+            })
         })
     }
     dispatch!(run, [param, grad], param, grad, lr)
@@ -245,22 +202,23 @@ pub fn adam(
         let (lr, eps) = (C::from_f32(hp.lr), C::from_f32(hp.eps));
         let bc1 = C::one() - b1.powi(hp.step as i32);
         let bc2 = C::one() - b2.powi(hp.step as i32);
+        let one = C::one();
+        // One pass over the four tensors: the same arithmetic, value by value, as updating
+        // `m`, then `v`, then the parameter.
         with_mut::<C, _>(m, |m| {
-            m.iter_mut()
-                .zip(g.iter())
-                .for_each(|(m, &g)| *m = b1 * *m + (C::one() - b1) * g)
-        })?;
-        with_mut::<C, _>(v, |v| {
-            v.iter_mut()
-                .zip(g.iter())
-                .for_each(|(v, &g)| *v = b2 * *v + (C::one() - b2) * g * g)
-        })?;
-        let (m, v) = (load::<C>(m)?, load::<C>(v)?);
-        with_mut::<C, _>(param, |p| {
-            for ((p, &m), &v) in p.iter_mut().zip(m.iter()).zip(v.iter()) {
-                *p -= lr * (m / bc1) / ((v / bc2).sqrt() + eps);
-            }
-        })
+            with_mut::<C, _>(v, |v| {
+                with_mut::<C, _>(param, |p| {
+                    par::elementwise3(p, m, v, |at, p, m, v| {
+                        for (((p, m), v), &g) in p.iter_mut().zip(m).zip(v).zip(&g[at..]) {
+                            *m = b1 * *m + (one - b1) * g;
+                            *v = b2 * *v + (one - b2) * g * g;
+                            *p -= lr * (*m / bc1) / ((*v / bc2).sqrt() + eps);
+                        }
+                    })
+                })
+            })
+        })???;
+        Ok(())
     }
     dispatch!(run, [param, grad, m, v], param, grad, m, v, hp)
 }

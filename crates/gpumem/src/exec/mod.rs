@@ -2,6 +2,8 @@
 
 mod compute;
 mod cpu;
+#[cfg(any(test, feature = "testing"))]
+pub use cpu::bandwidth;
 mod gpu;
 pub mod ops;
 mod spec;

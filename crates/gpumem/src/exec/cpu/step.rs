@@ -3,7 +3,7 @@
 //! their backward passes, scalars, and the pieces of the optimizers.
 
 use super::super::compute::Compute;
-use super::{dispatch, load, raw, with_mut};
+use super::{dispatch, load, par, raw, with_mut};
 use crate::error::Error;
 use crate::tensor::Tensor;
 
@@ -27,7 +27,9 @@ fn labels(t: &Tensor, classes: usize) -> Result<Vec<usize>, Error> {
 pub fn copy(src: &Tensor, dst: &Tensor) -> Result<(), Error> {
     fn run<C: Compute>(src: &Tensor, dst: &Tensor) -> Result<(), Error> {
         let s = load::<C>(src)?;
-        with_mut::<C, _>(dst, |d| d.copy_from_slice(&s))
+        with_mut::<C, _>(dst, |d| {
+            par::elementwise(d, |at, d| d.copy_from_slice(&s[at..at + d.len()]))
+        })
     }
     dispatch!(run, [src, dst], src, dst)
 }
@@ -37,9 +39,11 @@ pub fn threshold_backward(grad: &Tensor, output: &Tensor, dst: &Tensor) -> Resul
     fn run<C: Compute>(grad: &Tensor, output: &Tensor, dst: &Tensor) -> Result<(), Error> {
         let (g, a) = (load::<C>(grad)?, load::<C>(output)?);
         with_mut::<C, _>(dst, |d| {
-            for ((d, &g), &a) in d.iter_mut().zip(g.iter()).zip(a.iter()) {
-                *d = if a > C::zero() { g } else { C::zero() };
-            }
+            par::elementwise(d, |at, d| {
+                for ((d, &g), &a) in d.iter_mut().zip(&g[at..]).zip(&a[at..]) {
+                    *d = if a > C::zero() { g } else { C::zero() };
+                }
+            })
         })
     }
     dispatch!(run, [grad, output, dst], grad, output, dst)
@@ -48,7 +52,9 @@ pub fn threshold_backward(grad: &Tensor, output: &Tensor, dst: &Tensor) -> Resul
 /// `x = max(x, 0)` in place (`relu_`).
 pub fn relu_(x: &Tensor) -> Result<(), Error> {
     fn run<C: Compute>(x: &Tensor) -> Result<(), Error> {
-        with_mut::<C, _>(x, |v| v.iter_mut().for_each(|v| *v = v.max(C::zero())))
+        with_mut::<C, _>(x, |v| {
+            par::elementwise(v, |_, v| v.iter_mut().for_each(|v| *v = v.max(C::zero())))
+        })
     }
     dispatch!(run, [x], x)
 }
@@ -165,7 +171,9 @@ pub fn log_softmax_backward(grad: &Tensor, logp: &Tensor, out: &Tensor) -> Resul
 /// Every value set to `value` (`ones_like`, `full`).
 pub fn fill(x: &Tensor, value: f32) -> Result<(), Error> {
     fn run<C: Compute>(x: &Tensor, value: f32) -> Result<(), Error> {
-        with_mut::<C, _>(x, |v| v.fill(C::from_f32(value)))
+        with_mut::<C, _>(x, |v| {
+            par::elementwise(v, |_, v| v.fill(C::from_f32(value)))
+        })
     }
     dispatch!(run, [x], x, value)
 }
@@ -174,7 +182,9 @@ pub fn fill(x: &Tensor, value: f32) -> Result<(), Error> {
 pub fn scale(x: &Tensor, factor: f32) -> Result<(), Error> {
     fn run<C: Compute>(x: &Tensor, factor: f32) -> Result<(), Error> {
         let f = C::from_f32(factor);
-        with_mut::<C, _>(x, |v| v.iter_mut().for_each(|v| *v *= f))
+        with_mut::<C, _>(x, |v| {
+            par::elementwise(v, |_, v| v.iter_mut().for_each(|v| *v *= f))
+        })
     }
     dispatch!(run, [x], x, factor)
 }
@@ -184,7 +194,9 @@ pub fn add(dst: &Tensor, src: &Tensor) -> Result<(), Error> {
     fn run<C: Compute>(dst: &Tensor, src: &Tensor) -> Result<(), Error> {
         let s = load::<C>(src)?;
         with_mut::<C, _>(dst, |d| {
-            d.iter_mut().zip(s.iter()).for_each(|(d, &s)| *d += s)
+            par::elementwise(d, |at, d| {
+                d.iter_mut().zip(&s[at..]).for_each(|(d, &s)| *d += s)
+            })
         })
     }
     dispatch!(run, [dst, src], dst, src)
@@ -197,9 +209,11 @@ pub fn adam_denom(v: &Tensor, dst: &Tensor, scale: f32, eps: f32) -> Result<(), 
         let (s, e) = (C::from_f32(scale), C::from_f32(eps));
         let src = load::<C>(v)?;
         with_mut::<C, _>(dst, |d| {
-            d.iter_mut()
-                .zip(src.iter())
-                .for_each(|(d, &v)| *d = v.sqrt() * s + e)
+            par::elementwise(d, |at, d| {
+                d.iter_mut()
+                    .zip(&src[at..])
+                    .for_each(|(d, &v)| *d = v.sqrt() * s + e)
+            })
         })
     }
     dispatch!(run, [v, dst], v, dst, scale, eps)
