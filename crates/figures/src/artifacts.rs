@@ -22,6 +22,11 @@ pub const ARTIFACTS: &[Artifact] = &[
         render: charts::memory_vs_batch,
     },
     Artifact {
+        path: "figures/memory_vs_batch_log.svg",
+        about: "the same step on log-log axes: the model's own memory, activations + temporaries, the input batch, where the batch passes the model",
+        render: charts::memory_vs_batch_log,
+    },
+    Artifact {
         path: "figures/memory_vs_width.svg",
         about: "peak memory vs hidden width at batch 32 for 1, 3 and 5 hidden layers, capacity",
         render: charts::memory_vs_width,
@@ -125,6 +130,16 @@ pub const ARTIFACTS: &[Artifact] = &[
         path: "generated/alt_memory_vs_batch.md",
         about: "inline: alt text of memory_vs_batch.svg",
         render: charts::batch::alt_memory_vs_batch,
+    },
+    Artifact {
+        path: "generated/alt_memory_vs_batch_log.md",
+        about: "inline: alt text of memory_vs_batch_log.svg",
+        render: charts::batch_log::alt_memory_vs_batch_log,
+    },
+    Artifact {
+        path: "generated/batch_passes_model.md",
+        about: "inline: the fewest rows at which the lesson network's activations and temporaries pass the model's own memory (SGD)",
+        render: charts::batch_log::crossover_inline,
     },
     Artifact {
         path: "generated/alt_leak_timeline.md",

@@ -247,3 +247,74 @@ fn the_lessons_source_is_the_gpu_lesson() {
         }
     }
 }
+
+/// What lives in GPU memory and Mini-batching: the lesson's model is so small that a few rows'
+/// activations outweigh it — at the lesson's batch of 32 the step is mostly activations, not
+/// "the model's own memory is all there is up to thousands of rows".
+#[test]
+fn the_batch_outweighs_the_model_after_a_few_rows() {
+    use figures::charts::batch_log::{batch_bytes, crossover_rows, model_bytes};
+    let rows = crossover_rows().unwrap();
+    assert!(rows < 32, "{rows}");
+    let at32 = equation(&MlpConfig::lesson(LESSON_WIDTH), 32).unwrap();
+    assert!(batch_bytes(&at32) > 4 * model_bytes(&at32));
+    let before = equation(&MlpConfig::lesson(LESSON_WIDTH), rows - 1).unwrap();
+    assert!(batch_bytes(&before) <= model_bytes(&before));
+}
+
+/// Fitting more: scaling each micro-batch's loss by `1 / k` gives the large batch's update
+/// only when the micro-batches have equal rows; with an uneven split the rows of the smaller
+/// micro-batches weigh more (measured on the cpu backing, one SGD step from the same weights).
+#[test]
+fn one_over_k_matches_the_large_batch_only_for_an_even_split() {
+    use gpumem::data::Dataset;
+    use gpumem::mlp::{Batch, Mlp, Optimizer, Strategy};
+    let updated = |rows: u64, k: u64| -> Vec<f32> {
+        let data = Dataset::generate(rows, 5).train;
+        let config = MlpConfig::lesson(16)
+            .with_optimizer(Optimizer::sgd(0.5))
+            .with_strategy(Strategy {
+                accumulation: k,
+                ..Strategy::default()
+            });
+        let dev = gpumem::Device::cpu(1 << 30);
+        let mut mlp = Mlp::new(&dev, &config, 9).unwrap();
+        mlp.train_step(Batch::Data(&data)).unwrap();
+        mlp.layers()[0].weight.read().unwrap()
+    };
+    let gap = |a: &[f32], b: &[f32]| {
+        a.iter()
+            .zip(b)
+            .map(|(x, y)| (x - y).abs())
+            .fold(0f32, f32::max)
+    };
+    // 9 rows in 3 × 3: the large batch's update, up to rounding.
+    assert!(gap(&updated(9, 1), &updated(9, 3)) < 1e-5);
+    // 10 rows in 4 + 3 + 3: not the same update.
+    assert!(gap(&updated(10, 1), &updated(10, 3)) > 1e-3);
+}
+
+/// When training dies: evaluation under `torch.no_grad()` (the engine's `evaluate`) frees each
+/// layer's input once the next layer has used it, so its peak holds about two activations,
+/// while a training step keeps one per hidden layer for the backward pass.
+#[test]
+fn evaluation_without_autograd_keeps_no_activations() {
+    use gpumem::data::Dataset;
+    use gpumem::mlp::{Batch, Mlp};
+    let (width, layers) = (256u64, 4u64);
+    let data = Dataset::generate(1200, 3).train;
+    let rows = data.len() as u64;
+    let activation = rows * width * 4;
+    let dev = gpumem::Device::cpu(1 << 30);
+    let config = MlpConfig::lesson(width).with_layers(layers);
+    let mut mlp = Mlp::new(&dev, &config, 1).unwrap();
+    let base = dev.memory_allocated();
+    dev.reset_peak_memory_stats();
+    mlp.evaluate(&data, rows).unwrap();
+    let eval_peak = dev.max_memory_allocated() - base;
+    dev.reset_peak_memory_stats();
+    mlp.train_step(Batch::Data(&data)).unwrap();
+    let train_peak = dev.max_memory_allocated() - base;
+    assert!(eval_peak < 3 * activation, "{eval_peak} vs {activation}");
+    assert!(train_peak > layers * activation, "{train_peak}");
+}

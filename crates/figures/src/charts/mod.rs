@@ -4,12 +4,14 @@
 //! run, its alt text is built from the same run.
 
 pub mod batch;
+pub mod batch_log;
 pub mod depth;
 pub mod strategies;
 pub mod timeline;
 pub mod width;
 
 pub use batch::memory_vs_batch;
+pub use batch_log::memory_vs_batch_log;
 pub use depth::memory_vs_depth;
 pub use timeline::{alloc_timeline, leak_timeline};
 pub use width::memory_vs_width;
@@ -36,6 +38,7 @@ fn capacity_line<X: Ranged<ValueType = f64>>(
 pub fn alts() -> Result<Vec<(&'static str, String)>> {
     Ok(vec![
         ("memory_vs_batch", batch::alt_memory_vs_batch()?),
+        ("memory_vs_batch_log", batch_log::alt_memory_vs_batch_log()?),
         ("memory_vs_width", width::ALT_MEMORY_VS_WIDTH.to_string()),
         ("memory_vs_depth", depth::alt_memory_vs_depth()?),
         ("alloc_timeline", timeline::ALT_ALLOC_TIMELINE.to_string()),
