@@ -318,3 +318,21 @@ fn evaluation_without_autograd_keeps_no_activations() {
     assert!(eval_peak < 3 * activation, "{eval_peak} vs {activation}");
     assert!(train_peak > layers * activation, "{train_peak}");
 }
+
+/// The table of contents: the page that explains the allocator's settings and the leak
+/// patterns (When training dies) comes before Challenge 3, which uses them, and each challenge
+/// is nested under the lesson page that leads to it.
+#[test]
+fn the_settings_are_explained_before_challenge_3_uses_them() {
+    let summary = std::fs::read_to_string(figures::files::book_src().join("SUMMARY.md")).unwrap();
+    let lines: Vec<&str> = summary.lines().collect();
+    let at = |page: &str| lines.iter().position(|l| l.contains(page)).unwrap();
+    let (settings, c3) = (at("(after-a-few-epochs.md)"), at("(challenge-3.md)"));
+    assert!(settings < c3);
+    for n in 1..=4 {
+        let c = at(&format!("(challenge-{n}.md)"));
+        assert!(lines[c].starts_with("  - "), "challenge {n} is nested");
+        assert!(lines[c - 1].starts_with("- "), "challenge {n} follows its lesson page");
+    }
+    assert_eq!(c3, settings + 1);
+}
