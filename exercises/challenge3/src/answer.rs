@@ -25,7 +25,11 @@ use gpumem::data::Split;
 use gpumem::mlp::{Batch, Mlp, StepOutputs};
 
 // ANCHOR: rounded_size
-/// The size of the block the allocator hands out for a request of `requested` bytes.
+/// A request of `requested` bytes rounded the way the allocator rounds every request
+/// (PyTorch's `round_size`): the size of block it looks for. The block it finally hands out
+/// can be larger still — when cutting it from a segment would leave 1 MiB or less in the large
+/// pool, it hands out the whole segment (a 19.5 MiB request gets a 20 MiB block) — but that is
+/// `segment_for`'s and `memory_after`'s business, not this function's.
 pub fn rounded_size(requested: u64) -> u64 {
     todo!("round the request the way the allocator does")
 }

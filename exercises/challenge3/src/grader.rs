@@ -257,7 +257,7 @@ fn grade_allocator(answers: &Answers, report: &mut Report, rng: &mut impl rand::
             "rounded_size",
             format!("rounded_size({r})"),
             &block,
-            "the block size the engine's allocator hands out for it",
+            "the request as the engine's allocator rounds it (round_size)",
             attempt(|| (answers.rounded_size)(r)),
             "requests are rounded up to a multiple of 512 bytes (and nothing is smaller than \
              512 B)",
