@@ -66,6 +66,23 @@ mod no_gradients {
     }
 }
 
+/// Everything but the gradients: Adam's state and square roots, the batch, the activations —
+/// the mistake that passed every seed until setups where the gradients decide were added.
+mod only_the_gradients_missing {
+    use super::*;
+    pub use crate::solution::{activation_bytes, stored_activation_bytes};
+    pub fn fits(s: Setup, card: u64) -> bool {
+        let (params, act, batch) = parts(&s);
+        let (state, temps) = match s.optimizer {
+            Opt::Sgd => (0, 0),
+            Opt::Adam => (2 * params, params),
+        };
+        let top = (s.layers + 2) * act + (s.width + 1) * s.classes * 4;
+        let busiest = top.max(3 * act).max(temps);
+        params + state + batch + busiest <= card
+    }
+}
+
 /// Only the kept activations in the backward pass, not the two gradients in flight beside
 /// them: the lesson's full batch would seem to fit.
 mod no_gradients_in_flight {
@@ -140,5 +157,14 @@ fn forgetting_adams_square_roots_fails() {
         &grade(&answers_of!(no_update_temporaries), seed()),
         "fits",
         "square roots",
+    );
+}
+
+#[test]
+fn leaving_out_only_the_gradients_fails() {
+    fails_on(
+        &grade(&answers_of!(only_the_gradients_missing), seed()),
+        "fits",
+        "gradient",
     );
 }
