@@ -332,7 +332,10 @@ fn the_settings_are_explained_before_challenge_3_uses_them() {
     for n in 1..=4 {
         let c = at(&format!("(challenge-{n}.md)"));
         assert!(lines[c].starts_with("  - "), "challenge {n} is nested");
-        assert!(lines[c - 1].starts_with("- "), "challenge {n} follows its lesson page");
+        assert!(
+            lines[c - 1].starts_with("- "),
+            "challenge {n} follows its lesson page"
+        );
     }
     assert_eq!(c3, settings + 1);
 }

@@ -59,7 +59,9 @@ pub fn alt_memory_vs_batch_log() -> Result<String> {
     for b in batch_sizes(8) {
         let e = equation(&config, b)?;
         if e.input_batch >= batch_bytes(&e) {
-            return Err(anyhow!("at {b} rows the input batch is not below the activations"));
+            return Err(anyhow!(
+                "at {b} rows the input batch is not below the activations"
+            ));
         }
     }
     Ok(format!(
@@ -130,7 +132,11 @@ pub fn memory_vs_batch_log() -> Result<String> {
         .draw()?;
         let lines: [(&str, fn(&Estimate) -> u64, RGBColor); 3] = [
             ("activations + temporaries", batch_bytes, GREEN),
-            ("parameters + gradients + optimizer state", model_bytes, BLUE),
+            (
+                "parameters + gradients + optimizer state",
+                model_bytes,
+                BLUE,
+            ),
             ("input batch", |e| e.input_batch, YELLOW),
         ];
         for (name, bytes, color) in lines {
@@ -140,7 +146,9 @@ pub fn memory_vs_batch_log() -> Result<String> {
                     color.stroke_width(4),
                 ))?
                 .label(name)
-                .legend(move |(x, y)| PathElement::new([(x, y), (x + 22, y)], color.stroke_width(4)));
+                .legend(move |(x, y)| {
+                    PathElement::new([(x, y), (x + 22, y)], color.stroke_width(4))
+                });
         }
         let at = (rows as f64, batch_bytes(&at_cross) as f64);
         chart.draw_series(std::iter::once(Circle::new(at, 7, INK.stroke_width(3))))?;
