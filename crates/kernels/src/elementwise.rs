@@ -390,6 +390,7 @@ fn fill_by_copy(
             contents: &bytes,
             usage: wgpu::BufferUsages::COPY_SRC,
         });
+    k.count(crate::counters::Counter::StagingBuffer, 1);
     let mut at = 0u64;
     for p in x.parts {
         let mut done = 0;

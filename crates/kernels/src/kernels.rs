@@ -1,13 +1,16 @@
 //! [`Kernels`]: one device's pipelines, the limits they plan with, and scratch buffers.
 
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 
+use crate::counters::{Counter, Counters, WgpuCounters};
 use crate::error::KernelError;
 use crate::limits::KernelLimits;
 use crate::matmul;
 use crate::pieces::Bind;
 use crate::pipeline::{Cache, Layouts};
 use crate::shader::{self, Store};
+use crate::step_cache::StepCache;
 use crate::view::DType;
 
 /// Scratch buffer slots (see [`Kernels::scratch`]): below `COLSUM_SLOT`, gathered operands
@@ -41,6 +44,12 @@ pub struct Kernels {
     pub(crate) subgroups: bool,
     /// Invocations per workgroup of the tiled kernel.
     pub(crate) wg: u32,
+    /// Counts of work recorded outside [`Kernels::recording`] (shared like the pipelines).
+    counters: Arc<Counters>,
+    /// The step cache of the store recording now (see [`Kernels::recording`]).
+    active: Mutex<Option<Arc<StepCache>>>,
+    /// Pipelines already counted (the cache's size when last looked at).
+    pipelines_seen: Arc<AtomicUsize>,
 }
 
 /// What [`Kernels`] made from one another share.
@@ -50,6 +59,8 @@ struct Shared {
     dummy: wgpu::Buffer,
     uniform_align: u64,
     max_buffer: u64,
+    counters: Arc<Counters>,
+    pipelines_seen: Arc<AtomicUsize>,
 }
 
 impl Kernels {
@@ -75,6 +86,8 @@ impl Kernels {
             dummy,
             uniform_align: u64::from(dl.min_uniform_buffer_offset_alignment.max(16)),
             max_buffer: dl.max_buffer_size,
+            counters: Arc::default(),
+            pipelines_seen: Arc::default(),
         };
         Self::build(device, limits, shared)
     }
@@ -88,6 +101,8 @@ impl Kernels {
             dummy: self.dummy.clone(),
             uniform_align: self.uniform_align,
             max_buffer: self.max_buffer,
+            counters: Arc::clone(&self.counters),
+            pipelines_seen: Arc::clone(&self.pipelines_seen),
         };
         Self::build(&self.device, limits, shared)
     }
@@ -109,9 +124,17 @@ impl Kernels {
             cache: shared.cache,
             subgroups: false,
             wg: matmul::workgroup_width(device),
+            counters: shared.counters,
+            active: Mutex::new(None),
+            pipelines_seen: shared.pipelines_seen,
         };
         k.subgroups = matmul::init(&k, matmul::wants_subgroups(device, &limits))?;
         Ok(k)
+    }
+
+    /// The adapter's largest buffer.
+    pub(crate) fn max_buffer(&self) -> u64 {
+        self.max_buffer
     }
 
     pub fn limits(&self) -> &KernelLimits {
@@ -136,6 +159,48 @@ impl Kernels {
     /// How many pipelines have been built so far (shared with `reuse_with_limits`).
     pub fn pipelines_built(&self) -> usize {
         self.cache.len()
+    }
+
+    /// Runs `f` with `cache` as the step cache: what `f` records reuses its bind groups
+    /// and packs its parameters into its uniform ring (written by
+    /// [`StepCache::before_submit`], which the caller must run before submitting), and is
+    /// counted in its counters. Without it, each call creates its own.
+    pub fn recording<R>(&self, cache: &Arc<StepCache>, f: impl FnOnce(&Self) -> R) -> R {
+        let previous = self.slot().replace(Arc::clone(cache));
+        let out = f(self);
+        *self.slot() = previous;
+        out
+    }
+
+    fn slot(&self) -> std::sync::MutexGuard<'_, Option<Arc<StepCache>>> {
+        self.active.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// The step cache recording now, if any.
+    pub(crate) fn active(&self) -> Option<Arc<StepCache>> {
+        self.slot().clone()
+    }
+
+    /// Counts of the work recorded outside [`Kernels::recording`].
+    pub fn counters(&self) -> WgpuCounters {
+        self.counters.get()
+    }
+
+    /// Bumps `counter` in the active step cache, or in this one's own counters.
+    pub(crate) fn count(&self, counter: Counter, n: u64) {
+        match self.active() {
+            Some(c) => c.count(counter, n),
+            None => self.counters.add(counter, n),
+        }
+    }
+
+    /// Counts the pipelines built since the last look.
+    pub(crate) fn count_pipelines(&self) {
+        let now = self.cache.len();
+        let before = self.pipelines_seen.swap(now, Ordering::Relaxed);
+        if now > before {
+            self.count(Counter::Pipeline, (now - before) as u64);
+        }
     }
 
     /// The storage of `dtype` on this device, or why there is none.
@@ -178,6 +243,7 @@ impl Kernels {
                 | wgpu::BufferUsages::COPY_DST,
             mapped_at_creation: false,
         });
+        self.count(Counter::ScratchBuffer, 1);
         all[slot] = Some(b.clone());
         b
     }

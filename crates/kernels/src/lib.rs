@@ -48,6 +48,7 @@
 
 #[cfg(feature = "bench")]
 pub mod bench;
+pub mod counters;
 pub mod elementwise;
 mod error;
 pub mod gpu;
@@ -61,6 +62,7 @@ pub(crate) mod pipeline;
 pub(crate) mod record;
 pub mod reduce;
 pub(crate) mod shader;
+pub mod step_cache;
 #[cfg(test)]
 mod support;
 pub mod ternary;
@@ -71,10 +73,12 @@ mod variants;
 pub mod view;
 pub mod xent;
 
+pub use counters::WgpuCounters;
 pub use error::KernelError;
 pub use gpu::{CapturedError, CapturedErrorKind, Gpu, GpuError, GpuOptions};
 pub use kernels::Kernels;
 pub use limits::KernelLimits;
 pub use matmul::{Gemm, MatmulKernel};
 pub use optim::Adam;
+pub use step_cache::StepCache;
 pub use view::{DType, Matrix, Part};

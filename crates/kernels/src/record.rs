@@ -1,15 +1,18 @@
 //! Recording planned dispatches into the caller's encoder.
 //!
-//! All uniforms of one kernel call go into one small buffer (one slice per dispatch, at
-//! the device's uniform offset alignment), so a call costs one allocation however many
-//! pieces it has. Dispatches without gathered rows share one compute pass; a dispatch
+//! Under a [`StepCache`] (how the engine records a step) each dispatch's parameters go into
+//! the cache's uniform ring and its bind group comes from the cache, so a steady step
+//! creates nothing. Without one, all uniforms of one kernel call go into one small new
+//! buffer (one slice per dispatch, at the device's uniform offset alignment). Dispatches without gathered rows share one compute pass; a dispatch
 //! with gathered rows is wrapped in copy-in / pass / copy-out, in encoder order, which is
 //! what makes reusing the scratch buffers safe.
 
 use wgpu::util::DeviceExt;
 
+use crate::counters::Counter;
 use crate::kernels::Kernels;
 use crate::pieces::Bind;
+use crate::step_cache::{StepCache, create_bind_group};
 
 /// One compute dispatch: `storage[i]` is bound at binding `i`, the uniform right after.
 pub(crate) struct Dispatch<'a> {
@@ -39,34 +42,28 @@ pub(crate) fn grid(total: u64, max: u32) -> [u32; 3] {
     [x as u32, y as u32, 1]
 }
 
+/// Where one dispatch's parameters live: a buffer and the offset of its slice.
+type Uniform = (wgpu::Buffer, u64);
+
 pub(crate) fn record(k: &Kernels, encoder: &mut wgpu::CommandEncoder, dispatches: &[Dispatch<'_>]) {
+    k.count_pipelines();
     if dispatches.is_empty() {
         return;
     }
-    let align = k.uniform_align;
-    let len = dispatches
-        .iter()
-        .map(|d| d.params.len())
-        .max()
-        .unwrap_or(16) as u64;
-    let stride = len.div_ceil(align) * align;
-    let mut bytes = vec![0u8; (stride * dispatches.len() as u64) as usize];
-    for (i, d) in dispatches.iter().enumerate() {
-        let at = i * stride as usize;
-        bytes[at..at + d.params.len()].copy_from_slice(&d.params);
-    }
-    let uniforms = k
-        .device
-        .create_buffer_init(&wgpu::util::BufferInitDescriptor {
-            label: Some("gpumem-kernels params"),
-            contents: &bytes,
-            usage: wgpu::BufferUsages::UNIFORM,
-        });
-
+    let active = k.active();
+    let uniforms = match &active {
+        Some(cache) => dispatches
+            .iter()
+            .map(|d| cache.uniforms(&k.device, k.uniform_align, k.max_buffer(), &d.params))
+            .collect(),
+        None => own_uniforms(k, dispatches),
+    };
+    k.count(Counter::Dispatch, dispatches.len() as u64);
+    let cache = active.as_deref();
     let mut i = 0;
     while i < dispatches.len() {
         if dispatches[i].gathers() {
-            record_gathered(k, encoder, &dispatches[i], &uniforms, i as u64 * stride);
+            record_gathered(k, cache, encoder, &dispatches[i], &uniforms[i]);
             i += 1;
             continue;
         }
@@ -75,7 +72,7 @@ pub(crate) fn record(k: &Kernels, encoder: &mut wgpu::CommandEncoder, dispatches
             j += 1;
         }
         let groups: Vec<wgpu::BindGroup> = (i..j)
-            .map(|n| bind_group(k, &dispatches[n], &[], &uniforms, n as u64 * stride))
+            .map(|n| bind_group(k, cache, &dispatches[n], &[], &uniforms[n]))
             .collect();
         let mut pass = encoder.begin_compute_pass(&wgpu::ComputePassDescriptor {
             label: Some("gpumem-kernels"),
@@ -91,12 +88,40 @@ pub(crate) fn record(k: &Kernels, encoder: &mut wgpu::CommandEncoder, dispatches
     }
 }
 
+/// Without a step cache: all uniforms of the call in one new buffer, one slice per
+/// dispatch at the device's uniform offset alignment.
+fn own_uniforms(k: &Kernels, dispatches: &[Dispatch<'_>]) -> Vec<Uniform> {
+    let align = k.uniform_align;
+    let len = dispatches
+        .iter()
+        .map(|d| d.params.len())
+        .max()
+        .unwrap_or(16) as u64;
+    let stride = len.div_ceil(align) * align;
+    let mut bytes = vec![0u8; (stride * dispatches.len() as u64) as usize];
+    for (i, d) in dispatches.iter().enumerate() {
+        let at = i * stride as usize;
+        bytes[at..at + d.params.len()].copy_from_slice(&d.params);
+    }
+    let buffer = k
+        .device
+        .create_buffer_init(&wgpu::util::BufferInitDescriptor {
+            label: Some("gpumem-kernels params"),
+            contents: &bytes,
+            usage: wgpu::BufferUsages::UNIFORM,
+        });
+    k.count(Counter::UniformBuffer, 1);
+    (0..dispatches.len() as u64)
+        .map(|i| (buffer.clone(), i * stride))
+        .collect()
+}
+
 fn record_gathered(
     k: &Kernels,
+    cache: Option<&StepCache>,
     encoder: &mut wgpu::CommandEncoder,
     d: &Dispatch<'_>,
-    uniforms: &wgpu::Buffer,
-    offset: u64,
+    uniform: &Uniform,
 ) {
     // One scratch buffer per binding slot, so several gathered operands never collide.
     let scratch: Vec<Option<wgpu::Buffer>> = d
@@ -116,7 +141,7 @@ fn record_gathered(
             Bind::Direct { .. } => None,
         })
         .collect();
-    let group = bind_group(k, d, &scratch, uniforms, offset);
+    let group = bind_group(k, cache, d, &scratch, uniform);
     {
         let mut pass = encoder.begin_compute_pass(&wgpu::ComputePassDescriptor {
             label: Some("gpumem-kernels gathered"),
@@ -141,50 +166,35 @@ fn record_gathered(
 
 fn bind_group(
     k: &Kernels,
+    cache: Option<&StepCache>,
     d: &Dispatch<'_>,
     scratch: &[Option<wgpu::Buffer>],
-    uniforms: &wgpu::Buffer,
-    offset: u64,
+    uniform: &Uniform,
 ) -> wgpu::BindGroup {
-    let mut entries: Vec<wgpu::BindGroupEntry<'_>> = d
+    let mut entries: Vec<(&wgpu::Buffer, u64, u64)> = d
         .storage
         .iter()
         .enumerate()
-        .map(|(i, b)| {
-            let (buffer, offset, size) = match b {
-                Bind::Direct {
-                    buffer,
-                    offset,
-                    size,
-                    ..
-                } => (*buffer, *offset, *size),
-                Bind::Gather { size, .. } => match scratch.get(i) {
-                    Some(Some(s)) => (s, 0, *size),
-                    // Never planned: gathers are recorded through `record_gathered`.
-                    _ => (&k.dummy, 0, 16),
-                },
-            };
-            wgpu::BindGroupEntry {
-                binding: i as u32,
-                resource: wgpu::BindingResource::Buffer(wgpu::BufferBinding {
-                    buffer,
-                    offset,
-                    size: wgpu::BufferSize::new(size),
-                }),
-            }
+        .map(|(i, b)| match b {
+            Bind::Direct {
+                buffer,
+                offset,
+                size,
+                ..
+            } => (*buffer, *offset, *size),
+            Bind::Gather { size, .. } => match scratch.get(i) {
+                Some(Some(s)) => (s, 0, *size),
+                // Never planned: gathers are recorded through `record_gathered`.
+                _ => (&k.dummy, 0, 16),
+            },
         })
         .collect();
-    entries.push(wgpu::BindGroupEntry {
-        binding: d.storage.len() as u32,
-        resource: wgpu::BindingResource::Buffer(wgpu::BufferBinding {
-            buffer: uniforms,
-            offset,
-            size: wgpu::BufferSize::new(d.params.len() as u64),
-        }),
-    });
-    k.device.create_bind_group(&wgpu::BindGroupDescriptor {
-        label: None,
-        layout: d.layout,
-        entries: &entries,
-    })
+    entries.push((&uniform.0, uniform.1, d.params.len() as u64));
+    match cache {
+        Some(c) => c.bind_group(&k.device, d.layout, &entries),
+        None => {
+            k.count(Counter::BindGroup, 1);
+            create_bind_group(&k.device, d.layout, &entries)
+        }
+    }
 }

@@ -3,11 +3,13 @@
 
 use crate::alloc::{SegmentStore, StoreError};
 use crate::error::Error;
+use gpumem_kernels::counters::Counter;
 use gpumem_kernels::gpu::Gpu;
-use gpumem_kernels::{KernelLimits, Kernels};
+use gpumem_kernels::{KernelLimits, Kernels, StepCache, WgpuCounters};
 use std::cell::{OnceCell, RefCell};
 use std::collections::HashMap;
 use std::rc::Rc;
+use std::sync::Arc;
 
 /// The buffers of one segment, in address order; every buffer but the last holds exactly
 /// `piece` bytes.
@@ -29,6 +31,11 @@ pub struct BufferStore {
     /// Commands recorded since the last submission: a step's kernels go here and are
     /// submitted together when data next crosses to or from the host.
     pending: RefCell<Option<wgpu::CommandEncoder>>,
+    /// This store's bind groups, uniform ring and counters (never shared: its bind groups
+    /// hold this store's buffers).
+    step: Arc<StepCache>,
+    /// The buffer read-backs copy into, grown as needed and kept between steps.
+    staging: RefCell<Option<wgpu::Buffer>>,
     /// Bytes per buffer: the adapter's `max_buffer_size`, rounded down to the allocator's
     /// 512-byte granularity so no block starts mid-element.
     piece: u64,
@@ -58,6 +65,8 @@ impl BufferStore {
             segments: HashMap::new(),
             kernels: Rc::new(OnceCell::new()),
             pending: RefCell::new(None),
+            step: Arc::default(),
+            staging: RefCell::new(None),
             piece,
         }
     }
@@ -70,6 +79,8 @@ impl BufferStore {
             segments: HashMap::new(),
             kernels: Rc::clone(&self.kernels),
             pending: RefCell::new(None),
+            step: Arc::default(),
+            staging: RefCell::new(None),
             piece: self.piece,
         }
     }
@@ -98,6 +109,42 @@ impl BufferStore {
         Ok(self.kernels.get_or_init(|| k))
     }
 
+    /// This store's step cache (bind groups, uniform ring, counters).
+    pub(crate) fn step_cache(&self) -> &Arc<StepCache> {
+        &self.step
+    }
+
+    /// What this store's steps have submitted, dispatched and created so far.
+    pub fn counters(&self) -> WgpuCounters {
+        self.step.counters()
+    }
+
+    /// Bind groups cached now.
+    pub fn cached_bind_groups(&self) -> usize {
+        self.step.len()
+    }
+
+    pub(crate) fn count(&self, counter: Counter, n: u64) {
+        self.step.count(counter, n);
+    }
+
+    /// The read-back buffer, at least `size` bytes: made (or grown) only when too small.
+    pub(crate) fn staging(&self, size: u64) -> wgpu::Buffer {
+        let mut slot = self.staging.borrow_mut();
+        if let Some(b) = slot.as_ref().filter(|b| b.size() >= size) {
+            return b.clone();
+        }
+        let b = self.gpu.device.create_buffer(&wgpu::BufferDescriptor {
+            label: Some("gpumem read-back"),
+            size: size.next_power_of_two().max(256),
+            usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
+            mapped_at_creation: false,
+        });
+        self.count(Counter::StagingBuffer, 1);
+        *slot = Some(b.clone());
+        b
+    }
+
     /// Records commands into the pending encoder.
     pub(crate) fn record(
         &self,
@@ -118,7 +165,9 @@ impl BufferStore {
     /// far — a lost device, or a failure inside the driver — as an error value.
     pub(crate) fn flush(&self) -> Result<(), Error> {
         if let Some(encoder) = self.pending.borrow_mut().take() {
+            self.step.before_submit(&self.gpu.queue);
             self.gpu.queue.submit([encoder.finish()]);
+            self.count(Counter::Submit, 1);
         }
         self.check()
     }
@@ -192,8 +241,13 @@ impl SegmentStore for BufferStore {
     }
 
     fn release_segment(&mut self, id: u64) {
-        // Dropping a buffer frees it once the GPU has finished any work that uses it.
-        self.segments.remove(&id);
+        // Dropping a buffer frees it once the GPU has finished any work that uses it; the
+        // bind groups that bind it go first, so none keeps it alive.
+        if let Some(seg) = self.segments.remove(&id) {
+            for b in seg.buffers.iter().flatten() {
+                self.step.forget(b);
+            }
+        }
     }
 
     /// An expandable segment's pages are buffers of one page each (or equal parts of a
@@ -229,10 +283,31 @@ impl SegmentStore for BufferStore {
         let (first, end) = (offset / seg.piece, (offset + bytes).div_ceil(seg.piece));
         let end = (end as usize).min(seg.buffers.len());
         for slot in seg.buffers.iter_mut().take(end).skip(first as usize) {
-            *slot = None;
+            if let Some(b) = slot.take() {
+                self.step.forget(&b);
+            }
         }
         while seg.buffers.last().is_some_and(Option::is_none) {
             seg.buffers.pop();
+        }
+    }
+}
+
+impl crate::Device {
+    /// What the wgpu backing submitted, dispatched and created so far (`None` on the other
+    /// backings): subtract two snapshots for one step's work.
+    pub fn wgpu_counters(&self) -> Option<WgpuCounters> {
+        match self.borrow().alloc.store() {
+            crate::device::Backing::Wgpu(store) => Some(store.counters()),
+            _ => None,
+        }
+    }
+
+    /// Bind groups the wgpu backing holds now (`None` on the other backings).
+    pub fn wgpu_cached_bind_groups(&self) -> Option<usize> {
+        match self.borrow().alloc.store() {
+            crate::device::Backing::Wgpu(store) => Some(store.cached_bind_groups()),
+            _ => None,
         }
     }
 }

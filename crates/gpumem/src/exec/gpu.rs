@@ -1,7 +1,8 @@
 //! The `wgpu` backing's kernels: each operation resolves its tensors to views of the
 //! segment buffers and records WGSL dispatches (gpumem-kernels) into the step's one pending
 //! command encoder. Nothing is submitted until data must cross to or from the host, so a
-//! training step is one submission and one wait (reading its loss).
+//! training step is one submission and one wait (reading its loss). Dispatches are recorded
+//! under the store's step cache, so a steady step creates no bind group and no buffer.
 //!
 //! Every dtype the engine stores runs here: float16 (mixed precision's activations and
 //! their gradients; native with `SHADER_F16`, packed two per `u32` without), float32, and
@@ -69,7 +70,12 @@ fn with<const N: usize>(
         .collect::<Result<_, _>>()?;
     let views: [Matrix<'_>; N] = std::array::from_fn(|i| matrix(tensors[i], &all[i]));
     let kernels = store.kernels()?;
-    store.record(|encoder| record(kernels, encoder, views).map_err(kernel_error))
+    // Under the store's step cache: bind groups and uniforms reused from step to step.
+    store.record(|encoder| {
+        kernels
+            .recording(store.step_cache(), |k| record(k, encoder, views))
+            .map_err(kernel_error)
+    })
 }
 
 pub fn matmul(

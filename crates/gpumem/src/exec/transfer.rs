@@ -2,6 +2,7 @@
 
 use crate::device::BufferStore;
 use crate::error::Error;
+use gpumem_kernels::counters::Counter;
 
 /// One contiguous run of a tensor's bytes inside one wgpu buffer.
 pub(crate) struct PartRef<'a> {
@@ -58,29 +59,29 @@ pub(crate) fn read_back<T: bytemuck::Pod>(
     offset: u64,
     len: u64,
 ) -> Result<Vec<T>, Error> {
-    store.flush()?;
     let gpu = &store.gpu;
     // Copies move whole 4-byte words; the block is 512-byte rounded, so reading up to the
     // next word stays inside it.
     let padded = len.next_multiple_of(wgpu::COPY_BUFFER_ALIGNMENT);
-    let staging = gpu.device.create_buffer(&wgpu::BufferDescriptor {
-        label: Some("gpumem read-back"),
-        size: padded.max(4),
-        usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
-        mapped_at_creation: false,
-    });
-    let mut encoder = gpu.device.create_command_encoder(&Default::default());
-    for part in parts(store, segment, offset, padded)? {
-        encoder.copy_buffer_to_buffer(
-            part.buffer,
-            part.offset,
-            &staging,
-            part.start - offset,
-            part.len,
-        );
-    }
-    gpu.queue.submit([encoder.finish()]);
-    let slice = staging.slice(..);
+    let staging = store.staging(padded.max(4));
+    // The copy joins the pending commands: the step and its read-back are one submission.
+    let runs = parts(store, segment, offset, padded)?;
+    store.record(|encoder| {
+        for part in runs {
+            encoder.copy_buffer_to_buffer(
+                part.buffer,
+                part.offset,
+                &staging,
+                part.start - offset,
+                part.len,
+            );
+        }
+        Ok(())
+    })?;
+    let started = std::time::Instant::now();
+    store.flush()?;
+    store.count(Counter::ReadBack, 1);
+    let slice = staging.slice(..padded.max(4));
     let (tx, rx) = std::sync::mpsc::channel();
     slice.map_async(wgpu::MapMode::Read, move |r| {
         let _ = tx.send(r);
@@ -90,6 +91,7 @@ pub(crate) fn read_back<T: bytemuck::Pod>(
     rx.recv()
         .map_err(|e| Error::Device(format!("read-back never completed: {e}")))?
         .map_err(|e| Error::Device(format!("mapping the read-back buffer: {e}")))?;
+    store.count(Counter::WaitNs, started.elapsed().as_nanos() as u64);
     let view = slice
         .get_mapped_range()
         .map_err(|e| Error::Device(format!("mapping the read-back buffer: {e}")))?;
@@ -125,6 +127,7 @@ pub(crate) fn write(
             part.offset,
             &data[start..start + part.len as usize],
         );
+        store.count(Counter::BufferWrite, 1);
     }
     Ok(())
 }

@@ -1,0 +1,112 @@
+//! `cargo bench -p gpumem --bench wgpu_step`: the wgpu backing's training step on the
+//! lesson network (2 → 2000 → 2), SGD and Adam: median ms/step, samples/s, and what one
+//! steady step submits, dispatches and creates (the backing's counters, one step after
+//! warm-up). "device share" is the time from the step's submission to its loss arriving,
+//! over the whole step: the part that is the device running the kernels (lavapipe runs
+//! them on the CPU at submission; its Vulkan device offers no timestamp queries here).
+//!
+//! A timed run is a fixed number of steps, each ending with the loss read back (the
+//! training loop asks for it), so the queue is drained inside the timing.
+
+use gpumem::data::Dataset;
+use gpumem::mlp::{Batch, Mlp, MlpConfig, Optimizer};
+use gpumem::testing;
+use gpumem::{Device, MemorySpec};
+use gpumem_kernels::WgpuCounters;
+use std::time::Instant;
+
+const RUNS: usize = 5;
+const WARM_UP: usize = 8;
+const WIDTH: u64 = 2000;
+
+/// One row: median ms/step and the counters of one steady step (with the whole steps'
+/// time in those steps, for the device share).
+struct Row {
+    ms: f64,
+    step: WgpuCounters,
+    share: f64,
+}
+
+fn measure(
+    device: &Device,
+    config: &MlpConfig,
+    batch: u64,
+    steps: usize,
+) -> Result<Row, gpumem::Error> {
+    let data = Dataset::generate(batch, 1).train;
+    let mut mlp = Mlp::new(device, config, 1)?;
+    // Warm-up: pipelines, first segments, and the allocator's free lists settling (until
+    // then a step's blocks move, and so do its bind groups).
+    for _ in 0..WARM_UP {
+        mlp.train_step(Batch::Data(&data))?;
+    }
+    let counters = || device.wgpu_counters().unwrap_or_default();
+    let before = counters();
+    mlp.train_step(Batch::Data(&data))?;
+    let step = counters() - before;
+    let mut times = Vec::with_capacity(RUNS);
+    let mut shares = Vec::with_capacity(RUNS);
+    for _ in 0..RUNS {
+        let c0 = counters();
+        let start = Instant::now();
+        for _ in 0..steps {
+            mlp.train_step(Batch::Data(&data))?;
+        }
+        let elapsed = start.elapsed();
+        times.push(elapsed.as_secs_f64() * 1e3 / steps as f64);
+        shares.push((counters() - c0).wait_ns as f64 / elapsed.as_nanos() as f64);
+    }
+    times.sort_by(f64::total_cmp);
+    shares.sort_by(f64::total_cmp);
+    Ok(Row {
+        ms: times[RUNS / 2],
+        step,
+        share: shares[RUNS / 2],
+    })
+}
+
+fn main() {
+    let Some(gpu) = testing::gpu() else {
+        println!("(no wgpu adapter: nothing to measure)");
+        return;
+    };
+    let card = MemorySpec::Bytes(8 << 30);
+    println!(
+        "wgpu training step, lesson network 2 → {WIDTH} → 2, adapter {}",
+        gpu.gpu().info().name
+    );
+    println!();
+    println!(
+        "| batch | optimizer | ms/step (median) | samples/s | submits | dispatches | bind groups | pipelines | buffers created | buffer writes | read-backs | device share |"
+    );
+    println!("|---|---|---|---|---|---|---|---|---|---|---|---|");
+    for batch in [32u64, 4096] {
+        let steps = if batch == 32 { 100 } else { 5 };
+        for (name, optimizer) in [("SGD", None), ("Adam", Some(Optimizer::adam(1e-3)))] {
+            let config = MlpConfig::lesson(WIDTH);
+            let config = match optimizer {
+                Some(o) => config.with_optimizer(o),
+                None => config,
+            };
+            match measure(&gpu.device(card), &config, batch, steps) {
+                Ok(r) => {
+                    let c = r.step;
+                    println!(
+                        "| {batch} | {name} | {:.3} | {:.0} | {} | {} | {} | {} | {} | {} | {} | {:.0} % |",
+                        r.ms,
+                        batch as f64 * 1e3 / r.ms,
+                        c.submits,
+                        c.dispatches,
+                        c.bind_groups,
+                        c.pipelines,
+                        c.buffers_created(),
+                        c.buffer_writes,
+                        c.read_backs,
+                        r.share * 100.0
+                    )
+                }
+                Err(e) => println!("| {batch} | {name} | error: {e} | | | | | | | | | |"),
+            }
+        }
+    }
+}

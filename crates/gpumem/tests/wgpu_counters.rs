@@ -1,0 +1,86 @@
+//! The wgpu backing's per-step work, from its counters: a steady training step is one
+//! submission that creates no pipeline, bind group or buffer, and the bind group cache
+//! lets go of a segment's buffers when the allocator releases it.
+
+use gpumem::MemorySpec;
+use gpumem::data::Dataset;
+use gpumem::mlp::{Batch, Mlp, MlpConfig, Optimizer};
+use gpumem::testing::gpu;
+
+const CARD: MemorySpec = MemorySpec::Bytes(1 << 30);
+
+fn configs() -> [(&'static str, MlpConfig); 2] {
+    [
+        ("SGD", MlpConfig::lesson(200)),
+        (
+            "Adam",
+            MlpConfig::lesson(200).with_optimizer(Optimizer::adam(1e-3)),
+        ),
+    ]
+}
+
+/// Steps after which the caching allocator hands out the same blocks every step (its free
+/// lists settle over the first few), so every bind group is a cache hit.
+const SETTLE: usize = 6;
+
+#[test]
+fn steady_steps_submit_once_and_create_nothing() {
+    let Some(gpu) = gpu() else { return };
+    let data = Dataset::generate(32, 5).train;
+    for (name, config) in configs() {
+        let device = gpu.device(CARD);
+        let mut mlp = Mlp::new(&device, &config, 1).unwrap();
+        let mut last = device.wgpu_counters().unwrap();
+        for step in 1..=SETTLE + 3 {
+            let result = mlp.train_step(Batch::Data(&data)).unwrap();
+            assert!(result.loss.is_some_and(f32::is_finite), "{name}: loss");
+            let now = device.wgpu_counters().unwrap();
+            let c = now - last;
+            last = now;
+            if step == 1 {
+                assert!(
+                    c.bind_groups > 0 && c.pipelines > 0,
+                    "{name}: first step {c:?}"
+                );
+                continue;
+            }
+            // Every step: one submission (its kernels and the loss's copy), one wait.
+            assert_eq!(c.submits, 1, "{name} step {step}: submissions {c:?}");
+            assert_eq!(c.read_backs, 1, "{name} step {step}: read-backs {c:?}");
+            assert_eq!(c.pipelines, 0, "{name} step {step}: pipelines {c:?}");
+            assert_eq!(c.buffers_created(), 0, "{name} step {step}: buffers {c:?}");
+            assert!(c.dispatches > 0, "{name} step {step}: dispatches {c:?}");
+            // x, y and the step's parameters: three writes.
+            assert_eq!(c.buffer_writes, 3, "{name} step {step}: writes {c:?}");
+            if step > SETTLE {
+                assert_eq!(c.bind_groups, 0, "{name} step {step}: bind groups {c:?}");
+            }
+        }
+    }
+}
+
+#[test]
+fn cached_bind_groups_do_not_outlive_their_segments() {
+    let Some(gpu) = gpu() else { return };
+    let data = Dataset::generate(32, 5).train;
+    for (name, config) in configs() {
+        let device = gpu.device(CARD);
+        let mut mlp = Mlp::new(&device, &config, 1).unwrap();
+        for _ in 0..3 {
+            mlp.train_step(Batch::Data(&data)).unwrap();
+        }
+        assert!(device.wgpu_cached_bind_groups().unwrap() > 0, "{name}");
+        drop(mlp);
+        device.empty_cache();
+        assert_eq!(
+            device.memory_reserved(),
+            0,
+            "{name}: every segment released"
+        );
+        assert_eq!(
+            device.wgpu_cached_bind_groups(),
+            Some(0),
+            "{name}: cache entries outlived their segments"
+        );
+    }
+}
