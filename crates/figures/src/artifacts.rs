@@ -242,6 +242,11 @@ pub const ARTIFACTS: &[Artifact] = &[
         render: pages::oom_message::oom_fields,
     },
     Artifact {
+        path: "generated/other_framework_message.md",
+        about: "table: the field report's out-of-memory message from another framework, its bytes in PyTorch's units",
+        render: pages::other_framework::other_framework_message,
+    },
+    Artifact {
         path: "generated/oom_outside.md",
         about: "paragraph: memory outside the allocator derived from the lesson's message, and what the run's figures match and cannot explain",
         render: pages::oom_message::outside_allocator,

@@ -13,6 +13,7 @@ pub mod memory_equation;
 pub mod monitoring;
 pub mod networks;
 pub mod oom_message;
+pub mod other_framework;
 
 use crate::data::{self, LESSON_WIDTH, LargestBatch, measure};
 use anyhow::{Result, anyhow};
