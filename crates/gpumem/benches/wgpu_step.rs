@@ -1,9 +1,10 @@
 //! `cargo bench -p gpumem --bench wgpu_step`: the wgpu backing's training step on the
 //! lesson network (2 → 2000 → 2), SGD and Adam: median ms/step, samples/s, and what one
 //! steady step submits, dispatches and creates (the backing's counters, one step after
-//! warm-up). "device share" is the time from the step's submission to its loss arriving,
-//! over the whole step: the part that is the device running the kernels (lavapipe runs
-//! them on the CPU at submission; its Vulkan device offers no timestamp queries here).
+//! warm-up). "submit share" is the time spent in `queue.submit`, "device share" the time
+//! from there to the loss arriving, each over the whole step: the latter is the device
+//! running the step's commands (lavapipe runs them on the CPU), since the engine opens the
+//! device without `TIMESTAMP_QUERY`.
 //!
 //! A timed run is a fixed number of steps, each ending with the loss read back (the
 //! training loop asks for it), so the queue is drained inside the timing.
@@ -25,6 +26,7 @@ struct Row {
     ms: f64,
     step: WgpuCounters,
     share: f64,
+    submit_share: f64,
 }
 
 fn measure(
@@ -46,6 +48,7 @@ fn measure(
     let step = counters() - before;
     let mut times = Vec::with_capacity(RUNS);
     let mut shares = Vec::with_capacity(RUNS);
+    let mut submit_shares = Vec::with_capacity(RUNS);
     for _ in 0..RUNS {
         let c0 = counters();
         let start = Instant::now();
@@ -54,14 +57,18 @@ fn measure(
         }
         let elapsed = start.elapsed();
         times.push(elapsed.as_secs_f64() * 1e3 / steps as f64);
-        shares.push((counters() - c0).wait_ns as f64 / elapsed.as_nanos() as f64);
+        let c = counters() - c0;
+        shares.push(c.wait_ns as f64 / elapsed.as_nanos() as f64);
+        submit_shares.push(c.submit_ns as f64 / elapsed.as_nanos() as f64);
     }
     times.sort_by(f64::total_cmp);
     shares.sort_by(f64::total_cmp);
+    submit_shares.sort_by(f64::total_cmp);
     Ok(Row {
         ms: times[RUNS / 2],
         step,
         share: shares[RUNS / 2],
+        submit_share: submit_shares[RUNS / 2],
     })
 }
 
@@ -75,11 +82,15 @@ fn main() {
         "wgpu training step, lesson network 2 → {WIDTH} → 2, adapter {}",
         gpu.gpu().info().name
     );
+    println!(
+        "adapter offers TIMESTAMP_QUERY: {} (the engine does not request it)",
+        timestamps(&gpu.gpu().info().name)
+    );
     println!();
     println!(
-        "| batch | optimizer | ms/step (median) | samples/s | submits | dispatches | bind groups | pipelines | buffers created | buffer writes | read-backs | device share |"
+        "| batch | optimizer | ms/step (median) | samples/s | submits | dispatches | bind groups | pipelines | buffers created | buffer writes | read-backs | submit share | device share |"
     );
-    println!("|---|---|---|---|---|---|---|---|---|---|---|---|");
+    println!("|---|---|---|---|---|---|---|---|---|---|---|---|---|");
     for batch in [32u64, 4096] {
         let steps = if batch == 32 { 100 } else { 5 };
         for (name, optimizer) in [("SGD", None), ("Adam", Some(Optimizer::adam(1e-3)))] {
@@ -92,7 +103,7 @@ fn main() {
                 Ok(r) => {
                     let c = r.step;
                     println!(
-                        "| {batch} | {name} | {:.3} | {:.0} | {} | {} | {} | {} | {} | {} | {} | {:.0} % |",
+                        "| {batch} | {name} | {:.3} | {:.0} | {} | {} | {} | {} | {} | {} | {} | {:.0} % | {:.0} % |",
                         r.ms,
                         batch as f64 * 1e3 / r.ms,
                         c.submits,
@@ -102,11 +113,22 @@ fn main() {
                         c.buffers_created(),
                         c.buffer_writes,
                         c.read_backs,
+                        r.submit_share * 100.0,
                         r.share * 100.0
                     )
                 }
-                Err(e) => println!("| {batch} | {name} | error: {e} | | | | | | | | | |"),
+                Err(e) => println!("| {batch} | {name} | error: {e} | | | | | | | | | | |"),
             }
         }
     }
+}
+
+/// Whether the adapter named `name` offers timestamp queries.
+fn timestamps(name: &str) -> bool {
+    let instance =
+        wgpu::Instance::new(wgpu::InstanceDescriptor::new_without_display_handle_from_env());
+    pollster::block_on(instance.enumerate_adapters(wgpu::Backends::all()))
+        .iter()
+        .filter(|a| a.get_info().name == name)
+        .any(|a| a.features().contains(wgpu::Features::TIMESTAMP_QUERY))
 }

@@ -22,8 +22,11 @@ pub struct WgpuCounters {
     pub buffer_writes: u64,
     /// Waits for data copied back to the host.
     pub read_backs: u64,
-    /// Nanoseconds from a read-back's submission to its data's arrival: the device's time
-    /// for the commands submitted with it (lavapipe runs them on the CPU meanwhile).
+    /// Nanoseconds spent in `queue.submit` for read-backs (wgpu's own work: validation,
+    /// barriers; and whatever the driver does inside its submit).
+    pub submit_ns: u64,
+    /// Nanoseconds from a read-back's submission returning to its data's arrival: the
+    /// device's time for the commands submitted with it (lavapipe runs them on the CPU).
     pub wait_ns: u64,
 }
 
@@ -47,6 +50,7 @@ impl std::ops::Sub for WgpuCounters {
             scratch_buffers: self.scratch_buffers.saturating_sub(o.scratch_buffers),
             buffer_writes: self.buffer_writes.saturating_sub(o.buffer_writes),
             read_backs: self.read_backs.saturating_sub(o.read_backs),
+            submit_ns: self.submit_ns.saturating_sub(o.submit_ns),
             wait_ns: self.wait_ns.saturating_sub(o.wait_ns),
         }
     }
@@ -64,13 +68,14 @@ pub enum Counter {
     ScratchBuffer,
     BufferWrite,
     ReadBack,
+    SubmitNs,
     WaitNs,
 }
 
 /// The live counters (atomic: [`crate::Kernels`] is shared across threads in tests).
 #[derive(Debug, Default)]
 pub struct Counters {
-    cells: [AtomicU64; 10],
+    cells: [AtomicU64; 11],
 }
 
 impl Counters {
@@ -90,6 +95,7 @@ impl Counters {
             scratch_buffers: c(Counter::ScratchBuffer),
             buffer_writes: c(Counter::BufferWrite),
             read_backs: c(Counter::ReadBack),
+            submit_ns: c(Counter::SubmitNs),
             wait_ns: c(Counter::WaitNs),
         }
     }

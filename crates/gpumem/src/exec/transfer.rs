@@ -80,6 +80,8 @@ pub(crate) fn read_back<T: bytemuck::Pod>(
     })?;
     let started = std::time::Instant::now();
     store.flush()?;
+    let submitted = std::time::Instant::now();
+    store.count(Counter::SubmitNs, (submitted - started).as_nanos() as u64);
     store.count(Counter::ReadBack, 1);
     let slice = staging.slice(..padded.max(4));
     let (tx, rx) = std::sync::mpsc::channel();
@@ -91,7 +93,7 @@ pub(crate) fn read_back<T: bytemuck::Pod>(
     rx.recv()
         .map_err(|e| Error::Device(format!("read-back never completed: {e}")))?
         .map_err(|e| Error::Device(format!("mapping the read-back buffer: {e}")))?;
-    store.count(Counter::WaitNs, started.elapsed().as_nanos() as u64);
+    store.count(Counter::WaitNs, submitted.elapsed().as_nanos() as u64);
     let view = slice
         .get_mapped_range()
         .map_err(|e| Error::Device(format!("mapping the read-back buffer: {e}")))?;
