@@ -91,7 +91,7 @@ fn main() {
         "| batch | optimizer | ms/step (median) | samples/s | submits | dispatches | bind groups | pipelines | buffers created | buffer writes | read-backs | submit share | device share |"
     );
     println!("|---|---|---|---|---|---|---|---|---|---|---|---|---|");
-    for batch in [32u64, 4096] {
+    for batch in batches() {
         let steps = if batch == 32 { 100 } else { 5 };
         for (name, optimizer) in [("SGD", None), ("Adam", Some(Optimizer::adam(1e-3)))] {
             let config = MlpConfig::lesson(WIDTH);
@@ -131,4 +131,13 @@ fn timestamps(name: &str) -> bool {
         .iter()
         .filter(|a| a.get_info().name == name)
         .any(|a| a.features().contains(wgpu::Features::TIMESTAMP_QUERY))
+}
+
+/// The batches to run: `GPUMEM_BENCH_BATCHES` (comma-separated, e.g. `32` to profile one),
+/// else 32 and 4096.
+fn batches() -> Vec<u64> {
+    std::env::var("GPUMEM_BENCH_BATCHES")
+        .ok()
+        .and_then(|v| v.split(',').map(|b| b.trim().parse().ok()).collect())
+        .unwrap_or_else(|| vec![32, 4096])
 }
