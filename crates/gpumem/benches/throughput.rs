@@ -64,104 +64,129 @@ fn throughput(
     Ok((rates[RUNS / 2], load.other_cores()))
 }
 
-/// PyTorch's medians by (optimizer, batch), from `reference/pytorch/throughput.py` run by
-/// the interpreter `python`; the error says what went wrong.
-fn torch_rates(python: &str) -> Result<(String, Vec<(String, u64, f64)>), String> {
+/// CPU seconds of this process's finished children (`/proc/self/stat`'s cutime + cstime).
+fn children_cpu_s() -> Option<f64> {
+    let s = std::fs::read_to_string("/proc/self/stat").ok()?;
+    let f: Vec<&str> = s.rsplit(')').next()?.split_whitespace().collect();
+    let ticks = |i: usize| f.get(i)?.parse::<f64>().ok();
+    Some((ticks(13)? + ticks(14)?) / 100.0)
+}
+
+/// PyTorch's median samples/s at one optimizer and batch, from
+/// `reference/pytorch/throughput.py` run by the interpreter `python`, with its version and the
+/// cores other processes kept busy meanwhile; the error says what went wrong.
+fn torch_rate(python: &str, optimizer: &str, batch: u64, steps: usize) -> Result<Torch, String> {
     let script = concat!(
         env!("CARGO_MANIFEST_DIR"),
         "/../../reference/pytorch/throughput.py"
     );
-    let batches: Vec<String> = BATCHES.iter().map(|(b, s)| format!("{b}:{s}")).collect();
+    let (load, children) = (Load::start(), children_cpu_s());
+    let start = Instant::now();
     let out = std::process::Command::new(python)
         .arg(script)
         .args(["--width", &WIDTH.to_string()])
-        .args(["--optimizers", "sgd,adam"])
-        .args(["--batches", &batches.join(",")])
+        .args(["--optimizers", optimizer])
+        .args(["--batches", &format!("{batch}:{steps}")])
         .args(["--runs", &RUNS.to_string()])
         .args(["--threads", &TORCH_THREADS.to_string()])
         .output()
         .map_err(|e| format!("cannot run {python}: {e}"))?;
+    let (wall, other) = (start.elapsed().as_secs_f64(), load.other_cores());
     if !out.status.success() {
         let err = String::from_utf8_lossy(&out.stderr);
         return Err(format!("{python} {script} failed: {}", err.trim()));
     }
+    // `Load` counts our child as another process: take its CPU time back out.
+    let child = match (children, children_cpu_s()) {
+        (Some(a), Some(b)) if wall > 0.0 => (b - a) / wall,
+        _ => f64::NAN,
+    };
     let json: serde_json::Value = serde_json::from_slice(&out.stdout)
         .map_err(|e| format!("the script's output is not JSON: {e}"))?;
-    let version = json["torch"].as_str().unwrap_or("?").to_string();
-    let rows = json["rows"]
-        .as_array()
-        .ok_or("the script's JSON has no rows")?
-        .iter()
-        .filter_map(|r| {
-            Some((
-                r["optimizer"].as_str()?.to_string(),
-                r["batch"].as_u64()?,
-                r["samples_per_s"].as_f64()?,
-            ))
-        })
-        .collect();
-    Ok((version, rows))
+    let rate = json["rows"][0]["samples_per_s"]
+        .as_f64()
+        .ok_or("the script's JSON has no samples_per_s")?;
+    Ok(Torch {
+        version: json["torch"].as_str().unwrap_or("?").to_string(),
+        rate,
+        other: (other - child).max(0.0),
+    })
 }
 
-/// One row of the training table per backing, optimizer and batch: our rows first, then
-/// PyTorch's run (so neither loads the machine while the other is timed), then the table.
+/// PyTorch's figures for one row.
+struct Torch {
+    version: String,
+    rate: f64,
+    /// Cores other processes kept busy while it ran (its interpreter's start included).
+    other: f64,
+}
+
+/// One row of the training table per backing, optimizer and batch. PyTorch runs right after
+/// our rows of the same optimizer and batch, so that both meet about the same load.
 fn training_table(gpu: Option<&testing::TestGpu>, cores: usize) {
     let card = MemorySpec::Bytes(8 << 30);
-    let mut rows = Vec::new();
-    for (opt_name, optimizer) in optimizers() {
+    let python = std::env::var(TORCH_ENV).ok();
+    let mut version = None;
+    let mut lines = Vec::new();
+    for (opt, optimizer) in optimizers() {
         for (batch, steps) in BATCHES {
             let mut devices = vec![("cpu", Device::cpu(8 << 30))];
             if let Some(g) = gpu {
                 devices.push(("wgpu", g.device(card)));
             }
-            for (name, device) in devices {
-                let avg = bench::loadavg().unwrap_or_else(|| "?".into());
-                let result = throughput(&device, optimizer, batch, steps);
-                rows.push((name, opt_name, batch, result, avg));
+            let ours: Vec<_> = devices
+                .into_iter()
+                .map(|(name, device)| {
+                    let avg = bench::loadavg().unwrap_or_else(|| "?".into());
+                    (name, throughput(&device, optimizer, batch, steps), avg)
+                })
+                .collect();
+            let torch = python.as_deref().map(|p| torch_rate(p, opt, batch, steps));
+            let theirs = match &torch {
+                Some(Ok(t)) => {
+                    version = Some(t.version.clone());
+                    format!("{:.0} | {:.2}", t.rate, t.other)
+                }
+                Some(Err(e)) => format!("error: {e} |"),
+                None => "– | –".into(),
+            };
+            for (name, result, avg) in ours {
+                let line = match (result, &torch) {
+                    (Ok((rate, other)), Some(Ok(t))) => format!(
+                        "| {name} | {opt} | {batch} | {rate:.0} | {theirs} | {:.2}× | {other:.2} | {avg} |",
+                        rate / t.rate
+                    ),
+                    (Ok((rate, other)), _) => format!(
+                        "| {name} | {opt} | {batch} | {rate:.0} | {theirs} | – | {other:.2} | {avg} |"
+                    ),
+                    (Err(e), _) => {
+                        format!("| {name} | {opt} | {batch} | error: {e} | {theirs} | | | {avg} |")
+                    }
+                };
+                lines.push(line);
             }
         }
     }
-    let torch = std::env::var(TORCH_ENV).ok().map(|python| {
-        let avg = bench::loadavg().unwrap_or_else(|| "?".into());
-        (torch_rates(&python), avg)
-    });
     println!("training throughput, lesson network 2 → {WIDTH} → 2; {cores} cores");
-    match &torch {
-        Some((Ok((version, _)), avg)) => println!(
-            "PyTorch {version} on the CPU, {TORCH_THREADS} threads, same network, batches and \
-             steps (load average before it ran: {avg})"
+    match (&python, version) {
+        (Some(_), Some(v)) => println!(
+            "PyTorch {v} on the CPU with {TORCH_THREADS} threads: the same network, batches and \
+             steps, run right after our rows of each optimizer and batch"
         ),
-        Some((Err(e), _)) => println!("PyTorch's rows failed: {e}"),
-        None => println!(
-            "(PyTorch's rows: set {TORCH_ENV} to a Python with torch, e.g. \
+        (Some(_), None) => println!("PyTorch's rows failed: see the error in the table"),
+        (None, _) => println!(
+            "(PyTorch's figures: set {TORCH_ENV} to a Python with torch, e.g. \
              {TORCH_ENV}=/work/venv-torch/bin/python)"
         ),
     }
     println!();
     println!(
-        "| backing | optimizer | batch | samples/s | PyTorch CPU samples/s | ours/PyTorch | \
-         other load (cores) | load average |"
+        "| backing | optimizer | batch | samples/s | PyTorch CPU samples/s | PyTorch's other \
+         load (cores) | ours/PyTorch | other load (cores) | load average |"
     );
-    println!("|---|---|---|---|---|---|---|---|");
-    for (name, opt, batch, result, avg) in rows {
-        let torch_rate = match &torch {
-            Some((Ok((_, t)), _)) => t
-                .iter()
-                .find(|(o, b, _)| o == opt && *b == batch)
-                .map(|r| r.2),
-            _ => None,
-        };
-        let (theirs, ratio) = match (torch_rate, &result) {
-            (Some(t), Ok((ours, _))) => (format!("{t:.0}"), format!("{:.2}×", ours / t)),
-            (Some(t), Err(_)) => (format!("{t:.0}"), String::new()),
-            _ => ("–".into(), "–".into()),
-        };
-        match result {
-            Ok((rate, other)) => println!(
-                "| {name} | {opt} | {batch} | {rate:.0} | {theirs} | {ratio} | {other:.2} | {avg} |"
-            ),
-            Err(e) => println!("| {name} | {opt} | {batch} | error: {e} | {theirs} | | | {avg} |"),
-        }
+    println!("|---|---|---|---|---|---|---|---|---|");
+    for line in lines {
+        println!("{line}");
     }
     println!();
 }

@@ -116,6 +116,7 @@ fn store<C: Copy, T>(t: &Tensor, values: &[C], convert: impl Fn(C) -> T) -> Resu
 pub mod bandwidth;
 mod matmul;
 mod par;
+mod skinny;
 mod step;
 pub use matmul::matmul;
 pub use step::*;
@@ -155,10 +156,21 @@ pub fn colsum(src: &Tensor, dst: &Tensor) -> Result<(), Error> {
         let mut acc = vec![0f64; n];
         let parallel = s.len() >= par::MIN_PARALLEL;
         par::for_pieces(&mut acc, 1, parallel, |at, acc| {
-            for row in s.chunks_exact(n) {
+            let f = |v: &C| v.to_f64().unwrap_or(f64::NAN);
+            let w = acc.len();
+            // Four rows per pass over `acc`, added in row order: the sums of one row at a time.
+            let mut rows = s.chunks_exact(4 * n);
+            for four in &mut rows {
+                let r = |i: usize| &four[i * n + at..i * n + at + w];
+                let (r0, r1, r2, r3) = (r(0), r(1), r(2), r(3));
+                for (j, a) in acc.iter_mut().enumerate() {
+                    *a = *a + f(&r0[j]) + f(&r1[j]) + f(&r2[j]) + f(&r3[j]);
+                }
+            }
+            for row in rows.remainder().chunks_exact(n) {
                 acc.iter_mut()
-                    .zip(&row[at..])
-                    .for_each(|(a, v)| *a += v.to_f64().unwrap_or(f64::NAN));
+                    .zip(&row[at..at + w])
+                    .for_each(|(a, v)| *a += f(v));
             }
         });
         with_mut::<C, _>(dst, |d| {
