@@ -93,10 +93,10 @@ def main() -> int:
     a = p.parse_args()
     try:
         batches = [tuple(int(v) for v in b.split(":")) for b in a.batches.split(",")]
-        if any(len(b) != 2 or min(b) < 1 for b in batches) or a.runs < 1 or a.width < 1:
+        if any(len(b) != 2 or min(b) < 1 for b in batches) or min(a.runs, a.width, a.threads) < 1:
             raise ValueError
     except ValueError:
-        p.error("--batches wants batch:steps pairs of positive integers; --runs, --width >= 1")
+        p.error("--batches wants batch:steps pairs of positive integers; --runs, --width, --threads >= 1")
     torch.set_num_threads(a.threads)
     rows = []
     for optimizer in a.optimizers.split(","):
