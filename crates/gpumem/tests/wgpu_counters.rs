@@ -27,6 +27,8 @@ const SETTLE: usize = 6;
 fn steady_steps_submit_once_and_create_nothing() {
     let Some(gpu) = gpu() else { return };
     let data = Dataset::generate(32, 5).train;
+    // On GL the cache keeps bind groups within one submission only (see `StepCache::new`).
+    let reuses = gpu.gpu().info().backend != wgpu::Backend::Gl;
     for (name, config) in configs() {
         let device = gpu.device(CARD);
         let mut mlp = Mlp::new(&device, &config, 1).unwrap();
@@ -52,7 +54,7 @@ fn steady_steps_submit_once_and_create_nothing() {
             assert!(c.dispatches > 0, "{name} step {step}: dispatches {c:?}");
             // x, y and the step's parameters: three writes.
             assert_eq!(c.buffer_writes, 3, "{name} step {step}: writes {c:?}");
-            if step > SETTLE {
+            if reuses && step > SETTLE {
                 assert_eq!(c.bind_groups, 0, "{name} step {step}: bind groups {c:?}");
             }
         }
@@ -69,7 +71,9 @@ fn cached_bind_groups_do_not_outlive_their_segments() {
         for _ in 0..3 {
             mlp.train_step(Batch::Data(&data)).unwrap();
         }
-        assert!(device.wgpu_cached_bind_groups().unwrap() > 0, "{name}");
+        if gpu.gpu().info().backend != wgpu::Backend::Gl {
+            assert!(device.wgpu_cached_bind_groups().unwrap() > 0, "{name}");
+        }
         drop(mlp);
         device.empty_cache();
         assert_eq!(

@@ -5,7 +5,8 @@
 //!
 //! The caching allocator hands the same blocks back each step and the parameters land at
 //! the same ring offsets (the cursor restarts at each submission), so from the second step
-//! every bind group is a hit. One cache per device store: the store calls
+//! every bind group is a hit (on wgpu's GL backend, only within one submission: see
+//! `per_submission`). One cache per device store: the store calls
 //! [`StepCache::forget`] when it drops a buffer, so no entry keeps a released segment alive.
 
 use std::collections::HashMap;
@@ -48,11 +49,19 @@ struct Inner {
 pub struct StepCache {
     counters: Counters,
     inner: Mutex<Inner>,
+    /// Bind groups are dropped at each submission: on wgpu's GL backend, a bind group
+    /// reused in a later submission gave results off by ~1e-4 relative (as if it read
+    /// an earlier submission's parameters; not root-caused), where new ones are exact.
+    per_submission: bool,
 }
 
 impl StepCache {
-    pub fn new() -> Self {
-        Self::default()
+    /// A cache for a device on `backend`.
+    pub fn new(backend: wgpu::Backend) -> Self {
+        StepCache {
+            per_submission: backend == wgpu::Backend::Gl,
+            ..Self::default()
+        }
     }
 
     /// What was counted so far on this device.
@@ -97,6 +106,9 @@ impl StepCache {
             writes += 1;
         }
         inner.current = 0;
+        if self.per_submission {
+            inner.groups.clear();
+        }
         drop(inner);
         self.count(Counter::BufferWrite, writes);
     }

@@ -60,12 +60,13 @@ impl BufferStore {
     /// to exercise segments made of several buffers).
     pub fn with_max_buffer(gpu: Rc<Gpu>, max_buffer: u64) -> Self {
         let piece = (max_buffer.min(gpu.limits().max_buffer_size) / 512 * 512).max(512);
+        let step = Arc::new(StepCache::new(gpu.info().backend));
         Self {
             gpu,
             segments: HashMap::new(),
             kernels: Rc::new(OnceCell::new()),
             pending: RefCell::new(None),
-            step: Arc::default(),
+            step,
             staging: RefCell::new(None),
             piece,
         }
@@ -79,7 +80,7 @@ impl BufferStore {
             segments: HashMap::new(),
             kernels: Rc::clone(&self.kernels),
             pending: RefCell::new(None),
-            step: Arc::default(),
+            step: Arc::new(StepCache::new(self.gpu.info().backend)),
             staging: RefCell::new(None),
             piece: self.piece,
         }
