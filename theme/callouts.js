@@ -8,3 +8,11 @@
   window.addEventListener("hashchange", openTarget);
   document.addEventListener("DOMContentLoaded", openTarget);
 })();
+
+// Code blocks and wide tables scroll sideways; make each one focusable so that a keyboard
+// reader can scroll it too (WCAG 2.1.1).
+document.addEventListener("DOMContentLoaded", function () {
+  document.querySelectorAll("pre > code, .table-wrapper").forEach(function (el) {
+    if (!el.hasAttribute("tabindex")) el.setAttribute("tabindex", "0");
+  });
+});

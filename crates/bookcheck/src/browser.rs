@@ -45,6 +45,9 @@ pub struct Options {
     pub theme: Option<String>,
     /// How long one page may take to load.
     pub timeout: Duration,
+    /// axe-core's script (`axe.min.js`): when given, every page is also audited for WCAG
+    /// A/AA violations (see [`crate::axe`]).
+    pub axe: Option<PathBuf>,
 }
 
 impl Default for Options {
@@ -55,6 +58,7 @@ impl Default for Options {
             screenshot_matches: vec!["challenge".into()],
             theme: None,
             timeout: Duration::from_secs(30),
+            axe: None,
         }
     }
 }
@@ -79,6 +83,8 @@ pub struct Report {
     pub pages: Vec<(String, Duration)>,
     pub problems: Vec<Problem>,
     pub screenshots: Vec<PathBuf>,
+    /// mdBook's own accessibility findings, per page: listed, not counted as problems.
+    pub upstream: Vec<Problem>,
 }
 
 /// Opens every page under `root` in headless Chromium and reports what went wrong.
@@ -94,6 +100,7 @@ pub fn check(root: &Path, options: &Options) -> Result<Report> {
         std::fs::create_dir_all(dir)
             .with_context(|| format!("cannot create the screenshot folder {}", dir.display()))?;
     }
+    let axe = options.axe.as_deref().map(crate::axe::load).transpose()?;
     let server = StaticServer::start(root)?;
     let profile = tempfile::Builder::new()
         .prefix("bookcheck-chromium-")
@@ -115,11 +122,35 @@ pub fn check(root: &Path, options: &Options) -> Result<Report> {
         let visited = visit(&tab, &events, &server.url(page), options.timeout);
         let mut found = events.take_errors();
         match visited {
-            Ok(broken_images) => found.extend(
-                broken_images
-                    .into_iter()
-                    .map(|src| format!("image did not load: {src}")),
-            ),
+            Ok(broken_images) => {
+                found.extend(
+                    broken_images
+                        .into_iter()
+                        .map(|src| format!("image did not load: {src}")),
+                );
+                if let Some(script) = &axe {
+                    match crate::axe::audit(&tab, script) {
+                        Ok(mut findings) => {
+                            if crate::axe::UPSTREAM_PAGES.contains(&page.as_str()) {
+                                findings
+                                    .iter_mut()
+                                    .flat_map(|f| &mut f.nodes)
+                                    .for_each(|n| n.upstream = true);
+                            }
+                            found.extend(crate::axe::ours(&findings));
+                            report.upstream.extend(
+                                crate::axe::upstream(&findings)
+                                    .into_iter()
+                                    .map(|what| Problem {
+                                        page: page.clone(),
+                                        what,
+                                    }),
+                            );
+                        }
+                        Err(e) => found.push(format!("accessibility audit failed: {e:#}")),
+                    }
+                }
+            }
             Err(e) => found.push(format!("the page did not load: {e:#}")),
         }
         report

@@ -3,8 +3,11 @@
 //! - [`links`]: every relative link, `#anchor` and image in the HTML resolves — on disk, with
 //!   no browser, so it is fast and always available;
 //! - [`browser`]: every page loads in headless Chromium with no JavaScript error and no image
-//!   that failed to load — what a reader would actually see — with screenshots to look at.
+//!   that failed to load — what a reader would actually see — with screenshots to look at;
+//! - [`axe`]: in the same tab, axe-core's WCAG A/AA audit of every page, mdBook's own chrome
+//!   listed apart.
 
+pub mod axe;
 pub mod browser;
 pub mod links;
 pub mod serve;

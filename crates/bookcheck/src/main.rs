@@ -48,6 +48,10 @@ enum Command {
         /// Seconds one page may take to load.
         #[arg(long, value_name = "SECONDS", default_value_t = 30)]
         timeout: u64,
+        /// Also audit every page with axe-core (WCAG 2.x A and AA) from this axe.min.js;
+        /// mdBook's own elements are listed apart, not counted.
+        #[arg(long, value_name = "PATH")]
+        axe: Option<PathBuf>,
     },
 }
 
@@ -63,6 +67,7 @@ fn main() -> ExitCode {
             theme,
             chromium,
             timeout,
+            axe,
         } => run_browser(
             &book,
             &browser::Options {
@@ -71,6 +76,7 @@ fn main() -> ExitCode {
                 screenshot_matches: screenshot_match,
                 theme,
                 timeout: Duration::from_secs(timeout.max(1)),
+                axe,
             },
         ),
     };
@@ -107,6 +113,9 @@ fn run_browser(book: &std::path::Path, options: &browser::Options) -> anyhow::Re
     }
     for p in &report.problems {
         println!("page problem: {p}");
+    }
+    for u in &report.upstream {
+        println!("mdBook's own (not counted): {u}");
     }
     for s in &report.screenshots {
         println!("screenshot: {}", s.display());

@@ -64,3 +64,36 @@ fn every_kind_of_page_problem_is_caught_and_screenshots_are_taken() {
         assert!(png.starts_with(b"\x89PNG"), "{}", shot.display());
     }
 }
+
+/// axe-core flags our pale text and lists mdBook's apart. Needs Chromium and axe-core
+/// (`npm install --prefix target/axe axe-core`, as .ci/run does); without them it says so and
+/// passes, except where `BOOKCHECK_REQUIRE_AXE=1` (CI) makes them required.
+#[test]
+fn axe_flags_our_contrast_and_lists_mdbooks_apart() {
+    let axe = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../..")
+        .join(bookcheck::axe::DEFAULT_AXE);
+    let required = std::env::var("BOOKCHECK_REQUIRE_AXE").is_ok_and(|v| v == "1");
+    if !Path::new(DEFAULT_CHROMIUM).is_file() || !axe.is_file() {
+        assert!(!required, "axe-core or Chromium missing: {}", axe.display());
+        eprintln!("skipped: needs Chromium and {}", axe.display());
+        return;
+    }
+    let options = Options {
+        axe: Some(axe),
+        ..Options::default()
+    };
+    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/axe");
+    let report = check(&dir, &options).unwrap();
+    let ours: Vec<&str> = report.problems.iter().map(|p| p.what.as_str()).collect();
+    assert_eq!(ours.len(), 1, "{ours:?}");
+    assert!(ours[0].contains("color-contrast") && ours[0].contains("callout-title"));
+    assert!(
+        report
+            .upstream
+            .iter()
+            .any(|u| u.what.starts_with("color-contrast")),
+        "{:?}",
+        report.upstream
+    );
+}
