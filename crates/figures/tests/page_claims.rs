@@ -339,3 +339,27 @@ fn the_settings_are_explained_before_challenge_3_uses_them() {
     }
     assert_eq!(c3, settings + 1);
 }
+
+/// Every lesson page opens with its questions, then its objectives, as the lesson's episodes
+/// do (and the introduction says).
+#[test]
+fn lesson_pages_open_with_questions_and_objectives() {
+    let src = figures::files::book_src();
+    for page in [
+        "memory-equation",
+        "mini-batching",
+        "networks",
+        "monitoring",
+        "after-a-few-epochs",
+        "fitting-more",
+    ] {
+        let text = std::fs::read_to_string(src.join(format!("{page}.md"))).unwrap();
+        let q = text.find("<div class=\"callout questions\">");
+        let o = text.find("<div class=\"callout objectives\">");
+        let first_section = text.find("\n## ").unwrap_or(text.len());
+        assert!(
+            matches!((q, o), (Some(q), Some(o)) if q < o && o < first_section),
+            "{page}: questions, then objectives, before the first section"
+        );
+    }
+}
