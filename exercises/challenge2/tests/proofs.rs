@@ -57,6 +57,17 @@ mod bits {
     }
 }
 
+/// Adam's state counted as one copy of the parameters, not two (its first and second
+/// moments).
+mod adam_one_copy {
+    use super::*;
+    pub use crate::solution::{deepest_fit, parameter_count};
+    pub fn model_bytes(s: Setup) -> u64 {
+        let copies = if s.optimizer == Opt::Adam { 3 } else { 2 };
+        parameter_count(s.inputs, s.width, s.layers, s.classes) * 4 * copies
+    }
+}
+
 /// Only the model: as if a large batch cost nothing.
 mod no_activations {
     use super::*;
@@ -134,5 +145,14 @@ fn forgetting_adams_square_roots_fails() {
         &grade(&answers_of!(no_update_temporaries), seed()),
         "deepest_fit",
         "square root",
+    );
+}
+
+#[test]
+fn counting_adams_state_as_one_copy_fails() {
+    fails_on(
+        &grade(&answers_of!(adam_one_copy), seed()),
+        "model_bytes",
+        "two running averages",
     );
 }
