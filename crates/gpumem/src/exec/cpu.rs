@@ -116,7 +116,6 @@ fn store<C: Copy, T>(t: &Tensor, values: &[C], convert: impl Fn(C) -> T) -> Resu
 pub mod bandwidth;
 mod matmul;
 mod par;
-mod skinny;
 mod step;
 pub use matmul::matmul;
 pub use step::*;

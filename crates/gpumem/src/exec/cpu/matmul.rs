@@ -18,15 +18,15 @@ const BIAS_BLOCK_BYTES: usize = 128 << 10;
 
 /// A matrix in memory: its first value and its row and column strides.
 #[derive(Clone, Copy)]
-pub(super) struct View<C> {
-    pub(super) ptr: *const C,
-    pub(super) rs: isize,
-    pub(super) cs: isize,
+struct View<C> {
+    ptr: *const C,
+    rs: isize,
+    cs: isize,
 }
 
 impl<C> View<C> {
     /// The view from row `r`, column `c` on.
-    pub(super) fn at(self, r: usize, c: usize) -> View<C> {
+    fn at(self, r: usize, c: usize) -> View<C> {
         View {
             ptr: self
                 .ptr
@@ -38,12 +38,12 @@ impl<C> View<C> {
 
 /// One product: `op(A)` is m×k, `op(B)` k×n, C m×n row-major.
 #[derive(Clone, Copy)]
-pub(super) struct Product<C> {
-    pub(super) m: usize,
-    pub(super) k: usize,
-    pub(super) n: usize,
-    pub(super) a: View<C>,
-    pub(super) b: View<C>,
+struct Product<C> {
+    m: usize,
+    k: usize,
+    n: usize,
+    a: View<C>,
+    b: View<C>,
 }
 
 // SAFETY: a `Product` only reads through its pointers, into inputs that outlive the scoped
@@ -108,9 +108,6 @@ impl<C: Compute> Product<C> {
     /// All of C into `c`, on `threads` threads when the product is large enough.
     fn run(self, c: &mut [C], bias: Option<&[C]>, threads: usize) {
         let work = self.m * self.n * (self.k + 1);
-        if self.skinny(c, bias, threads > 1 && work >= MIN_PARALLEL_WORK) {
-            return;
-        }
         let (m, n) = (self.m, self.n);
         let cp = SendPtr(c.as_mut_ptr());
         let long = m.max(n);
@@ -148,11 +145,11 @@ impl<C: Compute> Product<C> {
 
 /// C's first value, handed to the threads that write disjoint parts of it.
 #[derive(Clone, Copy)]
-pub(super) struct SendPtr<C>(pub(super) *mut C);
+struct SendPtr<C>(*mut C);
 
 impl<C> SendPtr<C> {
     /// The value `i` places on (a method, so that closures capture the whole `SendPtr`).
-    pub(super) fn at(self, i: usize) -> *mut C {
+    fn at(self, i: usize) -> *mut C {
         self.0.wrapping_add(i)
     }
 }
@@ -223,61 +220,6 @@ mod tests {
         (0..len)
             .map(|i| (((i * 7919 + seed) % 1013) as f32 - 506.0) / 97.0)
             .collect()
-    }
-
-    /// The skinny kernels agree with matrixmultiply's sgemm (to rounding) on every form, and
-    /// take exactly the shapes and layouts they are for.
-    #[test]
-    fn skinny_products_match_sgemm() {
-        let shapes = [
-            (64, 2, 50),
-            (50, 3, 64),
-            (2, 900, 70),
-            (70, 900, 2),
-            (3, 17, 2),
-        ];
-        for (m, k, n) in shapes.into_iter().chain([(30, 20, 10)]) {
-            for (trans_a, trans_b) in [(false, false), (true, false), (false, true)] {
-                let (a, b) = (values(m * k, 1), values(k * n, 2));
-                let spec = Matmul { trans_a, trans_b };
-                let p = product(spec, m, k, n, a.as_ptr(), b.as_ptr());
-                let mut want = vec![0f32; m * n];
-                // SAFETY: the strides describe `a`, `b` and `want` as m×k, k×n and m×n.
-                unsafe {
-                    f32::gemm(
-                        m,
-                        k,
-                        n,
-                        p.a.ptr,
-                        p.a.rs,
-                        p.a.cs,
-                        p.b.ptr,
-                        p.b.rs,
-                        p.b.cs,
-                        0.0,
-                        want.as_mut_ptr(),
-                        n as isize,
-                    )
-                };
-                let mut got = vec![f32::NAN; m * n];
-                let skinny = p.skinny(&mut got, None, false);
-                let expect = k <= 4 || n <= 4 || (m <= 4 && !trans_b);
-                assert_eq!(skinny, expect, "{m}×{k}×{n} {spec:?}");
-                if k <= 4 {
-                    // The rows fuse multiply and add exactly where sgemm's kernel does.
-                    let same = got
-                        .iter()
-                        .zip(&want)
-                        .all(|(g, w)| g.to_bits() == w.to_bits());
-                    assert!(same, "{m}×{k}×{n} {spec:?}: not sgemm's values");
-                }
-                if skinny {
-                    for (g, w) in got.iter().zip(&want) {
-                        assert!((g - w).abs() <= 1e-4 * w.abs().max(1.0), "{g} vs {w}");
-                    }
-                }
-            }
-        }
     }
 
     /// Every form and a skinny shape of the lesson's: the cut product equals the whole one
