@@ -14,6 +14,7 @@ use gpumem::mlp::{Batch, Mlp, MlpConfig, Optimizer};
 use gpumem::testing;
 use gpumem::{Device, MemorySpec};
 use gpumem_kernels::WgpuCounters;
+use gpumem_kernels::bench::Load;
 use std::time::Instant;
 
 const RUNS: usize = 5;
@@ -27,6 +28,8 @@ struct Row {
     step: WgpuCounters,
     share: f64,
     submit_share: f64,
+    /// Cores other processes kept busy meanwhile (this machine is shared).
+    load: f64,
 }
 
 fn measure(
@@ -46,6 +49,7 @@ fn measure(
     let before = counters();
     mlp.train_step(Batch::Data(&data))?;
     let step = counters() - before;
+    let load = Load::start();
     let mut times = Vec::with_capacity(RUNS);
     let mut shares = Vec::with_capacity(RUNS);
     let mut submit_shares = Vec::with_capacity(RUNS);
@@ -69,6 +73,7 @@ fn measure(
         step,
         share: shares[RUNS / 2],
         submit_share: submit_shares[RUNS / 2],
+        load: load.other_cores(),
     })
 }
 
@@ -88,9 +93,9 @@ fn main() {
     );
     println!();
     println!(
-        "| batch | optimizer | ms/step (median) | samples/s | submits | dispatches | bind groups | pipelines | buffers created | buffer writes | read-backs | submit share | device share |"
+        "| batch | optimizer | ms/step (median) | samples/s | submits | dispatches | bind groups | pipelines | buffers created | buffer writes | read-backs | submit share | device share | other load (cores) |"
     );
-    println!("|---|---|---|---|---|---|---|---|---|---|---|---|---|");
+    println!("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|");
     for batch in batches() {
         let steps = if batch == 32 { 100 } else { 5 };
         for (name, optimizer) in [("SGD", None), ("Adam", Some(Optimizer::adam(1e-3)))] {
@@ -103,7 +108,7 @@ fn main() {
                 Ok(r) => {
                     let c = r.step;
                     println!(
-                        "| {batch} | {name} | {:.3} | {:.0} | {} | {} | {} | {} | {} | {} | {} | {:.0} % | {:.0} % |",
+                        "| {batch} | {name} | {:.3} | {:.0} | {} | {} | {} | {} | {} | {} | {} | {:.0} % | {:.0} % | {:.2} |",
                         r.ms,
                         batch as f64 * 1e3 / r.ms,
                         c.submits,
@@ -114,10 +119,11 @@ fn main() {
                         c.buffer_writes,
                         c.read_backs,
                         r.submit_share * 100.0,
-                        r.share * 100.0
+                        r.share * 100.0,
+                        r.load
                     )
                 }
-                Err(e) => println!("| {batch} | {name} | error: {e} | | | | | | | | | | |"),
+                Err(e) => println!("| {batch} | {name} | error: {e} | | | | | | | | | | | |"),
             }
         }
     }
