@@ -1,6 +1,6 @@
 //! The `cpu` backing's kernels: plain Rust over host segments, the numerical reference for
 //! the WGSL shaders. Matmul is `matrixmultiply` (sgemm/dgemm), whose strides make
-//! transposes free. Large tensors are cut into one piece per core (`par`), each value
+//! transposes free. Large tensors are cut into a few pieces per core (`par`), each value
 //! computed by one thread in the order one thread alone would use.
 //!
 //! Each operation computes in float64 if any of its tensors is stored as float64 and in

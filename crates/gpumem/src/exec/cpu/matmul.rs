@@ -1,9 +1,10 @@
 //! `C = op(A)·op(B) (+ bias)` through `matrixmultiply`, on both cores for large products.
 //!
-//! The product is cut along the longer side of C, one piece per core. matrixmultiply blocks
-//! the shared dimension k the same way whatever m and n are, so every value of C is summed
-//! in the same order on one thread or several (the tests below check it bit for bit). The
-//! bias is added block by block right after its rows are made, while they are in cache.
+//! The product is cut along the longer side of C into a few pieces per core, shared by the
+//! cores (`par::shared`). matrixmultiply blocks the shared dimension k the same way whatever
+//! m and n are, so every value of C is summed in the same order on one thread or several
+//! (the tests below check it bit for bit). The bias is added block by block right after its
+//! rows are made, while they are in cache.
 
 use super::super::compute::Compute;
 use super::super::spec::Matmul;
@@ -116,7 +117,12 @@ impl<C: Compute> Product<C> {
         } else {
             threads.min(long).max(1)
         };
-        let piece = long.div_ceil(t);
+        let pieces = if t == 1 {
+            1
+        } else {
+            (t * par::PIECES_PER_THREAD).min(long)
+        };
+        let piece = long.div_ceil(pieces);
         let job = move |i: usize| {
             let lo = (i * piece).min(long);
             let hi = ((i + 1) * piece).min(long);
@@ -130,16 +136,7 @@ impl<C: Compute> Product<C> {
             // borrows mutably for the whole call.
             unsafe { self.block(rows, cols, start, bias) };
         };
-        if t == 1 {
-            job(0);
-            return;
-        }
-        std::thread::scope(|s| {
-            for i in 1..t {
-                s.spawn(move || job(i));
-            }
-            job(0);
-        });
+        par::shared(pieces, t, job);
     }
 }
 

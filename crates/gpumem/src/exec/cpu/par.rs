@@ -1,13 +1,18 @@
-//! Both cores on large tensors, without a pool: a kernel's output is cut into one contiguous
-//! piece per core, each piece is computed by one thread (scoped to the call, so nothing
-//! outlives it), and every value is computed in the same order as on one thread — results do
-//! not depend on the thread count.
+//! Both cores on large tensors, without a pool: a kernel's output is cut into a few
+//! contiguous pieces per core, the threads (scoped to the call, so nothing outlives it) take
+//! the pieces in turn — a core slowed by another process takes fewer — and each value is
+//! computed by one thread in the order one thread alone would use: results do not depend on
+//! the thread count or on which thread took which piece.
 
-use std::sync::OnceLock;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Mutex, OnceLock};
 
 /// Values below which one thread is faster: starting a thread costs tens of microseconds,
 /// about what one core needs to stream this many float32 values.
 pub(super) const MIN_PARALLEL: usize = 1 << 17;
+/// Pieces per thread: enough that a busy core's share moves to the free one, few enough
+/// that each piece is still long.
+pub(super) const PIECES_PER_THREAD: usize = 4;
 
 /// The cores this process may use.
 pub(super) fn threads() -> usize {
@@ -15,9 +20,33 @@ pub(super) fn threads() -> usize {
     *THREADS.get_or_init(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
 }
 
-/// Runs `f(start, piece)` over `out` cut into pieces of whole `unit`s (rows, say), one per
-/// core, when `parallel`; else once over all of it. `start` is the
-/// piece's first index in `out`.
+/// Runs `f(i)` for every `i` in `0..pieces`, on `threads` threads (the caller's among them)
+/// that each take the next piece not yet taken.
+pub(super) fn shared(pieces: usize, threads: usize, f: impl Fn(usize) + Sync) {
+    let next = AtomicUsize::new(0);
+    let work = || {
+        loop {
+            let i = next.fetch_add(1, Ordering::Relaxed);
+            if i >= pieces {
+                break;
+            }
+            f(i);
+        }
+    };
+    if threads < 2 || pieces < 2 {
+        return work();
+    }
+    std::thread::scope(|s| {
+        for _ in 1..threads.min(pieces) {
+            s.spawn(work);
+        }
+        work();
+    });
+}
+
+/// Runs `f(start, piece)` over `out` cut into pieces of whole `unit`s (rows, say), shared
+/// by every core, when `parallel`; else once over all of it. `start` is the piece's first
+/// index in `out`.
 pub(super) fn for_pieces<T: Send>(
     out: &mut [T],
     unit: usize,
@@ -31,25 +60,15 @@ pub(super) fn for_pieces<T: Send>(
         f(0, out);
         return;
     }
-    let per = units.div_ceil(n) * unit;
-    std::thread::scope(|s| {
-        let mut rest = out;
-        let mut start = 0;
-        let f = &f;
-        let mut mine = None;
-        while !rest.is_empty() {
-            let take = per.min(rest.len());
-            let (piece, tail) = rest.split_at_mut(take);
-            if mine.is_none() {
-                // The calling thread takes the first piece itself.
-                mine = Some((start, piece));
-            } else {
-                s.spawn(move || f(start, piece));
-            }
-            start += take;
-            rest = tail;
-        }
-        if let Some((start, piece)) = mine {
+    let per = units.div_ceil(n * PIECES_PER_THREAD) * unit;
+    let pieces: Vec<_> = out
+        .chunks_mut(per)
+        .enumerate()
+        .map(|(i, piece)| Mutex::new(Some((i * per, piece))))
+        .collect();
+    shared(pieces.len(), n, |i| {
+        let taken = pieces[i].lock().unwrap_or_else(|e| e.into_inner()).take();
+        if let Some((start, piece)) = taken {
             f(start, piece);
         }
     });
@@ -75,23 +94,19 @@ pub(super) fn elementwise3<T: Send>(
         f(0, a, b, c);
         return;
     }
-    let per = len.div_ceil(n);
-    std::thread::scope(|s| {
-        let f = &f;
-        let (a0, mut a) = a.split_at_mut(per);
-        let (b0, mut b) = b.split_at_mut(per);
-        let (c0, mut c) = c.split_at_mut(per);
-        let mut start = per;
-        while start < len {
-            let take = per.min(len - start);
-            let (pa, ra) = a.split_at_mut(take);
-            let (pb, rb) = b.split_at_mut(take);
-            let (pc, rc) = c.split_at_mut(take);
-            s.spawn(move || f(start, pa, pb, pc));
-            (a, b, c) = (ra, rb, rc);
-            start += take;
+    let per = len.div_ceil(n * PIECES_PER_THREAD);
+    let pieces: Vec<_> = a
+        .chunks_mut(per)
+        .zip(b.chunks_mut(per))
+        .zip(c.chunks_mut(per))
+        .enumerate()
+        .map(|(i, ((a, b), c))| Mutex::new(Some((i * per, a, b, c))))
+        .collect();
+    shared(pieces.len(), n, |i| {
+        let taken = pieces[i].lock().unwrap_or_else(|e| e.into_inner()).take();
+        if let Some((start, a, b, c)) = taken {
+            f(start, a, b, c);
         }
-        f(0, a0, b0, c0);
     });
 }
 
