@@ -12,6 +12,9 @@ use gpumem::mlp::MlpConfig;
 use gpumem::size::format_bytes;
 use plotters::prelude::*;
 
+/// A line of the chart: its name, its bytes in an estimate, and its colour.
+type Line = (&'static str, fn(&Estimate) -> u64, RGBColor);
+
 /// The model's own memory at the step's busiest moment: parameters, gradients, optimizer state.
 pub fn model_bytes(e: &Estimate) -> u64 {
     e.parameters + e.gradients + e.optimizer_state
@@ -130,7 +133,7 @@ pub fn memory_vs_batch_log() -> Result<String> {
                 .y_label_formatter(&byte_label),
         )
         .draw()?;
-        let lines: [(&str, fn(&Estimate) -> u64, RGBColor); 3] = [
+        let lines: [Line; 3] = [
             ("activations + temporaries", batch_bytes, GREEN),
             (
                 "parameters + gradients + optimizer state",
