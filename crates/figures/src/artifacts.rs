@@ -247,6 +247,11 @@ pub const ARTIFACTS: &[Artifact] = &[
         render: pages::other_framework::other_framework_message,
     },
     Artifact {
+        path: "generated/challenge4_time_advice.md",
+        about: "paragraph: from the recorded times, the fastest strategy that fits at the deepest timed setup, per backing",
+        render: pages::challenge_4::challenge4_time_advice,
+    },
+    Artifact {
         path: "generated/oom_outside.md",
         about: "paragraph: memory outside the allocator derived from the lesson's message, and what the run's figures match and cannot explain",
         render: pages::oom_message::outside_allocator,

@@ -363,3 +363,37 @@ fn lesson_pages_open_with_questions_and_objectives() {
         );
     }
 }
+
+/// Challenge 4: the advice under the recorded times follows them — on the cpu backing at the
+/// deepest timed setup the fastest strategy that fits uses neither checkpointing nor mixed
+/// precision, and adding checkpointing to it is slower.
+#[test]
+fn challenge4_advice_follows_the_recorded_times() {
+    use figures::measured::{load, planned_rows};
+    let record = load().unwrap();
+    let setup = record.setups.iter().max_by_key(|s| s.layers).unwrap();
+    let cpu = setup.runs.iter().find(|r| r.backend == "cpu").unwrap();
+    let planned = planned_rows(setup.layers).unwrap();
+    let time = |name: &str| {
+        cpu.rows
+            .iter()
+            .find(|r| r.name == name)
+            .and_then(|r| r.relative_to_none)
+    };
+    let mut fitting: Vec<(&str, f64)> = planned
+        .iter()
+        .filter(|p| p.fits)
+        .filter_map(|p| Some((p.name.as_str(), time(&p.name)?)))
+        .collect();
+    fitting.sort_by(|a, b| a.1.total_cmp(&b.1));
+    let (fastest, t) = fitting[0];
+    assert!(
+        !fastest.contains("checkpointing") && !fastest.contains("mixed"),
+        "{fastest}"
+    );
+    let with = fitting
+        .iter()
+        .find(|(n, _)| n.contains("checkpointing") && !n.contains("mixed"))
+        .unwrap();
+    assert!(with.1 > t, "{with:?} vs {t}");
+}

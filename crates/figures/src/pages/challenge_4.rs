@@ -248,3 +248,53 @@ pub fn challenge4_fewer() -> Result<String> {
         ),
     })
 }
+
+/// What the recorded times say about the deepest timed setup: on each backing, the fastest
+/// strategy that fits beside the fastest that uses fewer micro-batches or checkpointing, so
+/// the page's advice follows the measurement and names the device it was taken on.
+pub fn challenge4_time_advice() -> Result<String> {
+    use crate::measured::{self, planned_rows};
+    let record = measured::load()?;
+    let setup = record
+        .setups
+        .iter()
+        .max_by_key(|s| s.layers)
+        .ok_or_else(|| anyhow::anyhow!("no timed setup"))?;
+    let planned = planned_rows(setup.layers)?;
+    let mut out = String::new();
+    for run in &setup.runs {
+        // Every strategy that fits the card, with its measured time relative to none.
+        let mut timed: Vec<(&str, f64)> = planned
+            .iter()
+            .filter(|p| p.fits)
+            .filter_map(|p| {
+                let t = run.rows.iter().find(|r| r.name == p.name)?;
+                Some((p.name.as_str(), t.relative_to_none?))
+            })
+            .collect();
+        timed.sort_by(|a, b| a.1.total_cmp(&b.1));
+        let Some(&(fastest, ratio)) = timed.first() else {
+            continue;
+        };
+        let with_checkpointing = timed
+            .iter()
+            .find(|(name, _)| name.contains("checkpointing"))
+            .copied();
+        write!(
+            out,
+            "On the `{}` backing ({}), with {} layers, the fastest setup that fits was **{}** \
+             (×{:.2} the time of none)",
+            run.backend, run.device, setup.layers, fastest, ratio
+        )?;
+        match with_checkpointing {
+            Some((name, r)) if name != fastest => write!(
+                out,
+                "; adding checkpointing to it, {name}, took ×{r:.2}: on this device recomputing \
+                 layers bought memory, not time"
+            )?,
+            _ => {}
+        }
+        writeln!(out, ".")?;
+    }
+    Ok(out)
+}
