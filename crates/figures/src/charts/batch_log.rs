@@ -26,8 +26,8 @@ pub fn batch_bytes(e: &Estimate) -> u64 {
 }
 
 /// The fewest rows at which the lesson network's activations and temporaries pass the
-/// model's own memory (SGD, the lesson's width), by bisection: the first grows with the
-/// batch, the second does not.
+/// model's own memory (SGD, the lesson's width): the first grows with the batch, the second
+/// does not, so the engine's monotone search finds the crossing.
 pub fn crossover_rows() -> Result<u64> {
     let config = MlpConfig::lesson(LESSON_WIDTH);
     let passes = |b: u64| -> Result<bool> {
@@ -37,16 +37,9 @@ pub fn crossover_rows() -> Result<u64> {
     if !passes(FULL)? {
         return Err(anyhow!("activations never pass the model's own memory"));
     }
-    let (mut lo, mut hi) = (0u64, FULL); // passes(hi); !passes(lo) or lo = 0
-    while hi - lo > 1 {
-        let mid = lo + (hi - lo) / 2;
-        if passes(mid)? {
-            hi = mid;
-        } else {
-            lo = mid;
-        }
-    }
-    Ok(hi)
+    // The last batch at which the model still outweighs the batch, plus one.
+    let last_below = gpumem::search::largest_where(FULL, |b| passes(b).map(|p| !p))?;
+    Ok(last_below.map_or(1, |b| b + 1))
 }
 
 /// The crossover, as the pages quote it.
