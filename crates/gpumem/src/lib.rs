@@ -13,7 +13,7 @@ pub mod measure;
 pub mod mlp;
 pub mod pytorch;
 pub mod report;
-mod search;
+pub mod search;
 pub mod size;
 pub mod snapshot;
 pub mod tensor;
