@@ -56,6 +56,15 @@ fn parts(s: &Setup) -> (u64, u64, u64) {
     (params, s.batch * s.width * 4, batch)
 }
 
+/// Adam's state (two copies of the parameters) and its update's square roots (one copy), as
+/// the solution counts them; nothing for SGD.
+fn adam(s: &Setup, params: u64) -> (u64, u64) {
+    match s.optimizer {
+        Opt::Sgd => (0, 0),
+        Opt::Adam => (2 * params, params),
+    }
+}
+
 /// Forgetting the gradients, Adam's state and its update's temporaries.
 mod no_gradients {
     use super::*;
@@ -66,17 +75,14 @@ mod no_gradients {
     }
 }
 
-/// Everything but the gradients: Adam's state and square roots, the batch, the activations —
-/// the mistake that passed every seed until setups where the gradients decide were added.
+/// Everything but the gradients: Adam's state and square roots, the batch, the activations.
+/// The grader's fixed setups where the gradients decide catch it whatever the seed.
 mod only_the_gradients_missing {
     use super::*;
     pub use crate::solution::{activation_bytes, stored_activation_bytes};
     pub fn fits(s: Setup, card: u64) -> bool {
         let (params, act, batch) = parts(&s);
-        let (state, temps) = match s.optimizer {
-            Opt::Sgd => (0, 0),
-            Opt::Adam => (2 * params, params),
-        };
+        let (state, temps) = adam(&s, params);
         let top = (s.layers + 2) * act + (s.width + 1) * s.classes * 4;
         let busiest = top.max(3 * act).max(temps);
         params + state + batch + busiest <= card
@@ -90,10 +96,7 @@ mod no_gradients_in_flight {
     pub use crate::solution::{activation_bytes, stored_activation_bytes};
     pub fn fits(s: Setup, card: u64) -> bool {
         let (params, act, batch) = parts(&s);
-        let (state, temps) = match s.optimizer {
-            Opt::Sgd => (0, 0),
-            Opt::Adam => (2 * params, params),
-        };
+        let (state, temps) = adam(&s, params);
         let busiest = (s.layers * act).max(params + act).max(params + temps);
         params + state + batch + busiest <= card
     }
@@ -162,9 +165,19 @@ fn forgetting_adams_square_roots_fails() {
 
 #[test]
 fn leaving_out_only_the_gradients_fails() {
-    fails_on(
-        &grade(&answers_of!(only_the_gradients_missing), seed()),
-        "fits",
-        "gradient",
-    );
+    for seed in [seed(), 1, 2, 3] {
+        let report = grade(&answers_of!(only_the_gradients_missing), seed);
+        fails_on(&report, "fits", "gradient");
+        // The deep, wide setups at batch 32 are among the misses: they are what make the
+        // mistake fail on any seed.
+        assert!(
+            report.misses().any(|c| {
+                ["60", "58"].iter().any(|l| {
+                    c.case
+                        .contains(&format!("{l} hidden layers of width 5000, batch 32"))
+                })
+            }),
+            "{report}"
+        );
+    }
 }
