@@ -4,7 +4,6 @@
 
 use clap::Args;
 use gpumem::alloc::{AllocatorConfig, LARGE_BUFFER};
-use gpumem::device::DeviceOptions;
 use gpumem::size::{format_bytes, parse_bytes};
 
 /// How the caching allocator behaves.
@@ -49,14 +48,6 @@ impl AllocatorArgs {
             memory_fraction: self.memory_fraction,
             expandable_segments: self.expandable_segments,
             ..Default::default()
-        }
-    }
-
-    /// `options` with these allocator settings.
-    pub fn apply(&self, options: DeviceOptions) -> DeviceOptions {
-        DeviceOptions {
-            allocator: self.config(),
-            ..options
         }
     }
 

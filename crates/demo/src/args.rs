@@ -43,8 +43,10 @@ impl DeviceArgs {
         DeviceOptions {
             backend,
             memory: self.device_memory,
-            allocator: self.allocator.config(),
-            context_memory: self.context_memory,
+            allocator: gpumem::alloc::AllocatorConfig {
+                context_memory: self.context_memory,
+                ..self.allocator.config()
+            },
             oom_message: self.oom_message,
             ..Default::default()
         }
@@ -300,10 +302,13 @@ mod tests {
         };
         let o = parse(&["--context-memory", "1GiB", "--oom-message", "current"]);
         assert_eq!(
-            (o.context_memory, o.oom_message),
+            (o.allocator.context_memory, o.oom_message),
             (1 << 30, OomMessage::Current)
         );
         let d = parse(&[]);
-        assert_eq!((d.context_memory, d.oom_message), (0, OomMessage::Lesson));
+        assert_eq!(
+            (d.allocator.context_memory, d.oom_message),
+            (0, OomMessage::Lesson)
+        );
     }
 }

@@ -34,11 +34,9 @@ use std::rc::Rc;
 pub struct DeviceOptions {
     pub backend: Backend,
     pub memory: MemorySpec,
-    /// `max_split_size`, `gc_threshold` and `caching`; the capacity comes from `memory`.
+    /// The allocator's settings, memory outside the allocator among them; the capacity comes
+    /// from `memory`.
     pub allocator: AllocatorConfig,
-    /// Memory on the card held outside the allocator (the CUDA context, other processes):
-    /// it becomes the allocator's `context_memory`, as `memory` becomes its capacity.
-    pub context_memory: u64,
     /// Which of PyTorch's sentences out-of-memory errors use.
     pub oom_message: OomMessage,
     /// Record the allocator's history from the moment the device opens, keeping the newest
@@ -163,7 +161,6 @@ impl Device {
         }
         let config = AllocatorConfig {
             capacity,
-            context_memory: options.context_memory,
             ..options.allocator.clone()
         };
         let info = DeviceInfo {

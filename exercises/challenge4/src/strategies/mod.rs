@@ -44,7 +44,6 @@ impl Planner {
         Planner {
             card: DeviceOptions {
                 allocator: options.allocator.clone(),
-                context_memory: options.context_memory,
                 ..planning_device(card)
             },
         }
