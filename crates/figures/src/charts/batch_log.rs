@@ -59,12 +59,17 @@ pub fn alt_memory_vs_batch_log() -> Result<String> {
                 "at {b} rows the input batch is not below the activations"
             ));
         }
+        // "A flat line from a few rows on": from the crossover on, the model's term does not
+        // move.
+        if b >= rows && model_bytes(&e) != model_bytes(&full) {
+            return Err(anyhow!("at {b} rows the model's own memory is not flat"));
+        }
     }
     Ok(format!(
         "Line chart, both axes logarithmic, of one training step of the lesson's network (one \
          hidden layer of {}, SGD) from 1 row to all {} rows: the model's own memory \
          (parameters, gradients, optimizer state) at the step's peak is {} for one row and a \
-         flat {} from a few rows on; activations and temporaries start at {} for one row and \
+         flat {} from {} rows on; activations and temporaries start at {} for one row and \
          grow in proportion to the batch, passing the model's line at {} rows and reaching {} \
          for the whole set; the input batch ({} for the whole set) stays below the activations \
          at every batch.",
@@ -72,6 +77,7 @@ pub fn alt_memory_vs_batch_log() -> Result<String> {
         grouped(FULL),
         format_bytes(model_bytes(&one)),
         format_bytes(model_bytes(&full)),
+        grouped(rows),
         format_bytes(batch_bytes(&one)),
         grouped(rows),
         format_bytes(batch_bytes(&full)),
