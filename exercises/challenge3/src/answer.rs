@@ -1,51 +1,97 @@
 //! Challenge 3 — watching memory.
 //!
-//! Part 1: predict the caching allocator. Replace each `todo!()` with your answer; the grader
-//! runs the engine's allocator on the same requests and scripts and compares. The rules (the
-//! book's page on the allocator has them with pictures):
-//! - a request is rounded up to a multiple of 512 bytes (512 B at least);
-//! - up to 1 MiB it comes from the small pool, carved out of 2 MiB segments; larger requests
-//!   come from the large pool: below 10 MiB out of 20 MiB segments, from 10 MiB on out of a
-//!   segment of the size rounded up to 2 MiB;
-//! - a request takes the smallest free block of its pool that is large enough (best fit) and
-//!   splits off the rest if at least 512 B (small pool) or more than 1 MiB (large pool) would
-//!   be left; otherwise it takes the whole block, and the whole block counts as allocated;
-//! - a freed block stays cached (reserved) and merges with free neighbours in its segment;
-//!   only `empty_cache()` gives whole unused segments back to the device.
+//! Part 1: predict the caching allocator, one graded step at a time. Replace each `todo!()`
+//! with your answer and run `cargo test`: the grader compares every step with the engine's
+//! own allocator and reports each step on its own, so fix them in order.
+//! 1. one request: its rounded size, its pool, and the segment it reserves;
+//! 2. best fit: which cached block a request takes;
+//! 3. split: what that block hands out and what it leaves cached;
+//! 4. free: how a freed block merges with its free neighbours;
+//! 5. a whole script: `(allocated, reserved)` after each step, built from steps 1–4.
 //!
 //! Part 2: `train` leaks. Fix it so its memory stays flat, epoch after epoch.
 //!
-//! Run `cargo test` in this folder to grade. To start again from the stub:
-//! `git checkout -- exercises/challenge3/src/answer.rs`.
+//! The book's page "Monitoring memory" has the rules with pictures. To start again from the
+//! stub: `git checkout -- exercises/challenge3/src/answer.rs`.
 #![allow(unused_variables, unused_imports)]
 
-use challenge3::grader::Step;
+use challenge3::grader::{Block, FreeBlock, Pool, Step};
 use gpumem::Error;
+// PyTorch's constants, under its names: 512 B, 1 MiB, 2 MiB, 10 MiB, 20 MiB and 2 MiB.
+use gpumem::alloc::{
+    LARGE_BUFFER, MIN_BLOCK, MIN_LARGE_ALLOC, ROUND_LARGE, SMALL_BUFFER, SMALL_SIZE,
+};
 use gpumem::data::Split;
 use gpumem::mlp::{Batch, Mlp, StepOutputs};
 
 // ANCHOR: rounded_size
-/// A request of `requested` bytes rounded the way the allocator rounds every request
-/// (PyTorch's `round_size`): the size of block it looks for. The block it finally hands out
-/// can be larger still — when cutting it from a segment would leave 1 MiB or less in the large
-/// pool, it hands out the whole segment (a 19.5 MiB request gets a 20 MiB block) — but that is
-/// `segment_for`'s and `memory_after`'s business, not this function's.
+/// Step 1. The size the allocator looks for when `requested` bytes are asked for (PyTorch's
+/// `round_size`): the request rounded up to a multiple of 512 B (`MIN_BLOCK`), and 512 B at
+/// least. This is not always the block handed out: a 19.5 MiB request rounds to 19.5 MiB,
+/// but gets a whole 20 MiB block, because the 0.5 MiB left would be too small to keep
+/// (step 3).
 pub fn rounded_size(requested: u64) -> u64 {
     todo!("round the request the way the allocator does")
 }
 // ANCHOR_END: rounded_size
 
+// ANCHOR: pool_for
+/// Step 1. The pool that serves a request of `requested` bytes: `Pool::Small` when its
+/// rounded size is at most 1 MiB (`SMALL_SIZE`), `Pool::Large` above.
+pub fn pool_for(requested: u64) -> Pool {
+    todo!("the request's pool")
+}
+// ANCHOR_END: pool_for
+
 // ANCHOR: segment_for
-/// The bytes the allocator reserves from the device for a request of `requested` bytes when
-/// nothing is cached yet.
+/// Step 1. The bytes the allocator reserves from the device for a request of `requested`
+/// bytes when no cached block fits (PyTorch's `get_allocation_size`): small requests share
+/// 2 MiB segments (`SMALL_BUFFER`); large ones below 10 MiB (`MIN_LARGE_ALLOC`) share 20 MiB
+/// segments (`LARGE_BUFFER`); from 10 MiB on, a segment of the size rounded up to 2 MiB
+/// (`ROUND_LARGE`).
 pub fn segment_for(requested: u64) -> u64 {
     todo!("the segment a request makes the allocator reserve")
 }
 // ANCHOR_END: segment_for
 
+// ANCHOR: best_fit
+/// Step 2. The index in `free` (the cache's free blocks, in no particular order) of the
+/// block a request of `size` bytes (already rounded) takes, or `None` when none fits and the
+/// allocator must reserve a new segment. Best fit: only blocks of the request's pool; the
+/// smallest that is large enough; between blocks of that same size, the one at the lowest
+/// address — the lower segment, then the lower offset. (PyTorch keeps free blocks sorted by
+/// size, then address, and takes the first that is large enough.)
+pub fn best_fit(free: &[FreeBlock], size: u64) -> Option<usize> {
+    todo!("pick the cached block the allocator takes")
+}
+// ANCHOR_END: best_fit
+
+// ANCHOR: split
+/// Step 3. What a free block of `block_size` bytes gives a request of `size` bytes (already
+/// rounded, of the block's pool): `(handed out, left free)`. The rest becomes a free block
+/// of its own only when it is worth keeping — at least 512 B in the small pool, more than
+/// 1 MiB in the large pool (PyTorch's `should_split`); otherwise the whole block is handed
+/// out (and counts as allocated) and nothing is left: `(block_size, 0)`.
+pub fn split(block_size: u64, size: u64) -> (u64, u64) {
+    todo!("split the block, or hand it out whole")
+}
+// ANCHOR_END: split
+
+// ANCHOR: free_block
+/// Step 4. The blocks of one segment, in address order, after its block at `index` is
+/// freed: the freed block merges with the free block just before it and the one just after
+/// it, if they are free (PyTorch's `free_block`). Blocks in use do not move.
+pub fn free_block(segment: &[Block], index: usize) -> Vec<Block> {
+    todo!("free the block and merge it with its free neighbours")
+}
+// ANCHOR_END: free_block
+
 // ANCHOR: memory_after
-/// `(memory_allocated(), memory_reserved())` after each step of `steps`, starting from an
-/// empty cache. `Step::Free(i)` frees the block of the `Step::Alloc` at index `i`.
+/// Step 5. `(memory_allocated(), memory_reserved())` after each step of `steps`, starting
+/// from an empty cache. `Step::Free(i)` frees the block of the `Step::Alloc` at index `i`.
+/// Build it from steps 1–4: keep each segment's blocks; an allocation takes
+/// `best_fit` of the free blocks or a new segment of `segment_for`, then `split`s it; a free
+/// is `free_block`; `Step::EmptyCache` gives back every segment with no block in use.
 pub fn memory_after(steps: &[Step]) -> Vec<(u64, u64)> {
     todo!("simulate the cache, step by step")
 }

@@ -1,13 +1,14 @@
 //! Proofs that challenge 3's grader grades: the reference solution passes, the shipped stub
-//! fails (part 1 "not attempted", part 2 because its loop leaks), and plausible wrong answers
-//! fail on the function they get wrong, with a hint that points at the mistake.
+//! fails every step (part 1 "not attempted", part 2 because its loop leaks), and for every
+//! step a plausible wrong answer fails on that step alone, with a hint that names the
+//! mistake.
 //!
 //! Built only with the `proofs` feature (the repository's test command turns it on). The stub
 //! graded here is `src/answer.rs` as git's HEAD has it (see `build.rs`), so solving the
 //! exercise in place does not break these proofs.
 
 use challenge3::answers_of;
-use challenge3::grader::grade;
+use challenge3::grader::{grade, steps};
 use grading::proofs::*;
 use grading::{Outcome, seed};
 
@@ -17,7 +18,7 @@ include!(concat!(env!("OUT_DIR"), "/shipped_stub.rs"));
 
 #[test]
 fn the_reference_solution_passes() {
-    passes(&grade(&answers_of!(solution), seed()), 60);
+    passes(&grade(&answers_of!(solution), seed()), 140);
 }
 
 #[test]
@@ -26,13 +27,27 @@ fn the_reference_solution_passes_other_seeds() {
 }
 
 #[test]
-fn the_shipped_stub_fails_kindly() {
+fn the_shipped_stub_fails_every_step() {
     let report = grade(&answers_of!(stub), seed());
     assert!(!report.passed());
+    let part1 = [
+        steps::ROUNDED_SIZE,
+        steps::POOL_FOR,
+        steps::SEGMENT_FOR,
+        steps::BEST_FIT,
+        steps::SPLIT,
+        steps::FREE_BLOCK,
+        steps::MEMORY_AFTER,
+    ];
+    for step in part1 {
+        assert!(
+            report.checks.iter().any(|c| c.function == step),
+            "no checks for {step}"
+        );
+    }
     for c in &report.checks {
-        match c.function {
-            "train" => {}
-            _ => assert_eq!(c.outcome, Outcome::NotAttempted, "{report}"),
+        if c.function != steps::TRAIN {
+            assert_eq!(c.outcome, Outcome::NotAttempted, "{report}");
         }
     }
     let text = report.to_string();
@@ -41,24 +56,55 @@ fn the_shipped_stub_fails_kindly() {
     let train: Vec<_> = report
         .checks
         .iter()
-        .filter(|c| c.function == "train")
+        .filter(|c| c.function == steps::TRAIN)
         .collect();
     assert!(train.iter().any(|c| c.outcome == Outcome::Fail), "{report}");
     assert!(train.iter().any(|c| c.outcome == Outcome::Pass), "{report}");
     assert!(text.contains("memory still grows"), "{text}");
 }
 
+// Step 1: one request.
+
 /// Forgetting the 512-byte rounding.
 mod no_rounding {
-    pub use crate::solution::{memory_after, segment_for, train};
+    pub use crate::solution::{
+        best_fit, free_block, memory_after, pool_for, segment_for, split, train,
+    };
     pub fn rounded_size(requested: u64) -> u64 {
         requested
     }
 }
 
+/// Rounding to whole MiB, as if the block handed out were the rounded size.
+mod rounding_to_mib {
+    pub use crate::solution::{
+        best_fit, free_block, memory_after, pool_for, segment_for, split, train,
+    };
+    pub fn rounded_size(requested: u64) -> u64 {
+        requested.max(1).div_ceil(1 << 20) << 20
+    }
+}
+
+/// The small pool without its upper bound: 1 MiB itself sent to the large pool.
+mod small_pool_below_1mib {
+    pub use crate::solution::{
+        best_fit, free_block, memory_after, rounded_size, segment_for, split, train,
+    };
+    use challenge3::grader::Pool;
+    pub fn pool_for(requested: u64) -> Pool {
+        if rounded_size(requested) < 1 << 20 {
+            Pool::Small
+        } else {
+            Pool::Large
+        }
+    }
+}
+
 /// Rounding to 512 but sizing segments as if the device gave exactly what was asked.
 mod no_small_segment {
-    pub use crate::solution::{memory_after, rounded_size, train};
+    pub use crate::solution::{
+        best_fit, free_block, memory_after, pool_for, rounded_size, split, train,
+    };
     pub fn segment_for(requested: u64) -> u64 {
         let size = rounded_size(requested);
         if size < 10 << 20 {
@@ -69,9 +115,148 @@ mod no_small_segment {
     }
 }
 
+/// A 10 MiB request put in a shared 20 MiB segment (the boundary taken as "up to 10 MiB").
+mod ten_mib_shares_a_segment {
+    pub use crate::solution::{
+        best_fit, free_block, memory_after, pool_for, rounded_size, split, train,
+    };
+    pub fn segment_for(requested: u64) -> u64 {
+        let size = rounded_size(requested);
+        if size <= 1 << 20 {
+            2 << 20
+        } else if size <= 10 << 20 {
+            20 << 20
+        } else {
+            size.div_ceil(2 << 20) * (2 << 20)
+        }
+    }
+}
+
+// Step 2: best fit.
+
+/// First fit: the first block of the pool that is large enough.
+mod first_fit {
+    pub use crate::solution::{
+        free_block, memory_after, pool_for, rounded_size, segment_for, split, train,
+    };
+    use challenge3::grader::FreeBlock;
+    pub fn best_fit(free: &[FreeBlock], size: u64) -> Option<usize> {
+        free.iter()
+            .position(|b| b.pool == pool_for(size) && b.size >= size)
+    }
+}
+
+/// Best fit without a tie-break: the first of the smallest blocks in the list.
+mod no_tie_break {
+    pub use crate::solution::{
+        free_block, memory_after, pool_for, rounded_size, segment_for, split, train,
+    };
+    use challenge3::grader::FreeBlock;
+    pub fn best_fit(free: &[FreeBlock], size: u64) -> Option<usize> {
+        let fits = |b: &&FreeBlock| b.pool == pool_for(size) && b.size >= size;
+        let best = free.iter().filter(fits).map(|b| b.size).min()?;
+        free.iter()
+            .position(|b| b.pool == pool_for(size) && b.size == best)
+    }
+}
+
+/// Ties broken by offset alone, forgetting that segments have addresses too.
+mod offset_tie_break {
+    pub use crate::solution::{
+        free_block, memory_after, pool_for, rounded_size, segment_for, split, train,
+    };
+    use challenge3::grader::FreeBlock;
+    pub fn best_fit(free: &[FreeBlock], size: u64) -> Option<usize> {
+        free.iter()
+            .enumerate()
+            .filter(|(_, b)| b.pool == pool_for(size) && b.size >= size)
+            .min_by_key(|(_, b)| (b.size, b.offset))
+            .map(|(i, _)| i)
+    }
+}
+
+/// Best fit over both pools.
+mod any_pool {
+    pub use crate::solution::{
+        free_block, memory_after, pool_for, rounded_size, segment_for, split, train,
+    };
+    use challenge3::grader::FreeBlock;
+    pub fn best_fit(free: &[FreeBlock], size: u64) -> Option<usize> {
+        free.iter()
+            .enumerate()
+            .filter(|(_, b)| b.size >= size)
+            .min_by_key(|(_, b)| (b.size, b.segment, b.offset))
+            .map(|(i, _)| i)
+    }
+}
+
+// Step 3: split.
+
+/// The large pool's threshold taken as "1 MiB or more".
+mod split_at_one_mib_or_more {
+    pub use crate::solution::{
+        best_fit, free_block, memory_after, pool_for, rounded_size, segment_for, train,
+    };
+    use challenge3::grader::Pool;
+    pub fn split(block_size: u64, size: u64) -> (u64, u64) {
+        let rest = block_size - size;
+        let useful = match pool_for(size) {
+            Pool::Small => rest >= 512,
+            Pool::Large => rest >= 1 << 20,
+        };
+        if useful {
+            (size, rest)
+        } else {
+            (block_size, 0)
+        }
+    }
+}
+
+/// The pool read off the block's size instead of the request's.
+mod pool_of_the_block {
+    pub use crate::solution::{
+        best_fit, free_block, memory_after, pool_for, rounded_size, segment_for, train,
+    };
+    use challenge3::grader::Pool;
+    pub fn split(block_size: u64, size: u64) -> (u64, u64) {
+        let rest = block_size - size;
+        let useful = match pool_for(block_size) {
+            Pool::Small => rest >= 512,
+            Pool::Large => rest > 1 << 20,
+        };
+        if useful {
+            (size, rest)
+        } else {
+            (block_size, 0)
+        }
+    }
+}
+
+// Step 4: free.
+
+/// Merging only with the block after the freed one.
+mod merge_right_only {
+    pub use crate::solution::{
+        best_fit, memory_after, pool_for, rounded_size, segment_for, split, train,
+    };
+    use challenge3::grader::Block;
+    pub fn free_block(segment: &[Block], index: usize) -> Vec<Block> {
+        let mut blocks = segment.to_vec();
+        blocks[index].allocated = false;
+        if blocks.get(index + 1).is_some_and(|b| !b.allocated) {
+            blocks[index].size += blocks.remove(index + 1).size;
+        }
+        blocks
+    }
+}
+
+// Step 5: a whole script.
+
 /// A simulation where a small request reserves only its rounded size.
 mod small_reserves_itself {
-    pub use crate::solution::{rounded_size, segment_for, train};
+    pub use crate::solution::{
+        best_fit, free_block, pool_for, rounded_size, segment_for, split, train,
+    };
     use challenge3::grader::Step;
     pub fn memory_after(steps: &[Step]) -> Vec<(u64, u64)> {
         // Small requests: reserved grows by the block; large ones as the solution says.
@@ -93,7 +278,9 @@ mod small_reserves_itself {
 
 /// Thinking a free gives memory back to the device.
 mod free_returns_memory {
-    pub use crate::solution::{rounded_size, segment_for, train};
+    pub use crate::solution::{
+        best_fit, free_block, pool_for, rounded_size, segment_for, split, train,
+    };
     use challenge3::grader::Step;
     pub fn memory_after(steps: &[Step]) -> Vec<(u64, u64)> {
         // Reserved follows allocated down on every free.
@@ -112,9 +299,13 @@ mod free_returns_memory {
     }
 }
 
+// Part 2: the leak.
+
 /// A "fix" that empties the cache after every step but still keeps the outputs.
 mod empty_cache_fix {
-    pub use crate::solution::{memory_after, rounded_size, segment_for};
+    pub use crate::solution::{
+        best_fit, free_block, memory_after, pool_for, rounded_size, segment_for, split,
+    };
     use gpumem::Error;
     use gpumem::data::Split;
     use gpumem::mlp::{Batch, Mlp};
@@ -138,7 +329,9 @@ mod empty_cache_fix {
 
 /// A "fix" that forgets the history each epoch: flat across epochs, growing within one.
 mod per_epoch_history {
-    pub use crate::solution::{memory_after, rounded_size, segment_for};
+    pub use crate::solution::{
+        best_fit, free_block, memory_after, pool_for, rounded_size, segment_for, split,
+    };
     use gpumem::Error;
     use gpumem::data::Split;
     use gpumem::mlp::{Batch, Mlp};
@@ -164,7 +357,9 @@ mod per_epoch_history {
 
 /// A loop that stops leaking by not training.
 mod no_training {
-    pub use crate::solution::{memory_after, rounded_size, segment_for};
+    pub use crate::solution::{
+        best_fit, free_block, memory_after, pool_for, rounded_size, segment_for, split,
+    };
     use gpumem::Error;
     use gpumem::data::Split;
     use gpumem::mlp::Mlp;
@@ -174,33 +369,80 @@ mod no_training {
 }
 
 #[test]
-fn forgetting_the_rounding_fails() {
+fn step1_slips_fail_with_their_hint() {
+    let cases: [(challenge3::grader::Answers, &str, &str); 5] = [
+        (answers_of!(no_rounding), steps::ROUNDED_SIZE, "512"),
+        (
+            answers_of!(rounding_to_mib),
+            steps::ROUNDED_SIZE,
+            "not 1 KiB or 1 MiB",
+        ),
+        (
+            answers_of!(small_pool_below_1mib),
+            steps::POOL_FOR,
+            "1 MiB included",
+        ),
+        (answers_of!(no_small_segment), steps::SEGMENT_FOR, "2 MiB"),
+        (
+            answers_of!(ten_mib_shares_a_segment),
+            steps::SEGMENT_FOR,
+            "from 10 MiB on",
+        ),
+    ];
+    for (answers, step, hint) in cases {
+        fails_on(&grade(&answers, seed()), step, hint);
+    }
+}
+
+#[test]
+fn step2_slips_fail_with_their_hint() {
+    let cases: [(challenge3::grader::Answers, &str); 4] = [
+        (
+            answers_of!(first_fit),
+            "the smallest block that is large enough",
+        ),
+        (answers_of!(no_tie_break), "lowest address"),
+        (answers_of!(offset_tie_break), "the lower segment first"),
+        (answers_of!(any_pool), "own pool"),
+    ];
+    for (answers, hint) in cases {
+        fails_on(&grade(&answers, seed()), steps::BEST_FIT, hint);
+    }
+}
+
+#[test]
+fn step3_slips_fail_with_their_hint() {
     fails_on(
-        &grade(&answers_of!(no_rounding), seed()),
-        "rounded_size",
-        "512",
+        &grade(&answers_of!(split_at_one_mib_or_more), seed()),
+        steps::SPLIT,
+        "more than 1 MiB, not 1 MiB or more",
+    );
+    fails_on(
+        &grade(&answers_of!(pool_of_the_block), seed()),
+        steps::SPLIT,
+        "the request's pool decides",
     );
 }
 
 #[test]
-fn a_small_request_without_its_segment_fails() {
+fn step4_merging_one_side_only_fails() {
     fails_on(
-        &grade(&answers_of!(no_small_segment), seed()),
-        "segment_for",
-        "2 MiB",
+        &grade(&answers_of!(merge_right_only), seed()),
+        steps::FREE_BLOCK,
+        "before it too",
     );
+}
+
+#[test]
+fn step5_slips_fail_with_their_hint() {
     fails_on(
         &grade(&answers_of!(small_reserves_itself), seed()),
-        "memory_after",
+        steps::MEMORY_AFTER,
         "2 MiB",
     );
-}
-
-#[test]
-fn thinking_free_returns_memory_fails() {
     fails_on(
         &grade(&answers_of!(free_returns_memory), seed()),
-        "memory_after",
+        steps::MEMORY_AFTER,
         "empty_cache",
     );
 }
@@ -209,12 +451,12 @@ fn thinking_free_returns_memory_fails() {
 fn a_fix_that_still_leaks_fails() {
     fails_on(
         &grade(&answers_of!(empty_cache_fix), seed()),
-        "train",
+        steps::TRAIN,
         "empty_cache() cannot help",
     );
     fails_on(
         &grade(&answers_of!(per_epoch_history), seed()),
-        "train",
+        steps::TRAIN,
         "grows with every step",
     );
 }
@@ -223,7 +465,7 @@ fn a_fix_that_still_leaks_fails() {
 fn a_loop_that_does_not_train_fails() {
     fails_on(
         &grade(&answers_of!(no_training), seed()),
-        "train",
+        steps::TRAIN,
         "train on every batch",
     );
 }

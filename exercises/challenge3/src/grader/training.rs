@@ -1,11 +1,14 @@
 //! Part 2: the learner's training loop, run on the cpu backing against a plain loop's losses
 //! and against itself with more epochs and more steps.
 
-use super::{Answers, LoopRun, TrainFn, exact};
+use super::{Answers, TrainFn, exact, steps};
 use gpumem::data::{Dataset, Split};
 use gpumem::mlp::{Batch, Mlp, MlpConfig};
 use gpumem::{Backend, Device, DeviceOptions, MemorySpec};
 use grading::{NoValue, Report, attempt};
+
+/// A loop's losses (or its error, in words) and the peak allocated bytes of its run.
+type LoopRun = (Result<Vec<f32>, String>, u64);
 
 /// The grader's training setup: small enough to run real kernels on the cpu in a second.
 const WIDTH: u64 = 64;
@@ -88,7 +91,7 @@ pub(super) fn grade_training(answers: &Answers, report: &mut Report) {
         .map(|p| vec![p[0]; p.len()])
         .unwrap_or_default();
     report.compare(
-        "train",
+        steps::TRAIN,
         format!("peak allocated after 1, 2 and 3 epochs of {STEPS} steps"),
         &flat.iter().map(|&b| exact(b)).collect::<Vec<_>>(),
         "the same peak every time: a loop that keeps nothing alive does not grow",
@@ -98,7 +101,7 @@ pub(super) fn grade_training(answers: &Answers, report: &mut Report) {
     let longer = run_loop(answers.train, 2 * STEPS, 1);
     let expected_one = peaks.as_ref().map_or(0, |p| p[0]);
     report.compare(
-        "train",
+        steps::TRAIN,
         format!(
             "peak allocated of one epoch of {} steps vs {STEPS} steps",
             2 * STEPS
@@ -115,7 +118,7 @@ pub(super) fn grade_training(answers: &Answers, report: &mut Report) {
         Err(e) => Err(e.clone()),
     };
     report.compare(
-        "train",
+        steps::TRAIN,
         format!("losses of 3 epochs of {STEPS} steps"),
         &expected,
         "each epoch's mean loss over its rows, from a loop that trains on every batch",
