@@ -11,10 +11,12 @@ pub mod ffi;
 mod js;
 mod plan;
 mod request;
+mod setups;
 mod timeline;
 
 pub use plan::{Response, plan};
 pub use request::{BatchRows, OptimizerChoice, Request};
+pub use setups::{AT_LEAST, check_setups};
 
 use serde::Serialize;
 

@@ -14,9 +14,9 @@ use gpumem::{DeviceOptions, Error};
 use serde::Serialize;
 
 /// The deepest network the page searches for: a choice of ours, so that an answer takes well
-/// under a second in the page (a step of 100 000 layers, the engine's limit, takes about a
+/// under a second in the page (planning a step of 100 000 layers, the engine's limit, takes about a
 /// second to plan). At this depth the page says "this many or more".
-pub const DEPTH_SEARCH_LIMIT: u64 = 10_000;
+pub const DEPTH_SEARCH_LIMIT: u64 = 1_000;
 
 /// A number of bytes, and how PyTorch would print it.
 #[derive(Debug, Clone, Serialize)]
@@ -149,20 +149,63 @@ fn fits(options: &DeviceOptions, config: &MlpConfig, rows: u64) -> Result<bool, 
     }
 }
 
-/// The largest value in `1..=max` that `fits`, measured. The equation's answer (`guess`) is
-/// tried first: where it is right, two measurements confirm it; elsewhere the measured
-/// search decides.
+/// The largest value in `1..=max` that `fits`, measured, searched outward from the
+/// equation's answer (`guess`): where the equation is right, two measurements confirm it;
+/// where it is off, the steps double away from it, so the cost grows with the error, not with
+/// the answer.
 fn largest(
     max: u64,
     guess: Option<u64>,
     mut fits: impl FnMut(u64) -> Result<bool, String>,
 ) -> Result<Option<u64>, String> {
-    match guess {
-        Some(g) if g < max && fits(g)? && !fits(g + 1)? => return Ok(Some(g)),
-        Some(g) if g == max && fits(g)? => return Ok(Some(g)),
-        _ => {}
+    let g = guess.unwrap_or(1).clamp(1, max.max(1));
+    if max == 0 {
+        return Ok(None);
     }
-    largest_where(max, fits)
+    // Bracket: `good` fits (or is 0: nothing does), `bad` does not (or is past `max`).
+    let (mut good, mut bad);
+    if fits(g)? {
+        good = g;
+        let mut step = 1u64;
+        loop {
+            let next = good.saturating_add(step).min(max);
+            if next == good {
+                return Ok(Some(good));
+            }
+            if fits(next)? {
+                good = next;
+                step = step.saturating_mul(2);
+            } else {
+                bad = next;
+                break;
+            }
+        }
+    } else {
+        bad = g;
+        let mut step = 1u64;
+        loop {
+            let next = bad.saturating_sub(step);
+            if next == 0 {
+                good = 0;
+                break;
+            }
+            if fits(next)? {
+                good = next;
+                break;
+            }
+            bad = next;
+            step = step.saturating_mul(2);
+        }
+    }
+    while bad - good > 1 {
+        let mid = good + (bad - good) / 2;
+        if fits(mid)? {
+            good = mid;
+        } else {
+            bad = mid;
+        }
+    }
+    Ok((good > 0).then_some(good))
 }
 
 fn largest_batch(

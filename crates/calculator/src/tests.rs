@@ -109,3 +109,16 @@ fn presets_start_with_the_lessons_card() {
     assert_eq!(v["cards"][0]["bytes"], gpumem::lesson::CARD_BYTES);
     assert_eq!(v["training_rows"], LESSON_TRAINING_EVENTS);
 }
+
+#[test]
+fn the_check_setups_cover_fitting_failing_and_refused_answers() {
+    let answers: Vec<Value> = check_setups()
+        .iter()
+        .map(|r| serde_json::from_str(&calculate(r)).expect("JSON"))
+        .collect();
+    assert!(answers.len() >= AT_LEAST, "{}", answers.len());
+    let count = |p: &dyn Fn(&Value) -> bool| answers.iter().filter(|a| p(a)).count();
+    assert!(count(&|a| a["fits"] == true) >= 10);
+    assert!(count(&|a| a["fits"] == false) >= 10);
+    assert!(count(&|a| a["error"].is_string()) >= 8);
+}

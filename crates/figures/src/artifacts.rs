@@ -312,6 +312,21 @@ pub const ARTIFACTS: &[Artifact] = &[
         render: pages::networks::per_layer_bytes,
     },
     Artifact {
+        path: "generated/calculator_lesson.md",
+        about: "the in-page calculator, starting from the lesson's network and the whole training set",
+        render: pages::calculator::calculator_lesson,
+    },
+    Artifact {
+        path: "generated/calculator_deep.md",
+        about: "the in-page calculator, starting from Challenge 2's width and batch",
+        render: pages::calculator::calculator_deep,
+    },
+    Artifact {
+        path: "generated/calculator_strategies.md",
+        about: "the in-page calculator, starting from Challenge 4's deeper full batch",
+        render: pages::calculator::calculator_strategies,
+    },
+    Artifact {
         path: "generated/challenge3_leak.md",
         about: "challenge 3: the leaking vs the fixed loop on a 4 MiB card — epochs, outcome, peaks",
         render: pages::challenge_3::challenge3_leak,

@@ -3,6 +3,7 @@
 //! snippets (`card_capacity.md`, …) have none, so they can sit inside a sentence. This module
 //! holds what several pages share.
 
+pub mod calculator;
 pub mod challenge_1;
 pub mod challenge_2;
 pub mod challenge_3;

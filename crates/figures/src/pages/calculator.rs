@@ -1,0 +1,65 @@
+//! The in-page calculator's starting setups (`theme/calculator.js` reads them from the
+//! `data-` attributes), one per page that teaches the equation or a challenge, from the same
+//! constants as the page's own numbers.
+
+use crate::data::{DEEP_BATCH, DEEP_WIDTH, LESSON_WIDTH};
+use anyhow::Result;
+
+/// What a calculator starts with.
+struct Start {
+    width: u64,
+    layers: u64,
+    /// `None`: the whole training set.
+    batch: Option<u64>,
+    optimizer: &'static str,
+}
+
+/// Layers per checkpoint segment the form offers first: an input we choose.
+const FIRST_SEGMENT: u64 = 2;
+
+fn widget(start: Start) -> Result<String> {
+    let batch = start
+        .batch
+        .map_or_else(|| "all".to_string(), |b| b.to_string());
+    Ok(format!(
+        "<div class=\"gpumem-calculator\" data-width=\"{}\" data-layers=\"{}\" \
+         data-batch=\"{batch}\" data-rows=\"{}\" data-optimizer=\"{}\" data-precision=\"float32\" \
+         data-accumulation=\"1\" data-checkpointing=\"off\" data-segment=\"{FIRST_SEGMENT}\">\n\
+         <p>The calculator runs the engine in this page: it needs JavaScript, and the book served \
+         by <code>mdbook serve</code> (a page opened as a file cannot load it).</p>\n</div>\n",
+        start.width,
+        start.layers,
+        start.batch.unwrap_or(DEEP_BATCH),
+        start.optimizer
+    ))
+}
+
+/// The lesson's network with the whole training set, as the lesson first tries it.
+pub fn calculator_lesson() -> Result<String> {
+    widget(Start {
+        width: LESSON_WIDTH,
+        layers: 1,
+        batch: None,
+        optimizer: "sgd",
+    })
+}
+
+/// Challenge 2's deep network at its batch.
+pub fn calculator_deep() -> Result<String> {
+    widget(Start {
+        width: DEEP_WIDTH,
+        layers: 1,
+        batch: Some(DEEP_BATCH),
+        optimizer: "sgd",
+    })
+}
+
+/// Challenge 4's deeper variant of the full batch, where strategies must combine.
+pub fn calculator_strategies() -> Result<String> {
+    widget(Start {
+        width: LESSON_WIDTH,
+        layers: crate::measured::CHALLENGE4_DEEP_LAYERS,
+        batch: None,
+        optimizer: "sgd",
+    })
+}
