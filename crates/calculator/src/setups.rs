@@ -52,9 +52,9 @@ fn grid() -> Vec<Request> {
                 r.precision = precisions[(i / 3) % precisions.len()];
                 r.checkpointing = checkpointing[(i / 2) % checkpointing.len()];
                 r.accumulation = [1, 1, 4, 3][i % 4];
-                r.relu_inplace = i % 5 == 0;
+                r.relu_inplace = i.is_multiple_of(5);
                 r.card = cards[i % cards.len()].to_string();
-                r.oom_message = if i % 2 == 0 {
+                r.oom_message = if i.is_multiple_of(2) {
                     OomMessage::Lesson
                 } else {
                     OomMessage::Current
