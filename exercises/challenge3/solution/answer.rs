@@ -10,8 +10,9 @@ use gpumem::data::Split;
 use gpumem::mlp::{Batch, Mlp, StepOutputs};
 
 // ANCHOR: rounded_size
-/// The size the allocator looks for when `requested` bytes are asked for: the request
-/// rounded up to a multiple of 512 B, and 512 B at least (PyTorch's `round_size`).
+/// The size the allocator looks for when `requested` bytes are asked for: the
+/// request rounded up to a multiple of 512 B, and 512 B at least (PyTorch's
+/// `round_size`).
 pub fn rounded_size(requested: u64) -> u64 {
     requested.max(1).div_ceil(MIN_BLOCK) * MIN_BLOCK
 }
@@ -29,8 +30,9 @@ pub fn pool_for(requested: u64) -> Pool {
 // ANCHOR_END: pool_for
 
 // ANCHOR: segment_for
-/// The bytes the allocator reserves from the device for a request of `requested` bytes when
-/// no cached block fits (PyTorch's `get_allocation_size`).
+/// The bytes the allocator reserves from the device for a request of
+/// `requested` bytes when no cached block fits (PyTorch's
+/// `get_allocation_size`).
 pub fn segment_for(requested: u64) -> u64 {
     let size = rounded_size(requested);
     if size <= SMALL_SIZE {
@@ -44,10 +46,10 @@ pub fn segment_for(requested: u64) -> u64 {
 // ANCHOR_END: segment_for
 
 // ANCHOR: best_fit
-/// The index in `free` of the block a request of `size` bytes (already rounded) takes, or
-/// `None` when no cached block fits. Best fit: a block of the request's pool; the smallest
-/// that is large enough; among blocks of that size, the lowest address — the lower segment,
-/// then the lower offset.
+/// The index in `free` of the block a request of `size` bytes (already
+/// rounded) takes, or `None` when no cached block fits. Best fit: a block of
+/// the request's pool; the smallest that is large enough; among blocks of
+/// that size, the lowest address — the lower segment, then the lower offset.
 pub fn best_fit(free: &[FreeBlock], size: u64) -> Option<usize> {
     free.iter()
         .enumerate()
@@ -58,10 +60,11 @@ pub fn best_fit(free: &[FreeBlock], size: u64) -> Option<usize> {
 // ANCHOR_END: best_fit
 
 // ANCHOR: split
-/// What a free block of `block_size` bytes gives a request of `size` bytes (already
-/// rounded): `(handed out, left free)`. The rest becomes a free block of its own only when it
-/// is useful — 512 B or more in the small pool, more than 1 MiB in the large pool; otherwise
-/// the whole block is handed out and the second number is 0.
+/// What a free block of `block_size` bytes gives a request of `size` bytes
+/// (already rounded): `(handed out, left free)`. The rest becomes a free
+/// block of its own only when it is useful — 512 B or more in the small pool,
+/// more than 1 MiB in the large pool; otherwise the whole block is handed out
+/// and the second number is 0.
 pub fn split(block_size: u64, size: u64) -> (u64, u64) {
     let rest = block_size - size;
     let useful = match pool_for(size) {
@@ -77,8 +80,8 @@ pub fn split(block_size: u64, size: u64) -> (u64, u64) {
 // ANCHOR_END: split
 
 // ANCHOR: free_block
-/// The blocks of a segment (in address order) after its block at `index` is freed: the
-/// freed block merges with a free neighbour on either side.
+/// The blocks of a segment (in address order) after its block at `index` is
+/// freed: the freed block merges with a free neighbour on either side.
 pub fn free_block(segment: &[Block], index: usize) -> Vec<Block> {
     let mut blocks = segment.to_vec();
     blocks[index].allocated = false;
@@ -94,8 +97,9 @@ pub fn free_block(segment: &[Block], index: usize) -> Vec<Block> {
 // ANCHOR_END: free_block
 
 // ANCHOR: memory_after
-/// `(memory_allocated(), memory_reserved())` after each step of `steps`, starting from an
-/// empty cache. `Step::Free(i)` frees the block of the `Step::Alloc` at index `i`.
+/// `(memory_allocated(), memory_reserved())` after each step of `steps`,
+/// starting from an empty cache. `Step::Free(i)` frees the block of the
+/// `Step::Alloc` at index `i`.
 pub fn memory_after(steps: &[Step]) -> Vec<(u64, u64)> {
     // Every segment ever reserved, in order: its pool and blocks; `None` once given back.
     let mut segments: Vec<Option<(Pool, Vec<Block>)>> = Vec::new();
@@ -132,7 +136,8 @@ pub fn memory_after(steps: &[Step]) -> Vec<(u64, u64)> {
     out
 }
 
-/// Serves one request: best fit from the cache, else a new segment; then splits the block.
+/// Serves one request: best fit from the cache, else a new segment; then
+/// splits the block.
 fn allocate(segments: &mut Vec<Option<(Pool, Vec<Block>)>>, requested: u64) -> (usize, u64) {
     let size = rounded_size(requested);
     let free = free_blocks(segments);
@@ -200,7 +205,8 @@ fn index_at(blocks: &[Block], offset: u64) -> usize {
 // ANCHOR_END: memory_after
 
 // ANCHOR: train
-/// Trains `mlp` on `batches` for `epochs` epochs and returns each epoch's mean loss.
+/// Trains `mlp` on `batches` for `epochs` epochs and returns each epoch's
+/// mean loss.
 pub fn train(mlp: &mut Mlp, batches: &[Split], epochs: u64) -> Result<Vec<f32>, Error> {
     let mut losses = Vec::new();
     for _ in 0..epochs {

@@ -37,9 +37,11 @@ pub use engine::{describe, engine_memory_after, exact};
 pub enum Step {
     /// Allocate this many bytes.
     Alloc(u64),
-    /// Free the block allocated by the step at this index (always an `Alloc`).
+    /// Free the block allocated by the step at this index (always an
+    /// `Alloc`).
     Free(usize),
-    /// `torch.cuda.empty_cache()`: give unused cached segments back to the device.
+    /// `torch.cuda.empty_cache()`: give unused cached segments back to the
+    /// device.
     EmptyCache,
 }
 // ANCHOR_END: step
@@ -52,8 +54,8 @@ pub struct FreeBlock {
     pub pool: Pool,
     /// Bytes.
     pub size: u64,
-    /// Its segment: segments are numbered in the order they were reserved, and a later
-    /// segment always lies at a higher address.
+    /// Its segment: segments are numbered in the order they were reserved,
+    /// and a later segment always lies at a higher address.
     pub segment: usize,
     /// Where it starts inside its segment, in bytes.
     pub offset: u64,
@@ -61,7 +63,8 @@ pub struct FreeBlock {
 // ANCHOR_END: free_block_type
 
 // ANCHOR: block_type
-/// One block of a segment. A segment's blocks, in address order, tile it exactly.
+/// One block of a segment. A segment's blocks, in address order, tile it
+/// exactly.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Block {
     /// Bytes.
@@ -71,7 +74,8 @@ pub struct Block {
 }
 // ANCHOR_END: block_type
 
-/// A training loop: trains on the batches for some epochs, returns each epoch's loss.
+/// A training loop: trains on the batches for some epochs, returns each
+/// epoch's loss.
 pub type TrainFn = fn(mlp: &mut Mlp, batches: &[Split], epochs: u64) -> Result<Vec<f32>, Error>;
 
 /// The learner's functions, one group per step.
@@ -104,7 +108,8 @@ macro_rules! answers_of {
     };
 }
 
-/// The report's group names: one per step, in the order the book presents them.
+/// The report's group names: one per step, in the order the book presents
+/// them.
 pub mod steps {
     pub const ROUNDED_SIZE: &str = "step 1 (rounded_size)";
     pub const POOL_FOR: &str = "step 1 (pool_for)";
