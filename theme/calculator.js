@@ -164,7 +164,9 @@
       clearTimeout(timer);
       timer = setTimeout(function () {
         load().then(function (calc) {
-          var answer = JSON.parse(calc.calculateText(request()));
+          // Kept on the element so the browser check can ask the native engine the same.
+          host.dataset.request = request();
+          var answer = JSON.parse(calc.calculateText(host.dataset.request));
           status.textContent = "";
           output.replaceChildren(answer.error ? refused(answer.error) : render(answer));
         }).catch(failed);

@@ -174,7 +174,7 @@ pub fn check(root: &Path, options: &Options) -> Result<Report> {
 }
 
 /// Starts Chromium with the flags it needs as root in a container, and a fresh profile.
-fn launch(chromium: &Path, profile: &Path) -> Result<Browser> {
+pub(crate) fn launch(chromium: &Path, profile: &Path) -> Result<Browser> {
     if !chromium.is_file() {
         bail!(
             "Chromium is not installed at {}: install it (`apt-get install -y chromium`) or name \
@@ -210,7 +210,7 @@ fn launch(chromium: &Path, profile: &Path) -> Result<Browser> {
 /// Collects the tab's JavaScript errors into the returned list, and prepares every page
 /// before its own scripts run: no print dialog (mdBook's print page opens one), and the
 /// chosen theme in `localStorage`, where mdBook's theme menu keeps it.
-fn listen(tab: &Arc<Tab>, theme: Option<&str>) -> Result<Events> {
+pub(crate) fn listen(tab: &Arc<Tab>, theme: Option<&str>) -> Result<Events> {
     let events = Events::default();
     let sink = events.clone();
     tab.add_event_listener(Arc::new(move |event: &Event| {
@@ -246,13 +246,13 @@ fn listen(tab: &Arc<Tab>, theme: Option<&str>) -> Result<Events> {
 /// What the tab reported: JavaScript errors since the last [`Events::take_errors`], and how
 /// many pages finished loading.
 #[derive(Clone, Default)]
-struct Events {
+pub(crate) struct Events {
     errors: Arc<Mutex<Vec<String>>>,
     loads: Arc<AtomicU64>,
 }
 
 impl Events {
-    fn take_errors(&self) -> Vec<String> {
+    pub(crate) fn take_errors(&self) -> Vec<String> {
         self.errors
             .lock()
             .map(|mut e| std::mem::take(&mut *e))
@@ -334,7 +334,12 @@ const AWAIT_IMAGES: &str = r#"(async () => {
 ///
 /// Waits for the page's own `load` event rather than `headless_chrome`'s
 /// `wait_until_navigated`, which waits for the network to go quiet and can wait forever.
-fn visit(tab: &Arc<Tab>, events: &Events, url: &str, timeout: Duration) -> Result<Vec<String>> {
+pub(crate) fn visit(
+    tab: &Arc<Tab>,
+    events: &Events,
+    url: &str,
+    timeout: Duration,
+) -> Result<Vec<String>> {
     let loads = events.loads.load(Ordering::SeqCst);
     tab.navigate_to(url).map_err(|e| anyhow!("{e}"))?;
     let started = Instant::now();
@@ -417,7 +422,7 @@ fn screenshot_name(page: &str) -> String {
     format!("{}.png", stem.replace('/', "_"))
 }
 
-fn is_theme_name(theme: &str) -> bool {
+pub(crate) fn is_theme_name(theme: &str) -> bool {
     !theme.is_empty()
         && theme
             .chars()

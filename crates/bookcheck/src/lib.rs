@@ -5,10 +5,13 @@
 //! - [`browser`]: every page loads in headless Chromium with no JavaScript error and no image
 //!   that failed to load — what a reader would actually see — with screenshots to look at;
 //! - [`axe`]: in the same tab, axe-core's WCAG A/AA audit of every page, mdBook's own chrome
-//!   listed apart.
+//!   listed apart;
+//! - [`calculator`]: the in-page calculator's committed WebAssembly module answers what the
+//!   engine answers natively, and its widget shows those answers.
 
 pub mod axe;
 pub mod browser;
+pub mod calculator;
 pub mod links;
 pub mod serve;
 pub mod site;

@@ -2,7 +2,7 @@
 //! on the built book after `mdbook build`. Exit status 0 means no problem was found; 1 lists
 //! the problems; 2 means the check could not run (bad arguments, no browser, no book).
 
-use bookcheck::{browser, links};
+use bookcheck::{browser, calculator, links};
 use clap::{Parser, Subcommand};
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -53,6 +53,28 @@ enum Command {
         #[arg(long, value_name = "PATH")]
         axe: Option<PathBuf>,
     },
+    /// Drive the in-page calculator: its committed WebAssembly module must answer the check
+    /// setups exactly as the engine does natively, and the widget must show the engine's
+    /// answers when it fits, does not fit, and refuses a width typed from the keyboard.
+    Calculator {
+        /// The book's output folder (what `mdbook build` wrote, usually `book`).
+        book: PathBuf,
+        /// The page with the calculator to drive.
+        #[arg(long, default_value = calculator::DEFAULT_PAGE)]
+        page: String,
+        /// Save a PNG of the calculator in each state into this folder.
+        #[arg(long, value_name = "DIR")]
+        screenshots: Option<PathBuf>,
+        /// Select this mdBook theme first (e.g. light, rust, coal, navy, ayu).
+        #[arg(long)]
+        theme: Option<String>,
+        /// The Chromium executable.
+        #[arg(long, value_name = "PATH", default_value = browser::DEFAULT_CHROMIUM)]
+        chromium: PathBuf,
+        /// Seconds the page, or one answer, may take.
+        #[arg(long, value_name = "SECONDS", default_value_t = 60)]
+        timeout: u64,
+    },
 }
 
 fn main() -> ExitCode {
@@ -77,6 +99,23 @@ fn main() -> ExitCode {
                 theme,
                 timeout: Duration::from_secs(timeout.max(1)),
                 axe,
+            },
+        ),
+        Command::Calculator {
+            book,
+            page,
+            screenshots,
+            theme,
+            chromium,
+            timeout,
+        } => run_calculator(
+            &book,
+            &calculator::Options {
+                chromium,
+                page,
+                screenshots,
+                theme,
+                timeout: Duration::from_secs(timeout.max(1)),
             },
         ),
     };
@@ -123,6 +162,25 @@ fn run_browser(book: &std::path::Path, options: &browser::Options) -> anyhow::Re
     println!(
         "browser: {} pages opened, {} problem(s)",
         report.pages.len(),
+        report.problems.len()
+    );
+    Ok(report.problems.len())
+}
+
+fn run_calculator(book: &std::path::Path, options: &calculator::Options) -> anyhow::Result<usize> {
+    let report = calculator::check(book, options)?;
+    for s in &report.states {
+        println!("state: {s}");
+    }
+    for p in &report.problems {
+        println!("calculator problem: {p}");
+    }
+    for s in &report.screenshots {
+        println!("screenshot: {}", s.display());
+    }
+    println!(
+        "calculator: {} setups compared with the native engine, {} problem(s)",
+        report.compared,
         report.problems.len()
     );
     Ok(report.problems.len())

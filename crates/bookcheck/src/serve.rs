@@ -153,6 +153,7 @@ fn content_type(path: &Path) -> &'static str {
         "woff2" => "font/woff2",
         "ttf" => "font/ttf",
         "otf" => "font/otf",
+        "wasm" => "application/wasm",
         "txt" | "md" => "text/plain; charset=utf-8",
         _ => "application/octet-stream",
     }

@@ -1,0 +1,286 @@
+//! The in-page calculator, checked in the page a reader opens: the committed WebAssembly
+//! module must answer exactly what the engine answers natively (so a module built from older
+//! code fails), and the widget must show those answers in its three states — fits, does not
+//! fit, refused — when driven through the DevTools protocol, partly from the keyboard.
+
+use crate::browser::{is_theme_name, launch, listen, visit};
+use crate::serve::StaticServer;
+use anyhow::{Context, Result, anyhow, bail};
+use base64::Engine as _;
+use headless_chrome::Tab;
+use headless_chrome::browser::tab::ModifierKey;
+use headless_chrome::protocol::cdp::Page;
+use serde_json::Value;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+/// The page whose calculator is driven (the first one the book shows).
+pub const DEFAULT_PAGE: &str = "memory-equation.html";
+
+/// How to run the check.
+#[derive(Debug, Clone)]
+pub struct Options {
+    pub chromium: PathBuf,
+    /// The page (relative to the book) with a calculator on it.
+    pub page: String,
+    /// Where to save a screenshot of each state; none without it.
+    pub screenshots: Option<PathBuf>,
+    pub theme: Option<String>,
+    /// How long a page or one answer may take.
+    pub timeout: Duration,
+}
+
+/// What the check saw.
+#[derive(Debug, Default)]
+pub struct Report {
+    /// Setups answered by both the module and the native engine.
+    pub compared: usize,
+    pub problems: Vec<String>,
+    /// Each state the widget was put in, with what it showed.
+    pub states: Vec<String>,
+    pub screenshots: Vec<PathBuf>,
+}
+
+/// Opens `options.page` from the book at `root` and checks its calculator.
+pub fn check(root: &Path, options: &Options) -> Result<Report> {
+    if let Some(theme) = &options.theme
+        && !is_theme_name(theme)
+    {
+        bail!("`{theme}` is not an mdBook theme name (letters, digits, `-` and `_` only)");
+    }
+    if let Some(dir) = &options.screenshots {
+        std::fs::create_dir_all(dir)
+            .with_context(|| format!("cannot create the screenshot folder {}", dir.display()))?;
+    }
+    let server = StaticServer::start(root)?;
+    let profile = tempfile::Builder::new()
+        .prefix("bookcheck-calculator-")
+        .tempdir()
+        .context("cannot create a temporary browser profile")?;
+    let browser = launch(&options.chromium, profile.path())?;
+    let tab = browser
+        .new_tab()
+        .map_err(|e| anyhow!("Chromium opened no tab: {e}"))?;
+    tab.set_default_timeout(options.timeout);
+    let events = listen(&tab, options.theme.as_deref())?;
+    visit(&tab, &events, &server.url(&options.page), options.timeout)
+        .with_context(|| format!("{} did not load", options.page))?;
+    let mut report = Report::default();
+    compare_setups(&tab, &mut report)?;
+    drive_states(&tab, options, &mut report)?;
+    report.problems.extend(events.take_errors());
+    Ok(report)
+}
+
+/// Every check setup through the page's module, compared with the native engine's answer.
+fn compare_setups(tab: &Arc<Tab>, report: &mut Report) -> Result<()> {
+    let setups = gpumem_calculator::check_setups();
+    let script = format!(
+        "(async () => {{ const c = await window.gpumemCalculator.load(); \
+         return JSON.stringify({}.map(r => c.calculateText(r))); }})()",
+        serde_json::to_string(&setups)?
+    );
+    let answers: Vec<String> = serde_json::from_str(&evaluate_string(tab, &script)?)
+        .context("the page's module answered something that is not a list")?;
+    if answers.len() != setups.len() {
+        bail!("{} setups sent, {} answers", setups.len(), answers.len());
+    }
+    for (setup, in_page) in setups.iter().zip(&answers) {
+        let native = gpumem_calculator::calculate(setup);
+        if &native != in_page {
+            report.problems.push(format!(
+                "the committed module answers differently from the engine (rebuild it: \
+                 scripts/build-calculator): {setup}\n  page:   {}\n  native: {}",
+                clip(in_page),
+                clip(&native)
+            ));
+        }
+    }
+    report.compared = setups.len();
+    if report.compared < gpumem_calculator::AT_LEAST {
+        report.problems.push(format!(
+            "only {} setups compared; at least {} are wanted",
+            report.compared,
+            gpumem_calculator::AT_LEAST
+        ));
+    }
+    Ok(())
+}
+
+/// The widget's three states: as the page starts (the lesson's whole batch, which does not
+/// fit), on the largest card offered (fits), and with a width typed from the keyboard that
+/// the engine refuses. Each shown answer must be the native engine's answer to the request
+/// the widget sent.
+fn drive_states(tab: &Arc<Tab>, options: &Options, report: &mut Report) -> Result<()> {
+    let wait = options.timeout;
+    let first = settled(tab, wait)?;
+    expect(report, "as the page starts", &first, |a| a["fits"] == false)?;
+    shoot(tab, options, "calculator_oom", report)?;
+
+    evaluate_string(
+        tab,
+        "(() => { const s = document.querySelector('.gpumem-calculator select[id$=\"-card\"]'); \
+         s.selectedIndex = s.options.length - 2; \
+         s.dispatchEvent(new Event('change', { bubbles: true })); return 'ok'; })()",
+    )?;
+    let fits = settled(tab, wait)?;
+    expect(report, "on the largest card offered", &fits, |a| {
+        a["fits"] == true
+    })?;
+    shoot(tab, options, "calculator_fits", report)?;
+
+    // From the keyboard: focus the width, select it all, type a width of 0.
+    tab.find_element(".gpumem-calculator input[id$=\"-width\"]")
+        .map_err(|e| anyhow!("no width field: {e}"))?
+        .focus()
+        .map_err(|e| anyhow!("cannot focus the width field: {e}"))?;
+    tab.press_key_with_modifiers("a", Some(&[ModifierKey::Ctrl]))
+        .and_then(|t| t.type_str("0"))
+        .map_err(|e| anyhow!("cannot type into the width field: {e}"))?;
+    let refused = settled(tab, wait)?;
+    expect(report, "with a width of 0 typed", &refused, |a| {
+        a["error"].is_string()
+    })?;
+    shoot(tab, options, "calculator_refused", report)?;
+    Ok(())
+}
+
+/// What the widget sent and showed once its answer is on the page.
+struct Shown {
+    request: String,
+    text: String,
+}
+
+/// Waits until the first calculator has answered its latest request, and reads it.
+fn settled(tab: &Arc<Tab>, wait: Duration) -> Result<Shown> {
+    let started = Instant::now();
+    loop {
+        let state = evaluate_string(
+            tab,
+            "(() => { const h = document.querySelector('.gpumem-calculator'); \
+             const s = h && h.querySelector('.calc-status'); \
+             const o = h && h.querySelector('.calc-output'); \
+             return JSON.stringify({ busy: !s || s.textContent !== '' || !o || !o.firstChild, \
+               request: (h && h.dataset.request) || '', text: o ? o.innerText : '' }); })()",
+        )?;
+        let v: Value = serde_json::from_str(&state)?;
+        if v["busy"] == false {
+            return Ok(Shown {
+                request: v["request"].as_str().unwrap_or_default().to_string(),
+                text: v["text"].as_str().unwrap_or_default().to_string(),
+            });
+        }
+        if started.elapsed() > wait {
+            bail!("the calculator gave no answer within {} s", wait.as_secs());
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// Checks that `shown` is the native answer to the widget's own request, in the state
+/// `wanted`, and records what it showed.
+fn expect(
+    report: &mut Report,
+    state: &str,
+    shown: &Shown,
+    wanted: impl Fn(&Value) -> bool,
+) -> Result<()> {
+    let native: Value = serde_json::from_str(&gpumem_calculator::calculate(&shown.request))?;
+    if !wanted(&native) {
+        report.problems.push(format!(
+            "{state}: the engine's answer is not the state wanted: {}",
+            clip(&native.to_string())
+        ));
+    }
+    for must in shown_texts(&native) {
+        if !shown.text.contains(&must) {
+            report.problems.push(format!(
+                "{state}: the page does not show `{must}` (request {})",
+                shown.request
+            ));
+        }
+    }
+    let first_line = shown
+        .text
+        .lines()
+        .find(|l| !l.trim().is_empty())
+        .unwrap_or("");
+    report
+        .states
+        .push(format!("{state}: {}", first_line.trim()));
+    Ok(())
+}
+
+/// The parts of an answer the page must show word for word.
+fn shown_texts(answer: &Value) -> Vec<String> {
+    if let Some(error) = answer["error"].as_str() {
+        return vec![error.to_string()];
+    }
+    let mut out: Vec<String> = ["peak_allocated", "peak_reserved", "card"]
+        .iter()
+        .filter_map(|k| answer[k]["text"].as_str().map(String::from))
+        .collect();
+    if let Some(message) = answer["oom_message"].as_str() {
+        out.push(message.to_string());
+    }
+    out
+}
+
+/// A PNG of the first calculator, when screenshots are wanted.
+fn shoot(tab: &Arc<Tab>, options: &Options, name: &str, report: &mut Report) -> Result<()> {
+    let Some(dir) = &options.screenshots else {
+        return Ok(());
+    };
+    let rect = evaluate_string(
+        tab,
+        "(() => { const r = document.querySelector('.gpumem-calculator').getBoundingClientRect(); \
+         return JSON.stringify([r.left + scrollX, r.top + scrollY, r.width, r.height]); })()",
+    )?;
+    let [x, y, width, height]: [f64; 4] = serde_json::from_str(&rect)?;
+    let shot = tab
+        .call_method(Page::CaptureScreenshot {
+            format: Some(Page::CaptureScreenshotFormatOption::Png),
+            quality: None,
+            clip: Some(Page::Viewport {
+                x,
+                y,
+                width,
+                height: height.min(6000.0),
+                scale: 1.0,
+            }),
+            from_surface: Some(true),
+            capture_beyond_viewport: Some(true),
+            optimize_for_speed: None,
+        })
+        .map_err(|e| anyhow!("no screenshot: {e}"))?;
+    let png = base64::engine::general_purpose::STANDARD
+        .decode(shot.data)
+        .map_err(|e| anyhow!("the browser sent a bad image: {e}"))?;
+    let path = dir.join(format!("{name}.png"));
+    std::fs::write(&path, png).with_context(|| format!("cannot write {}", path.display()))?;
+    report.screenshots.push(path);
+    Ok(())
+}
+
+/// Runs `script` (which returns a string, or a promise of one) in the page.
+fn evaluate_string(tab: &Arc<Tab>, script: &str) -> Result<String> {
+    let result = tab
+        .evaluate(script, true)
+        .map_err(|e| anyhow!("the page could not run a script: {e}"))?;
+    match result.value {
+        Some(Value::String(s)) => Ok(s),
+        other => bail!(
+            "the page's script returned {other:?} ({})",
+            result.description.unwrap_or_default()
+        ),
+    }
+}
+
+fn clip(text: &str) -> String {
+    const MAX: usize = 400;
+    match text.char_indices().nth(MAX) {
+        Some((i, _)) => format!("{}…", &text[..i]),
+        None => text.to_string(),
+    }
+}
