@@ -85,6 +85,18 @@ mod rounding_to_mib {
     }
 }
 
+/// The block handed out on an empty cache instead of the rounded request (a 19.5 MiB
+/// request answered with 20 MiB).
+mod block_handed_out {
+    pub use crate::solution::{
+        best_fit, free_block, memory_after, pool_for, segment_for, split, train,
+    };
+    pub fn rounded_size(requested: u64) -> u64 {
+        let size = crate::solution::rounded_size(requested);
+        split(segment_for(requested), size).0
+    }
+}
+
 /// The small pool without its upper bound: 1 MiB itself sent to the large pool.
 mod small_pool_below_1mib {
     pub use crate::solution::{
@@ -392,6 +404,21 @@ fn step1_slips_fail_with_their_hint() {
     for (answers, step, hint) in cases {
         fails_on(&grade(&answers, seed()), step, hint);
     }
+}
+
+#[test]
+fn rounded_size_is_the_request_rounded_not_the_block_handed_out() {
+    let report = grade(&answers_of!(block_handed_out), seed());
+    fails_on(&report, steps::ROUNDED_SIZE, "step 3");
+    let miss = report.misses().next().expect("it fails");
+    assert!(
+        miss.case.contains("19.5") || miss.case.contains("20447232"),
+        "{report}"
+    );
+    assert!(
+        miss.expected.contains("the block it hands out is 20 MiB"),
+        "{report}"
+    );
 }
 
 #[test]

@@ -146,8 +146,8 @@ pub(super) fn grade_best_fit(answers: &Answers, report: &mut Report, rng: &mut i
                     super::describe(&script)
                 ),
                 &expected,
-                "the index of the block the engine's allocator took (None: it reserved a new \
-                 segment)",
+                "the index of the block the engine's allocator took; None: it reserved a new \
+                 segment",
                 got,
                 if hint.is_empty() {
                     "best fit: the request's pool, the smallest block large enough, ties to the \

@@ -67,9 +67,9 @@ pub(super) fn grade_sizes(answers: &Answers, report: &mut Report, rng: &mut impl
                 .to_string()
         } else {
             format!(
-                "the request rounded up to a multiple of 512 B (what the allocator looks for); \
-                 the block it hands out is {}, because cutting its {} segment would leave 1 MiB \
-                 or less — that is step 3",
+                "the request rounded up to a multiple of 512 B, the size the allocator looks \
+                 for; the block it hands out is {}: cutting its {} segment would leave 1 MiB or \
+                 less (step 3)",
                 exact(block),
                 exact(reserved)
             )
