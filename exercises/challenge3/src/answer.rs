@@ -11,7 +11,7 @@
 //!
 //! Part 2: `train` leaks. Fix it so its memory stays flat, epoch after epoch.
 //!
-//! The book's page "Monitoring memory" has the rules with pictures. To start again from the
+//! The book's page "Monitoring memory" has the rules. To start again from the
 //! stub: `git checkout -- exercises/challenge3/src/answer.rs`.
 #![allow(unused_variables, unused_imports)]
 
