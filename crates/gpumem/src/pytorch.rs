@@ -3,7 +3,8 @@
 //! steps of the lesson's loop), read into the engine's terms.
 
 use crate::mlp::{
-    Checkpointing, MlpConfig, Optimizer, OptimizerImpl, Precision, Strategy, ZeroGrad,
+    Checkpointing, LossWeighting, MlpConfig, Optimizer, OptimizerImpl, Precision, Strategy,
+    ZeroGrad,
 };
 use serde::Deserialize;
 
@@ -133,6 +134,8 @@ impl Setup {
                 },
                 optimizer_impl,
                 grad_scaler: Some(s.grad_scaler),
+                // The fixture's loop divides each micro-batch's loss by k.
+                loss_weighting: LossWeighting::OverSteps,
             },
         })
     }

@@ -3,7 +3,9 @@
 use gpumem::device::DeviceOptions;
 use gpumem::estimate::{band_margin, estimate, is_exact, reference_setups, requested_peak};
 use gpumem::measure::measure_step;
-use gpumem::mlp::{Checkpointing, MlpConfig, Optimizer, OptimizerImpl, Precision, ZeroGrad};
+use gpumem::mlp::{
+    Checkpointing, LossWeighting, MlpConfig, Optimizer, OptimizerImpl, Precision, ZeroGrad,
+};
 use gpumem::{Backend, MemorySpec};
 use proptest::prelude::*;
 use proptest::strategy::Strategy;
@@ -97,6 +99,7 @@ fn strategy() -> impl Strategy<Value = gpumem::mlp::Strategy> {
         Just(OptimizerImpl::Fused)
     ];
     let zero_grad = prop_oneof![Just(ZeroGrad::SetToNone), Just(ZeroGrad::Zero)];
+    let loss_weighting = prop_oneof![Just(LossWeighting::OverSteps), Just(LossWeighting::ByRows)];
     (
         precision,
         prop_oneof![Just(1u64), 1..9u64],
@@ -106,6 +109,7 @@ fn strategy() -> impl Strategy<Value = gpumem::mlp::Strategy> {
             zero_grad,
             optimizer_impl,
             proptest::option::of(any::<bool>()),
+            loss_weighting,
         ),
     )
         .prop_map(
@@ -113,7 +117,7 @@ fn strategy() -> impl Strategy<Value = gpumem::mlp::Strategy> {
                 precision,
                 accumulation,
                 checkpointing,
-                (relu_inplace, zero_grad, optimizer_impl, grad_scaler),
+                (relu_inplace, zero_grad, optimizer_impl, grad_scaler, loss_weighting),
             )| {
                 gpumem::mlp::Strategy {
                     precision,
@@ -123,6 +127,7 @@ fn strategy() -> impl Strategy<Value = gpumem::mlp::Strategy> {
                     zero_grad,
                     optimizer_impl,
                     grad_scaler,
+                    loss_weighting,
                 }
             },
         )

@@ -194,6 +194,40 @@ pub enum ZeroGrad {
     Zero,
 }
 
+/// How gradient accumulation scales each micro-batch's mean loss before its backward pass,
+/// so that the gradients add up to the batch's. Both make the same one-value tensor: the
+/// choice changes the update, never the memory.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum LossWeighting {
+    /// `loss / accumulation_steps`, the usual idiom: every micro-batch weighs the same, which
+    /// is the batch's mean only when they all have the same number of rows.
+    #[default]
+    OverSteps,
+    /// `loss * len / rows`: each micro-batch weighs its share of the batch's rows, the
+    /// batch's mean gradient for any split.
+    ByRows,
+}
+
+impl LossWeighting {
+    /// What micro-batch of `len` rows multiplies its mean loss by, when a batch of `rows`
+    /// rows is accumulated over `accumulation` micro-batches.
+    pub fn factor(self, rows: u64, accumulation: u64, len: u64) -> f64 {
+        match self {
+            LossWeighting::OverSteps => 1.0 / accumulation.max(1) as f64,
+            LossWeighting::ByRows => len as f64 / rows.max(1) as f64,
+        }
+    }
+
+    /// The scaled loss's label in traces and snapshots.
+    pub fn label(self) -> &'static str {
+        match self {
+            LossWeighting::OverSteps => "loss / k",
+            LossWeighting::ByRows => "loss * len / rows",
+        }
+    }
+}
+
 /// How a step trades memory for time.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Strategy {
@@ -212,6 +246,9 @@ pub struct Strategy {
     /// pairing); `Some` forces it on or off.
     #[serde(default)]
     pub grad_scaler: Option<bool>,
+    /// With accumulation: how each micro-batch's loss is scaled.
+    #[serde(default)]
+    pub loss_weighting: LossWeighting,
 }
 
 impl Strategy {
@@ -232,6 +269,7 @@ impl Default for Strategy {
             zero_grad: ZeroGrad::SetToNone,
             optimizer_impl: OptimizerImpl::Foreach,
             grad_scaler: None,
+            loss_weighting: LossWeighting::OverSteps,
         }
     }
 }

@@ -16,7 +16,8 @@ mod optim;
 mod step;
 
 pub use config::{
-    Checkpointing, MAX_LAYERS, MlpConfig, Optimizer, OptimizerImpl, Precision, Strategy, ZeroGrad,
+    Checkpointing, LossWeighting, MAX_LAYERS, MlpConfig, Optimizer, OptimizerImpl, Precision,
+    Strategy, ZeroGrad,
 };
 pub(crate) use forward::segments;
 pub(crate) use step::planned_micro_batches;

@@ -9,7 +9,7 @@
 //! ```
 //!
 //! with gradient accumulation as `k` row slices of the batch (views: no copy), each loss
-//! divided by `k`; `torch.autocast` and `GradScaler` for mixed precision. Every tensor is
+//! divided by `k` (or weighed by its rows: [`super::LossWeighting`]); `torch.autocast` and `GradScaler` for mixed precision. Every tensor is
 //! allocated and freed where PyTorch allocates and frees it (see [`super::autograd`]), so the
 //! allocator sees PyTorch's sequence of requests on every backing.
 
@@ -75,7 +75,8 @@ pub(crate) fn planned_micro_batches(rows: u64, parts: u64, limit: Option<u64>) -
 pub struct StepOutputs {
     /// `rows × classes` logits (`y_pred`; with accumulation, the last micro-batch's).
     pub logits: Tensor,
-    /// The loss, one value (with accumulation, the last micro-batch's, divided by `k`).
+    /// The loss, one value (with accumulation, the last micro-batch's, scaled by its
+    /// [`super::LossWeighting::factor`]).
     pub loss: Tensor,
 }
 
@@ -153,6 +154,7 @@ impl Mlp {
         self.pass = Pass::Forward;
         let (x, y) = self.upload(batch)?;
         let k = self.config.strategy.accumulation;
+        let weighting = self.config.strategy.loss_weighting;
         let mut totals = Totals::default();
         let mut recomputed_layers = 0;
         for (start, len) in planned_micro_batches(rows, k, self.micro_batch_limit) {
@@ -161,7 +163,9 @@ impl Mlp {
             } else {
                 (x.rows_view(start, len)?, y.rows_view(start, len)?)
             };
-            recomputed_layers += self.micro_step(&xb, &yb, k)?;
+            // With one micro-batch the loss is used as it is (no scaled copy).
+            let factor = (k > 1).then(|| weighting.factor(rows, k, len) as f32);
+            recomputed_layers += self.micro_step(&xb, &yb, factor)?;
             // Reading results waits for the device: with one micro-batch, only once the
             // update is queued too.
             if k > 1 {
@@ -185,8 +189,9 @@ impl Mlp {
         })
     }
 
-    /// Forward and backward of one micro-batch; returns the layers computed again.
-    fn micro_step(&mut self, x: &Tensor, y: &Tensor, k: u64) -> Result<u64, Error> {
+    /// Forward and backward of one micro-batch, its loss scaled by `factor` (a new tensor)
+    /// if there is one; returns the layers computed again.
+    fn micro_step(&mut self, x: &Tensor, y: &Tensor, factor: Option<f32>) -> Result<u64, Error> {
         self.pass = Pass::Forward;
         let mut tape = Tape::default();
         let mut cache = self.autocast_region();
@@ -196,11 +201,10 @@ impl Mlp {
         let loss = self.cross_entropy(&y_pred, y, &mut tape)?;
         drop(y_pred);
         self.kept.loss = Some(loss.clone());
-        if k > 1 {
-            let divided = scaled(&loss, 1.0 / k as f32, "loss / k")?;
-            tape.push(Node::Scale {
-                factor: 1.0 / k as f32,
-            });
+        if let Some(factor) = factor {
+            let label = self.config.strategy.loss_weighting.label();
+            let divided = scaled(&loss, factor, label)?;
+            tape.push(Node::Scale { factor });
             drop(loss);
             self.kept.loss = Some(divided);
         } else {
@@ -243,12 +247,101 @@ impl Mlp {
 
 #[cfg(test)]
 mod tests {
-    use super::micro_batches;
+    use super::{Batch, micro_batches};
+    use crate::alloc::Trace;
+    use crate::data::Dataset;
+    use crate::device::Device;
+    use crate::mlp::{LossWeighting, Mlp, MlpConfig, Optimizer, Strategy};
+
+    /// The lesson's network with a large SGD step (so that a wrong update shows), its batch
+    /// accumulated over `k` micro-batches weighed by `loss_weighting`.
+    fn config(k: u64, loss_weighting: LossWeighting) -> MlpConfig {
+        MlpConfig::lesson(16)
+            .with_optimizer(Optimizer::sgd(0.5))
+            .with_strategy(Strategy {
+                accumulation: k,
+                loss_weighting,
+                ..Strategy::default()
+            })
+    }
+
+    /// Every parameter after one step on `rows` rows on the cpu backing, with its trace.
+    fn one_step(rows: u64, config: &MlpConfig) -> (Vec<f32>, Trace) {
+        let data = Dataset::generate(rows, 5).train;
+        assert_eq!(data.len() as u64, rows);
+        let dev = Device::cpu(1 << 30);
+        let mut mlp = Mlp::new(&dev, config, 9).unwrap();
+        dev.start_trace();
+        mlp.train_step(Batch::Data(&data)).unwrap();
+        let trace = dev.take_trace();
+        (parameters(&mlp), trace)
+    }
+
+    fn parameters(mlp: &Mlp) -> Vec<f32> {
+        mlp.layers()
+            .iter()
+            .flat_map(|l| l.tensors())
+            .flat_map(|t| t.read::<f32>().unwrap())
+            .collect()
+    }
+
+    fn largest_gap(a: &[f32], b: &[f32]) -> f32 {
+        assert_eq!(a.len(), b.len());
+        a.iter()
+            .zip(b)
+            .map(|(x, y)| (x - y).abs())
+            .fold(0.0, f32::max)
+    }
 
     #[test]
     fn micro_batches_cover_the_batch() {
         assert_eq!(micro_batches(10, 3), [(0, 4), (4, 3), (7, 3)]);
         assert_eq!(micro_batches(10, 1), [(0, 10)]);
         assert_eq!(micro_batches(2, 5), [(0, 1), (1, 1)]);
+    }
+
+    #[test]
+    fn rows_weighting_sums_to_the_batch() {
+        let factors: Vec<f64> = micro_batches(10, 3)
+            .iter()
+            .map(|&(_, len)| LossWeighting::ByRows.factor(10, 3, len))
+            .collect();
+        assert_eq!(factors, [0.4, 0.3, 0.3]);
+        assert_eq!(LossWeighting::OverSteps.factor(10, 3, 4), 1.0 / 3.0);
+    }
+
+    /// 10 rows in 4 + 3 + 3: weighing each micro-batch by its rows gives the large batch's
+    /// update to float32 rounding; `loss / k` does not (it does for 9 rows in 3 × 3).
+    #[test]
+    fn only_rows_weighting_gives_the_large_batch_update_for_an_uneven_split() {
+        use LossWeighting::{ByRows, OverSteps};
+        let (large, _) = one_step(10, &config(1, OverSteps));
+        let start = parameters(&Mlp::new(&Device::cpu(1 << 30), &config(1, OverSteps), 9).unwrap());
+        assert!(largest_gap(&large, &start) > 1e-2, "the update shows");
+        let (by_rows, _) = one_step(10, &config(3, ByRows));
+        let (over_steps, _) = one_step(10, &config(3, OverSteps));
+        assert!(largest_gap(&large, &by_rows) < 1e-5);
+        assert!(largest_gap(&large, &over_steps) > 1e-3);
+        let (even_large, _) = one_step(9, &config(1, OverSteps));
+        let (even, _) = one_step(9, &config(3, OverSteps));
+        assert!(largest_gap(&even_large, &even) < 1e-5);
+    }
+
+    /// Both weightings make the same one-value tensor: the allocator sees the same requests
+    /// (only the scaled loss's label differs).
+    #[test]
+    fn loss_weighting_changes_no_memory() {
+        use LossWeighting::{ByRows, OverSteps};
+        let (_, over_steps) = one_step(10, &config(3, OverSteps));
+        let (_, mut by_rows) = one_step(10, &config(3, ByRows));
+        let renamed = by_rows
+            .events
+            .iter_mut()
+            .filter(|e| e.label == ByRows.label())
+            .map(|e| e.label = OverSteps.label().to_string())
+            .count();
+        // Three allocations, and the frees of all but the last (the loop keeps it).
+        assert_eq!(renamed, 5);
+        assert_eq!(over_steps, by_rows);
     }
 }
