@@ -45,3 +45,27 @@ fn mini_batching_cites_a_row_the_table_has() {
     let at32 = equation(&MlpConfig::lesson(LESSON_WIDTH), 32).unwrap();
     assert!(at32.peak_allocated < 1_000_000);
 }
+
+/// Challenge 1: at the busiest moment the activations are the hidden layer's output plus the
+/// predictions `y_pred` (two values a row: a thousandth of it) — the log-probabilities are
+/// already freed; the parameters are "about ten thousand weights, a few dozen KiB".
+#[test]
+fn challenge1_activations_at_the_peak_are_the_hidden_output_and_y_pred() {
+    let config = MlpConfig::lesson(LESSON_WIDTH);
+    let e = equation(&config, FULL).unwrap();
+    let hidden = FULL * LESSON_WIDTH * 4;
+    let y_pred = FULL * config.classes * 4;
+    let extra = e.activations - hidden;
+    assert!(extra >= y_pred && extra < 2 * y_pred, "{extra} vs {y_pred}");
+    assert_eq!(LESSON_WIDTH / config.classes, 1000);
+    let count = config.parameter_count();
+    assert!((9_000..11_000).contains(&count), "{count}");
+    assert!(
+        (24 << 10..100 << 10).contains(&e.parameters),
+        "{}",
+        e.parameters
+    );
+    let text = page("challenge-1");
+    assert!(text.contains("predictions `y_pred` (with the loss)"));
+    assert!(!text.contains("a few MiB\n  of predictions and log-probabilities"));
+}
