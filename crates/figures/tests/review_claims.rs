@@ -69,3 +69,27 @@ fn challenge1_activations_at_the_peak_are_the_hidden_output_and_y_pred() {
     assert!(text.contains("predictions `y_pred` (with the loss)"));
     assert!(!text.contains("a few MiB\n  of predictions and log-probabilities"));
 }
+
+/// Every page: the lesson's key point is quoted word for word in quotation marks, never
+/// paraphrased as if it were ours ("Memory limits depend on both …" without them).
+#[test]
+fn the_lessons_key_point_is_always_in_quotation_marks() {
+    const QUOTE: &str = "Memory limits will depend on both allocated and reserved memory";
+    for entry in std::fs::read_dir(figures::files::book_src()).unwrap() {
+        let path = entry.unwrap().path();
+        if path.extension().is_none_or(|e| e != "md") {
+            continue;
+        }
+        // Line breaks in the sources are spaces on the page.
+        let text = std::fs::read_to_string(&path)
+            .unwrap()
+            .split_whitespace()
+            .collect::<Vec<_>>()
+            .join(" ")
+            .to_lowercase();
+        let quoted = text.matches(&format!("\"{}", QUOTE.to_lowercase())).count();
+        let all = text.matches("limits will depend on both").count()
+            + text.matches("limits depend on").count();
+        assert_eq!(quoted, all, "{}: the key point unquoted", path.display());
+    }
+}
