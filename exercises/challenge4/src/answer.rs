@@ -12,6 +12,9 @@
 //!    needs at most 95 % of the card (before the allocator's rounding, as `peak_bytes` counts),
 //!    that strategy was not needed.
 //!
+//! Last, it compares your `loss_scale` with the factor the engine's gradient accumulation
+//! scales each micro-batch's loss by.
+//!
 //! To start again from the stub: `git checkout -- exercises/challenge4/src/answer.rs`.
 #![allow(unused_variables, unused_imports)]
 
@@ -33,3 +36,12 @@ pub fn choose_settings(setup: Setup, card_bytes: u64) -> Settings {
     todo!("try the cheapest settings first, and stop at the first that fits")
 }
 // ANCHOR_END: choose_settings
+
+// ANCHOR: loss_scale
+/// The factor micro-batch number `micro_batch` (0 is the first) multiplies its mean loss by,
+/// when `batch` rows are split into `accumulation_steps` micro-batches the engine's way, so
+/// that the gradients they add up to are the whole batch's mean gradient.
+pub fn loss_scale(batch: u64, accumulation_steps: u64, micro_batch: u64) -> f64 {
+    todo!("how much this micro-batch's mean counts in the batch's mean")
+}
+// ANCHOR_END: loss_scale

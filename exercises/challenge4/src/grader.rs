@@ -18,6 +18,9 @@
 //!    equation counts), that strategy was not needed. (95 %, not 100 %: a safe
 //!    choice keeps about 5 % of the card for the allocator's rounding, and is not punished
 //!    for it.)
+//!
+//! Last, `loss_scale`: the factor each micro-batch's loss is scaled by under gradient
+//! accumulation, compared with the engine's (see [`loss_scale`]).
 
 use gpumem::estimate::requested_peak;
 use gpumem::fit::{checkpointing_has_effect, measure_update};
@@ -30,6 +33,7 @@ use grading::{NoValue, Report, Setup, attempt};
 
 mod cases;
 mod choice;
+mod loss_scale;
 
 use cases::{choice_cases, equation_cases};
 use choice::grade_choice;
@@ -37,6 +41,7 @@ use rand::SeedableRng;
 use std::fmt;
 
 pub use gpumem::mlp::{Checkpointing, Precision};
+pub use loss_scale::LOSS_SCALE;
 
 // ANCHOR: settings
 /// How one update is run: the learner's choice.
@@ -112,15 +117,17 @@ impl fmt::Display for Settings {
 pub struct Answers {
     pub peak_bytes: fn(setup: Setup, settings: Settings) -> u64,
     pub choose_settings: fn(setup: Setup, card_bytes: u64) -> Settings,
+    pub loss_scale: fn(batch: u64, accumulation_steps: u64, micro_batch: u64) -> f64,
 }
 
-/// `Answers` from a module that defines the two functions.
+/// `Answers` from a module that defines the three functions.
 #[macro_export]
 macro_rules! answers_of {
     ($($m:ident)::+) => {
         $crate::grader::Answers {
             peak_bytes: $($m)::+::peak_bytes,
             choose_settings: $($m)::+::choose_settings,
+            loss_scale: $($m)::+::loss_scale,
         }
     };
 }
@@ -219,6 +226,9 @@ pub fn grade(answers: &Answers, seed: u64) -> Report {
     }
     for (setup, card_bytes) in choice_cases(&mut rng) {
         grade_choice(&mut report, answers, setup, card_bytes);
+    }
+    for (batch, steps) in loss_scale::cases(&mut rng) {
+        loss_scale::grade(&mut report, answers, batch, steps);
     }
     report
 }

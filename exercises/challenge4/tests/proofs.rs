@@ -8,7 +8,7 @@
 
 use challenge4::answers_of;
 use challenge4::grader::{
-    Checkpointing, FITS, NOTHING_NEEDLESS, Precision, SAME_BATCH, Settings, grade,
+    Checkpointing, FITS, LOSS_SCALE, NOTHING_NEEDLESS, Precision, SAME_BATCH, Settings, grade,
 };
 use grading::proofs::*;
 use grading::{Setup, seed};
@@ -16,13 +16,16 @@ use grading::{Setup, seed};
 #[path = "../solution/answer.rs"]
 mod solution;
 include!(concat!(env!("OUT_DIR"), "/shipped_stub.rs"));
+#[path = "proofs/loss_scale.rs"]
+mod loss_scale_mistakes;
+use loss_scale_mistakes::{every_micro_batch_as_long, one_over_k};
 
 #[test]
 fn the_reference_solution_passes() {
     let report = grade(&answers_of!(solution), seed());
     passes(&report, 40);
     // Every rule is exercised on fixed and random cases.
-    for group in ["peak_bytes", FITS, SAME_BATCH, NOTHING_NEEDLESS] {
+    for group in ["peak_bytes", FITS, SAME_BATCH, NOTHING_NEEDLESS, LOSS_SCALE] {
         let n = report.checks.iter().filter(|c| c.function == group).count();
         assert!(n >= 10, "{group}: {n} checks");
     }
@@ -65,7 +68,7 @@ fn the_shipped_stub_is_not_attempted() {
 /// Halving the batch until it fits, instead of accumulating: another training run.
 mod smaller_batch {
     use super::*;
-    pub use crate::solution::peak_bytes;
+    pub use crate::solution::{loss_scale, peak_bytes};
     pub fn choose_settings(setup: Setup, card: u64) -> Settings {
         let mut rows = setup.batch;
         let mut s = Settings::plain(rows);
@@ -80,7 +83,7 @@ mod smaller_batch {
 /// Every strategy at once: it fits, but most of it is not needed.
 mod everything_on {
     use super::*;
-    pub use crate::solution::peak_bytes;
+    pub use crate::solution::{loss_scale, peak_bytes};
     pub fn choose_settings(setup: Setup, card: u64) -> Settings {
         (1..=setup.batch)
             .map(|steps| Settings {
@@ -97,7 +100,7 @@ mod everything_on {
 /// Believing that 16-bit floats halve the whole step, model included.
 mod mixed_halves_everything {
     use super::*;
-    pub use crate::solution::choose_settings;
+    pub use crate::solution::{choose_settings, loss_scale};
     pub fn peak_bytes(setup: Setup, settings: Settings) -> u64 {
         let float32 = crate::solution::peak_bytes(
             setup,
@@ -118,7 +121,7 @@ mod mixed_halves_everything {
 /// mistake shows).
 mod no_float16_copies {
     use super::*;
-    pub use crate::solution::choose_settings;
+    pub use crate::solution::{choose_settings, loss_scale};
     pub fn peak_bytes(setup: Setup, settings: Settings) -> u64 {
         let right = crate::solution::peak_bytes(setup, settings);
         if settings.precision != Precision::Mixed || settings.checkpointing != Checkpointing::Off {
@@ -140,7 +143,7 @@ mod no_float16_copies {
 /// Choosing with that belief: mixed precision looks enough where the model is large.
 mod mixed_halves_everything_when_choosing {
     use super::*;
-    pub use crate::solution::peak_bytes;
+    pub use crate::solution::{loss_scale, peak_bytes};
     pub fn choose_settings(setup: Setup, card: u64) -> Settings {
         let halved = |s: Settings| match s.precision {
             Precision::Mixed => {
@@ -179,7 +182,7 @@ mod mixed_halves_everything_when_choosing {
 /// Rounding the micro-batch down: the last rows of an uneven batch are never seen.
 mod floor_micro_batch {
     use super::*;
-    pub use crate::solution::peak_bytes;
+    pub use crate::solution::{loss_scale, peak_bytes};
     pub fn choose_settings(setup: Setup, card: u64) -> Settings {
         let s = crate::solution::choose_settings(setup, card);
         Settings {
@@ -192,7 +195,7 @@ mod floor_micro_batch {
 /// Twice the micro-batches needed, "to be safe".
 mod too_many_micro_batches {
     use super::*;
-    pub use crate::solution::peak_bytes;
+    pub use crate::solution::{loss_scale, peak_bytes};
     pub fn choose_settings(setup: Setup, card: u64) -> Settings {
         let s = crate::solution::choose_settings(setup, card);
         if s.accumulation_steps == 1 {
@@ -211,7 +214,7 @@ mod too_many_micro_batches {
 /// backward pass recomputes a segment whole.
 mod checkpoints_only {
     use super::*;
-    pub use crate::solution::choose_settings;
+    pub use crate::solution::{choose_settings, loss_scale};
     pub fn peak_bytes(setup: Setup, settings: Settings) -> u64 {
         let full = crate::solution::peak_bytes(setup, settings);
         let g = match settings.checkpointing {
@@ -328,6 +331,8 @@ fn every_proof_holds_for_many_seeds() {
             (answers_of!(mixed_halves_everything), "peak_bytes"),
             (answers_of!(no_float16_copies), "peak_bytes"),
             (answers_of!(checkpoints_only), "peak_bytes"),
+            (answers_of!(one_over_k), LOSS_SCALE),
+            (answers_of!(every_micro_batch_as_long), LOSS_SCALE),
         ] {
             let r = grade(&answers, seed);
             assert!(!r.passed(), "seed {seed}: a wrong answer passed");
