@@ -93,3 +93,45 @@ fn the_lessons_key_point_is_always_in_quotation_marks() {
         assert_eq!(quoted, all, "{}: the key point unquoted", path.display());
     }
 }
+
+/// The glossary's entry between `<dt id="{id}">` and the next `</dd>`, on one line.
+fn glossary_entry(id: &str) -> String {
+    let text = page("glossary");
+    let at = text.find(&format!("<dt id=\"{id}\">")).unwrap();
+    let end = at + text[at..].find("</dd>").unwrap();
+    text[at..end]
+        .split_whitespace()
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// Glossary: a large request below `kMinLargeAlloc` shares a segment (it does not get one of
+/// its own size); a block can be the whole free block when the rest is too small to keep;
+/// mixed precision stores 16-bit values, and the engine computes in float32 (as Fitting more
+/// says), so the entry does not call the arithmetic 16-bit.
+#[test]
+fn glossary_entries_match_the_allocators_rules() {
+    use gpumem::alloc::{
+        LARGE_BUFFER, MIN_BLOCK, MIN_LARGE_ALLOC, SMALL_SIZE, segment_size, should_split,
+    };
+    let mid = SMALL_SIZE + MIN_BLOCK;
+    assert_eq!(segment_size(mid), Some(LARGE_BUFFER));
+    assert!(
+        LARGE_BUFFER >= 2 * mid,
+        "two such requests share one segment"
+    );
+    assert!(segment_size(MIN_LARGE_ALLOC).unwrap() < 2 * MIN_LARGE_ALLOC);
+    let segment = glossary_entry("segment");
+    assert!(segment.contains("large requests below <code>kMinLargeAlloc</code> share"));
+    assert!(!segment.contains("a large request gets a segment of its own"));
+
+    // A request a little under the shared segment's size is handed the whole segment.
+    let request = LARGE_BUFFER - SMALL_SIZE / 2;
+    assert!(!should_split(request, LARGE_BUFFER, None, false));
+    assert!(glossary_entry("block").contains("or the whole free block"));
+
+    assert!(page("fitting-more").contains("the arithmetic itself is done in float32"));
+    let mixed = glossary_entry("mixed-precision");
+    assert!(!mixed.contains("arithmetic in 16-bit"), "{mixed}");
+    assert!(mixed.contains("does its arithmetic in float32"));
+}
