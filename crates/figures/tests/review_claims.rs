@@ -135,3 +135,16 @@ fn glossary_entries_match_the_allocators_rules() {
     assert!(!mixed.contains("arithmetic in 16-bit"), "{mixed}");
     assert!(mixed.contains("does its arithmetic in float32"));
 }
+
+/// Challenge 4: the share of the card the page gives for "not needed" (at most 95 % of the
+/// card) and the room the solution keeps back (5 %) are the grader's `NEEDED_ABOVE`.
+#[test]
+fn challenge4_page_states_the_graders_share_of_the_card() {
+    let needed = (challenge4::grader::NEEDED_ABOVE * 100.0).round() as u64;
+    let text = page("challenge-4")
+        .split_whitespace()
+        .collect::<Vec<_>>()
+        .join(" ");
+    assert!(text.contains(&format!("at most {needed} % of the card")));
+    assert!(text.contains(&format!("The {} % kept back", 100 - needed)));
+}
