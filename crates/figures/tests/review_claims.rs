@@ -148,3 +148,30 @@ fn challenge4_page_states_the_graders_share_of_the_card() {
     assert!(text.contains(&format!("at most {needed} % of the card")));
     assert!(text.contains(&format!("The {} % kept back", 100 - needed)));
 }
+
+/// Fitting more, model parallelism: "by the equation, at batch 32 two cards hold about twice
+/// as many layers of 5 000 as one card holds with SGD" — memory grows in a straight line with
+/// depth from almost nothing, so twice the layers need about twice one card's memory.
+#[test]
+fn two_cards_hold_about_twice_the_layers() {
+    use figures::data::{DEEP_BATCH, DEEP_WIDTH, network};
+    use gpumem::lesson::CARD_BYTES;
+    use gpumem::mlp::Optimizer;
+    let deepest = figures::data::deepest_fit(Optimizer::LESSON)
+        .unwrap()
+        .layers;
+    let peak = |layers| {
+        equation(&network(DEEP_WIDTH, layers, Optimizer::LESSON), DEEP_BATCH)
+            .unwrap()
+            .peak_allocated
+    };
+    let ratio = peak(2 * deepest) as f64 / peak(deepest) as f64;
+    assert!((1.95..2.05).contains(&ratio), "{ratio}");
+    assert!(peak(2 * deepest) <= 2 * CARD_BYTES);
+    assert!(peak(2 * deepest + 4) > 2 * CARD_BYTES);
+    let text = page("fitting-more")
+        .split_whitespace()
+        .collect::<Vec<_>>()
+        .join(" ");
+    assert!(text.contains("two cards hold about twice as many layers"));
+}
