@@ -175,3 +175,36 @@ fn two_cards_hold_about_twice_the_layers() {
         .join(" ");
     assert!(text.contains("two cards hold about twice as many layers"));
 }
+
+/// For instructors: the flow and the time estimate describe Challenge 3 as it is now — as
+/// many graded steps as the page has, each step's topic among the talking points.
+#[test]
+fn instructors_page_describes_challenge_3_in_its_steps() {
+    let steps = page("challenge-3").matches("\n**Step ").count();
+    let words = [
+        "zero", "one", "two", "three", "four", "five", "six", "seven",
+    ];
+    let text = page("instructors")
+        .split_whitespace()
+        .collect::<Vec<_>>()
+        .join(" ");
+    assert!(
+        text.contains(&format!("Challenge 3 ({} graded steps", words[steps])),
+        "{steps} steps"
+    );
+    let row = text
+        .split("\n")
+        .flat_map(|l| l.split("| 12 |"))
+        .nth(1)
+        .unwrap();
+    for topic in [
+        "rounding",
+        "best fit",
+        "tie-break",
+        "split",
+        "merging",
+        "leak",
+    ] {
+        assert!(row.contains(topic), "{topic}");
+    }
+}
