@@ -206,3 +206,15 @@ fn instructors_page_describes_challenge_3_in_its_steps() {
         assert!(row.contains(topic), "{topic}");
     }
 }
+
+/// Introduction: the engine's allocator follows PyTorch's rules, but no test measures it
+/// beside PyTorch's on a GPU, so the page claims the rules, not byte-equal figures; the bytes
+/// a step asks for are what the fixture compares (and the equation page says so).
+#[test]
+fn introduction_claims_only_what_is_compared_with_pytorch() {
+    let text = page("introduction");
+    assert!(!text.contains("down to the byte"));
+    assert!(text.contains("followed rule by rule, not measured beside ours"));
+    let fixture = figures::pages::memory_equation::pytorch_fixture().unwrap();
+    assert!(fixture.contains("peak of requested bytes equals PyTorch's"));
+}
