@@ -218,3 +218,23 @@ fn introduction_claims_only_what_is_compared_with_pytorch() {
     let fixture = figures::pages::memory_equation::pytorch_fixture().unwrap();
     assert!(fixture.contains("peak of requested bytes equals PyTorch's"));
 }
+
+/// Setup: the demo's `device:` line it quotes takes the card's capacity from the generated
+/// figure, so no page types the capacity.
+#[test]
+fn no_page_types_the_cards_capacity() {
+    let capacity = generated("card_capacity.md");
+    let plain = capacity.replace('\u{a0}', " ");
+    for entry in std::fs::read_dir(figures::files::book_src()).unwrap() {
+        let path = entry.unwrap().path();
+        if path.extension().is_none_or(|e| e != "md") {
+            continue;
+        }
+        let text = std::fs::read_to_string(&path).unwrap();
+        assert!(
+            !text.contains(&capacity) && !text.contains(&plain),
+            "{}: types the card's capacity",
+            path.display()
+        );
+    }
+}
