@@ -162,16 +162,18 @@ pub fn choose_settings(setup: Setup, card_bytes: u64) -> Settings {
 // ANCHOR_END: choose_settings
 
 // ANCHOR: loss_scale
-/// The factor micro-batch number `micro_batch` (0 is the first) multiplies its mean loss by,
-/// when `batch` rows are split into `accumulation_steps` micro-batches the engine's way, so
-/// that the gradients they add up to are the whole batch's mean gradient.
-pub fn loss_scale(batch: u64, accumulation_steps: u64, micro_batch: u64) -> f64 {
-    // The engine's split: the first `batch % accumulation_steps` micro-batches take one row
-    // more than the others.
-    let (base, extra) = (batch / accumulation_steps, batch % accumulation_steps);
-    let rows = base + u64::from(micro_batch < extra);
-    // The batch's mean is Σ rows_i · mean_i / batch: each micro-batch weighs its share of the
-    // rows. `1 / accumulation_steps` is that share only when every micro-batch is as long.
+/// The factor micro-batch number `index` (0 is the first) multiplies its mean
+/// loss by, when `batch` rows are split into `accumulation_steps` micro-batches
+/// the engine's way, so that the gradients they add up to are the whole
+/// batch's mean gradient.
+pub fn loss_scale(batch: u64, accumulation_steps: u64, index: u64) -> f64 {
+    // The engine's split: the first `batch % accumulation_steps`
+    // micro-batches take one row more than the others.
+    let k = accumulation_steps;
+    let rows = batch / k + u64::from(index < batch % k);
+    // The batch's mean is Σ rows_i · mean_i / batch: each micro-batch weighs
+    // its share of the rows. `1 / accumulation_steps` is that share only when
+    // every micro-batch is as long.
     rows as f64 / batch as f64
 }
 // ANCHOR_END: loss_scale

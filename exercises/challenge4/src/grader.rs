@@ -117,7 +117,7 @@ impl fmt::Display for Settings {
 pub struct Answers {
     pub peak_bytes: fn(setup: Setup, settings: Settings) -> u64,
     pub choose_settings: fn(setup: Setup, card_bytes: u64) -> Settings,
-    pub loss_scale: fn(batch: u64, accumulation_steps: u64, micro_batch: u64) -> f64,
+    pub loss_scale: fn(batch: u64, accumulation_steps: u64, index: u64) -> f64,
 }
 
 /// `Answers` from a module that defines the three functions.

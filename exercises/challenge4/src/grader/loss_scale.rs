@@ -66,7 +66,7 @@ pub(super) fn grade(report: &mut Report, answers: &Answers, batch: u64, steps: u
         push(
             report,
             LOSS_SCALE,
-            &format!("loss_scale(batch {batch}, accumulation_steps {steps}, micro_batch {i})"),
+            &format!("loss_scale(batch {batch}, accumulation_steps {steps}, index {i})"),
             format!(
                 "{expected} (its {len} rows of {batch}; the engine's split: {})",
                 describe(&split)

@@ -7,7 +7,7 @@ use grading::Outcome;
 /// The usual `loss / accumulation_steps`: right only when the split is even.
 pub mod one_over_k {
     pub use crate::solution::{choose_settings, peak_bytes};
-    pub fn loss_scale(_batch: u64, accumulation_steps: u64, _micro_batch: u64) -> f64 {
+    pub fn loss_scale(_batch: u64, accumulation_steps: u64, _index: u64) -> f64 {
         1.0 / accumulation_steps as f64
     }
 }
@@ -16,7 +16,7 @@ pub mod one_over_k {
 /// weigh too much.
 pub mod every_micro_batch_as_long {
     pub use crate::solution::{choose_settings, peak_bytes};
-    pub fn loss_scale(batch: u64, accumulation_steps: u64, _micro_batch: u64) -> f64 {
+    pub fn loss_scale(batch: u64, accumulation_steps: u64, _index: u64) -> f64 {
         batch.div_ceil(accumulation_steps) as f64 / batch as f64
     }
 }
@@ -69,7 +69,7 @@ fn every_micro_batch_as_long_fails_on_the_short_ones() {
     let report = grade(&answers_of!(every_micro_batch_as_long), seed());
     fails_on(&report, LOSS_SCALE, "one row more than the rest");
     assert!(
-        report.misses().all(|c| !c.case.ends_with("micro_batch 0)")),
+        report.misses().all(|c| !c.case.ends_with("index 0)")),
         "{report}"
     );
 }
