@@ -238,3 +238,25 @@ fn no_page_types_the_cards_capacity() {
         );
     }
 }
+
+/// Memory in neural networks: between batches of 16, 32 and 64 the lesson's step grows nearly
+/// in proportion to the batch (not "hardly changes"), yet at 64 rows it is under a thousandth
+/// of the card.
+#[test]
+fn usual_batches_grow_the_step_but_leave_the_card_nearly_empty() {
+    use gpumem::lesson::CARD_BYTES;
+    let peak = |b| {
+        equation(&MlpConfig::lesson(LESSON_WIDTH), b)
+            .unwrap()
+            .peak_allocated
+    };
+    let ratio = peak(64) as f64 / peak(16) as f64;
+    assert!(ratio > 3.0, "{ratio}");
+    assert!(peak(64) * 1000 < CARD_BYTES);
+    let text = page("networks")
+        .split_whitespace()
+        .collect::<Vec<_>>()
+        .join(" ");
+    assert!(text.contains("grows nearly in proportion to the batch"));
+    assert!(!text.contains("hardly changes"));
+}
