@@ -110,23 +110,44 @@ fn smallk(row0: u32, j0: u32) {
     let cnt = min(4u, p.n - j0);
     let row1 = min(row0 + SK_ROWS, p.m);
     // VEC: rows of C start on quads, so 4 columns from j0 are one quad.
-    let whole = (p.flags & 4u) != 0u && cnt == 4u;
-    let bias = bias4(j0);
+    if ((p.flags & 4u) != 0u && cnt == 4u) {
+        smallk_quads(row0, row1, j0, b0, b1, b2, b3, bias4(j0));
+        return;
+    }
     for (var i = row0; i < row1; i++) {
         var v = vec4<T>(acol(i, 0u)) * b0;
         v = fma(vec4<T>(acol(i, 1u)), b1, v);
         v = fma(vec4<T>(acol(i, 2u)), b2, v);
         v = fma(vec4<T>(acol(i, 3u)), b3, v);
-        if (whole) {
-            let q = (p.c_off + i * p.c_stride + j0) >> 2u;
-            v += bias;
-            if ((p.flags & 1u) != 0u) {
-                v += ld4_c(q);
-            }
-            st4_c(q, v);
-        } else {
-            put4(p.c_off, i, j0, cnt, v);
+        put4(p.c_off, i, j0, cnt, v);
+    }
+}
+
+// Rows row0 .. row1 of one quad of C: addresses stepped, not recomputed, and only k terms
+// (uniform branches), which halves llvmpipe's time per row against the general loop.
+fn smallk_quads(row0: u32, row1: u32, j0: u32, b0: vec4<T>, b1: vec4<T>, b2: vec4<T>, b3: vec4<T>,
+                bias: vec4<T>) {
+    let qs = p.c_stride >> 2u;
+    var q = (p.c_off + row0 * p.c_stride + j0) >> 2u;
+    var at = p.a_off + row0 * p.a_rs;
+    let acc = (p.flags & 1u) != 0u;
+    for (var i = row0; i < row1; i++) {
+        var v = fma(vec4<T>(ld_a(at)), b0, bias);
+        if (p.k > 1u) {
+            v = fma(vec4<T>(ld_a(at + p.a_cs)), b1, v);
         }
+        if (p.k > 2u) {
+            v = fma(vec4<T>(ld_a(at + 2u * p.a_cs)), b2, v);
+        }
+        if (p.k > 3u) {
+            v = fma(vec4<T>(ld_a(at + 3u * p.a_cs)), b3, v);
+        }
+        if (acc) {
+            v += ld4_c(q);
+        }
+        st4_c(q, v);
+        q += qs;
+        at += p.a_rs;
     }
 }
 
@@ -148,10 +169,20 @@ fn mm_smallk(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) nwg:
 
 // ---- n ≤ 4 ----
 
-// op(B)[kk, 0 .. 4]; columns past n are clamped (never stored).
-fn bq(kk: u32) -> vec4<T> {
-    let last = p.n - 1u;
-    return vec4<T>(opb(kk, 0u), opb(kk, min(1u, last)), opb(kk, min(2u, last)), opb(kk, min(3u, last)));
+// op(B)[kk, 0 .. n] from its element `at` = op(B)[kk, 0]; columns past n are zero (never
+// stored). Only the n loads (uniform branches): the loads, not the FMAs, cost on llvmpipe.
+fn bn(at: u32) -> vec4<T> {
+    var b = vec4<T>(ld_b(at), T(0.0), T(0.0), T(0.0));
+    if (p.n > 1u) {
+        b.y = ld_b(at + p.b_cs);
+    }
+    if (p.n > 2u) {
+        b.z = ld_b(at + 2u * p.b_cs);
+    }
+    if (p.n > 3u) {
+        b.w = ld_b(at + 3u * p.b_cs);
+    }
+    return b;
 }
 
 fn smalln(i: u32, s: u32) {
@@ -159,30 +190,24 @@ fn smalln(i: u32, s: u32) {
     let k1 = min(k0 + p.kc, p.k);
     var acc = vec4<T>();
     var kk = k0;
+    // Addresses are stepped along k, not recomputed per load.
+    var bt = p.b_off + k0 * p.b_rs;
     if ((p.flags & 4u) != 0u) {
         // VEC: op(A)'s rows run along k (a_cs = 1) from a quad; k0 is a multiple of 4.
-        let row = p.a_off + i * p.a_rs;
+        var at = (p.a_off + i * p.a_rs + k0) >> 2u;
         for (; kk + 4u <= k1; kk += 4u) {
-            let a = ld4_a((row + kk) >> 2u);
-            acc = fma(vec4<T>(a.x), bq(kk), acc);
-            acc = fma(vec4<T>(a.y), bq(kk + 1u), acc);
-            acc = fma(vec4<T>(a.z), bq(kk + 2u), acc);
-            acc = fma(vec4<T>(a.w), bq(kk + 3u), acc);
-        }
-    } else {
-        for (; kk + 4u <= k1; kk += 4u) {
-            let a0 = opa(i, kk);
-            let a1 = opa(i, kk + 1u);
-            let a2 = opa(i, kk + 2u);
-            let a3 = opa(i, kk + 3u);
-            acc = fma(vec4<T>(a0), bq(kk), acc);
-            acc = fma(vec4<T>(a1), bq(kk + 1u), acc);
-            acc = fma(vec4<T>(a2), bq(kk + 2u), acc);
-            acc = fma(vec4<T>(a3), bq(kk + 3u), acc);
+            let a = ld4_a(at);
+            acc = fma(vec4<T>(a.x), bn(bt), acc);
+            acc = fma(vec4<T>(a.y), bn(bt + p.b_rs), acc);
+            acc = fma(vec4<T>(a.z), bn(bt + 2u * p.b_rs), acc);
+            acc = fma(vec4<T>(a.w), bn(bt + 3u * p.b_rs), acc);
+            at += 1u;
+            bt += 4u * p.b_rs;
         }
     }
     for (; kk < k1; kk++) {
-        acc = fma(vec4<T>(opa(i, kk)), bq(kk), acc);
+        acc = fma(vec4<T>(opa(i, kk)), bn(bt), acc);
+        bt += p.b_rs;
     }
     put4(p.c_off + s * p.split_stride, i, 0u, p.n, acc);
 }
@@ -196,13 +221,18 @@ fn smalln4(i0: u32, s: u32) {
     var c1 = vec4<T>();
     var c2 = vec4<T>();
     var c3 = vec4<T>();
+    // a_cs is a multiple of 4 here: a quad's step along k.
+    var at = (p.a_off + i0 + k0 * p.a_cs) >> 2u;
+    var bt = p.b_off + k0 * p.b_rs;
     for (var kk = k0; kk < k1; kk++) {
-        let a = ld4_a((p.a_off + i0 + kk * p.a_cs) >> 2u);
-        let b = bq(kk);
+        let a = ld4_a(at);
+        let b = bn(bt);
         c0 = fma(vec4<T>(a.x), b, c0);
         c1 = fma(vec4<T>(a.y), b, c1);
         c2 = fma(vec4<T>(a.z), b, c2);
         c3 = fma(vec4<T>(a.w), b, c3);
+        at += p.a_cs >> 2u;
+        bt += p.b_rs;
     }
     let base = p.c_off + s * p.split_stride;
     put4(base, i0, 0u, p.n, c0);
@@ -255,28 +285,35 @@ fn smallm(j0: u32, s: u32) {
     let j1 = min(j0 + 1u, lastc);
     let j2 = min(j0 + 2u, lastc);
     let j3 = min(j0 + 3u, lastc);
-    let lastr = p.m - 1u;
-    let i1 = min(1u, lastr);
-    let i2 = min(2u, lastr);
-    let i3 = min(3u, lastr);
     var c0 = vec4<T>();
     var c1 = vec4<T>();
     var c2 = vec4<T>();
     var c3 = vec4<T>();
     // VEC: op(B)'s rows run along n (b_cs = 1) and start on quads; 4 columns from j0
-    // are one quad when all are inside n.
+    // are one quad when all are inside n. Addresses are stepped along k, and only the m
+    // rows of op(A) are loaded (uniform branches).
     let whole = (p.flags & 4u) != 0u && j0 + 4u <= p.n;
+    var bt = p.b_off + k0 * p.b_rs;
+    var at = p.a_off + k0 * p.a_cs;
     for (var kk = k0; kk < k1; kk++) {
         var bv: vec4<T>;
         if (whole) {
-            bv = ld4_b((p.b_off + kk * p.b_rs + j0) >> 2u);
+            bv = ld4_b((bt + j0) >> 2u);
         } else {
             bv = vec4<T>(opb(kk, j0), opb(kk, j1), opb(kk, j2), opb(kk, j3));
         }
-        c0 = fma(vec4<T>(opa(0u, kk)), bv, c0);
-        c1 = fma(vec4<T>(opa(i1, kk)), bv, c1);
-        c2 = fma(vec4<T>(opa(i2, kk)), bv, c2);
-        c3 = fma(vec4<T>(opa(i3, kk)), bv, c3);
+        c0 = fma(vec4<T>(ld_a(at)), bv, c0);
+        if (p.m > 1u) {
+            c1 = fma(vec4<T>(ld_a(at + p.a_rs)), bv, c1);
+        }
+        if (p.m > 2u) {
+            c2 = fma(vec4<T>(ld_a(at + 2u * p.a_rs)), bv, c2);
+        }
+        if (p.m > 3u) {
+            c3 = fma(vec4<T>(ld_a(at + 3u * p.a_rs)), bv, c3);
+        }
+        bt += p.b_rs;
+        at += p.a_cs;
     }
     let base = p.c_off + s * p.split_stride;
     let cnt = min(4u, p.n - j0);

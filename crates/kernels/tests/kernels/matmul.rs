@@ -92,7 +92,10 @@ fn check(ctx: &Ctx, name: &str, kernels: &Kernels, kernel: MatmulKernel, case: &
     assert_close(&what, &got, &want);
 }
 
-const SHAPES: [(usize, usize, usize); 8] = [
+/// (m, k, n). The last six are the skinny kernels' fast paths: k of 2 and 3 over whole
+/// quads of C with two row blocks, n = 2 and 3 with split-k and k tails, and m = 2 and 4
+/// over whole quads of B.
+const SHAPES: [(usize, usize, usize); 14] = [
     (1, 1, 1),
     (3, 5, 7),
     (17, 33, 9),
@@ -101,6 +104,12 @@ const SHAPES: [(usize, usize, usize); 8] = [
     (40, 36, 20),
     (64, 64, 64),
     (35, 41, 68),
+    (70, 2, 12),
+    (66, 3, 8),
+    (40, 302, 2),
+    (36, 130, 3),
+    (2, 37, 16),
+    (4, 9, 20),
 ];
 
 fn forms() -> [(bool, bool); 4] {
