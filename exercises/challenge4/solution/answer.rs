@@ -162,10 +162,10 @@ pub fn choose_settings(setup: Setup, card_bytes: u64) -> Settings {
 // ANCHOR_END: choose_settings
 
 // ANCHOR: loss_scale
-/// The factor micro-batch number `index` (0 is the first) multiplies its mean
-/// loss by, when `batch` rows are split into `accumulation_steps` micro-batches
-/// the engine's way, so that the gradients they add up to are the whole
-/// batch's mean gradient.
+/// The factor micro-batch number `index` (0 is the first) multiplies its
+/// mean loss by, when `batch` rows are split into `accumulation_steps`
+/// micro-batches the engine's way, so that the gradients they add up to are
+/// the whole batch's mean gradient.
 pub fn loss_scale(batch: u64, accumulation_steps: u64, index: u64) -> f64 {
     // The engine's split: the first `batch % accumulation_steps`
     // micro-batches take one row more than the others.
