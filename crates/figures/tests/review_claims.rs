@@ -260,3 +260,29 @@ fn usual_batches_grow_the_step_but_leave_the_card_nearly_empty() {
     assert!(text.contains("grows nearly in proportion to the batch"));
     assert!(!text.contains("hardly changes"));
 }
+
+/// Challenge 4's key point: accumulation alone, on the `cpu` backing of the recorded run, was
+/// faster than one large pass with one hidden layer and slower with the deep setup's layers —
+/// so the page does not say "the price is time" outright.
+#[test]
+fn accumulation_time_follows_the_record() {
+    use figures::measured::load;
+    let record = load().unwrap();
+    let accumulation = |layers: u64| {
+        let setup = record.setups.iter().find(|s| s.layers == layers).unwrap();
+        let cpu = setup.runs.iter().find(|r| r.backend == "cpu").unwrap();
+        cpu.rows
+            .iter()
+            .find(|r| r.name.starts_with("accumulation ×") && !r.name.contains('+'))
+            .and_then(|r| r.relative_to_none)
+            .unwrap()
+    };
+    let deep = figures::measured::CHALLENGE4_DEEP_LAYERS;
+    assert!(accumulation(1) < 1.0, "{}", accumulation(1));
+    assert!(accumulation(deep) > 1.0, "{}", accumulation(deep));
+    let text = page("challenge-4");
+    assert!(
+        text.contains("it was faster than one large pass with one hidden layer, and slower with")
+    );
+    assert!(!text.contains("the price is time"));
+}
