@@ -18,6 +18,10 @@ pub enum Error {
     /// The wgpu backing was asked for and no adapter could be opened.
     #[error("{0}")]
     NoAdapter(String),
+    /// A backing this build of the crate left out (the planner, built without the `wgpu`
+    /// or `cpu` feature, has only `plan`).
+    #[error("this build of gpumem has no {0} backing: enable the `{0}` feature")]
+    NotBuilt(crate::device::Backend),
     /// Allocator settings that are out of range.
     #[error("invalid allocator setting: {0}")]
     Config(#[from] ConfigError),

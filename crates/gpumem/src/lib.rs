@@ -17,14 +17,14 @@ pub mod search;
 pub mod size;
 pub mod snapshot;
 pub mod tensor;
-#[cfg(any(test, feature = "testing"))]
+#[cfg(all(feature = "wgpu", any(test, feature = "testing")))]
 pub mod testing;
 pub mod train;
 
 pub use device::{Backend, Device, DeviceOptions};
 pub use error::Error;
 /// The cpu backing's elementwise kernels against a plain copy, for the throughput bench.
-#[cfg(any(test, feature = "testing"))]
+#[cfg(all(feature = "cpu", any(test, feature = "testing")))]
 pub use exec::bandwidth as cpu_bandwidth;
 pub use size::{Bytes, MemorySpec};
 pub use tensor::{DType, Tensor};

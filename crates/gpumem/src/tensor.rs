@@ -216,12 +216,14 @@ impl Tensor {
     }
 
     /// Copies `data` (exactly `len()` values) into the tensor.
+    #[cfg_attr(not(any(feature = "cpu", feature = "wgpu")), allow(unused_variables))]
     pub fn write<T: bytemuck::Pod>(&self, data: &[T]) -> Result<(), Error> {
         self.check_elem::<T>(data.len())?;
         let p = self.placement();
         let inner = self.device().borrow();
         match inner.alloc.store() {
             Backing::Plan => Ok(()),
+            #[cfg(feature = "cpu")]
             Backing::Cpu(store) => {
                 let dst = store
                     .ptr::<T>(p.segment, p.offset, data.len())
@@ -231,6 +233,7 @@ impl Tensor {
                 unsafe { std::ptr::copy_nonoverlapping(data.as_ptr(), dst, data.len()) };
                 Ok(())
             }
+            #[cfg(feature = "wgpu")]
             Backing::Wgpu(store) => {
                 crate::exec::write(store, p.segment, p.offset, bytemuck::cast_slice(data))
             }
@@ -238,23 +241,26 @@ impl Tensor {
     }
 
     /// Reads the tensor back. `plan` tensors hold no data, which is an error.
+    #[cfg_attr(not(any(feature = "cpu", feature = "wgpu")), allow(unused_variables))]
     pub fn read<T: bytemuck::Pod>(&self) -> Result<Vec<T>, Error> {
         self.check_elem::<T>(self.len() as usize)?;
         let p = self.placement();
-        let n = self.len() as usize;
         let inner = self.device().borrow();
         match inner.alloc.store() {
             Backing::Plan => Err(Error::Plan(format!(
                 "{}: the plan backing holds no data (steps are planned, not executed)",
                 self.label
             ))),
+            #[cfg(feature = "cpu")]
             Backing::Cpu(store) => {
+                let n = self.len() as usize;
                 let src = store
                     .ptr::<T>(p.segment, p.offset, n)
                     .ok_or_else(|| Error::Device("tensor outside its segment".into()))?;
                 // SAFETY: `src` points at `n` initialised values of this tensor's block.
                 Ok(unsafe { std::slice::from_raw_parts(src, n) }.to_vec())
             }
+            #[cfg(feature = "wgpu")]
             Backing::Wgpu(store) => {
                 crate::exec::read_back(store, p.segment, p.offset, self.bytes())
             }

@@ -1,7 +1,9 @@
 //! Which backing a device runs on: the choice as the user names it ([`Backend`]), and the
 //! segments of the one that was opened ([`Backing`]).
 
+#[cfg(feature = "wgpu")]
 use super::buffers::BufferStore;
+#[cfg(feature = "cpu")]
 use super::host::HostStore;
 use crate::alloc::{SegmentStore, StoreError};
 use std::fmt;
@@ -50,11 +52,14 @@ impl FromStr for Backend {
     }
 }
 
-/// The segments of whichever backing was chosen.
+/// The segments of whichever backing was chosen (only those this build has: features
+/// `cpu` and `wgpu`).
 #[derive(Debug)]
 pub enum Backing {
     Plan,
+    #[cfg(feature = "cpu")]
     Cpu(HostStore),
+    #[cfg(feature = "wgpu")]
     Wgpu(BufferStore),
 }
 
@@ -62,7 +67,9 @@ impl Backing {
     pub fn kind(&self) -> Backend {
         match self {
             Backing::Plan => Backend::Plan,
+            #[cfg(feature = "cpu")]
             Backing::Cpu(_) => Backend::Cpu,
+            #[cfg(feature = "wgpu")]
             Backing::Wgpu(_) => Backend::Wgpu,
         }
     }
@@ -73,11 +80,15 @@ impl Backing {
     }
 }
 
+// With neither backing compiled in, only `plan` is left, which ignores the arguments.
+#[cfg_attr(not(any(feature = "cpu", feature = "wgpu")), allow(unused_variables))]
 impl SegmentStore for Backing {
     fn create_segment(&mut self, id: u64, bytes: u64) -> Result<(), StoreError> {
         match self {
             Backing::Plan => Ok(()),
+            #[cfg(feature = "cpu")]
             Backing::Cpu(s) => s.create_segment(id, bytes),
+            #[cfg(feature = "wgpu")]
             Backing::Wgpu(s) => s.create_segment(id, bytes),
         }
     }
@@ -85,7 +96,9 @@ impl SegmentStore for Backing {
     fn release_segment(&mut self, id: u64) {
         match self {
             Backing::Plan => {}
+            #[cfg(feature = "cpu")]
             Backing::Cpu(s) => s.release_segment(id),
+            #[cfg(feature = "wgpu")]
             Backing::Wgpu(s) => s.release_segment(id),
         }
     }
@@ -93,7 +106,9 @@ impl SegmentStore for Backing {
     fn map_pages(&mut self, id: u64, offset: u64, bytes: u64, page: u64) -> Result<(), StoreError> {
         match self {
             Backing::Plan => Ok(()),
+            #[cfg(feature = "cpu")]
             Backing::Cpu(s) => s.map_pages(id, offset, bytes, page),
+            #[cfg(feature = "wgpu")]
             Backing::Wgpu(s) => s.map_pages(id, offset, bytes, page),
         }
     }
@@ -101,13 +116,16 @@ impl SegmentStore for Backing {
     fn unmap_pages(&mut self, id: u64, offset: u64, bytes: u64) {
         match self {
             Backing::Plan => {}
+            #[cfg(feature = "cpu")]
             Backing::Cpu(s) => s.unmap_pages(id, offset, bytes),
+            #[cfg(feature = "wgpu")]
             Backing::Wgpu(s) => s.unmap_pages(id, offset, bytes),
         }
     }
 
     fn free_memory(&self) -> Option<u64> {
         match self {
+            #[cfg(feature = "cpu")]
             Backing::Cpu(s) => s.free_memory(),
             _ => None,
         }
@@ -115,6 +133,7 @@ impl SegmentStore for Backing {
 
     fn total_memory(&self) -> Option<u64> {
         match self {
+            #[cfg(feature = "cpu")]
             Backing::Cpu(s) => s.total_memory(),
             _ => None,
         }

@@ -92,6 +92,7 @@ impl HostStore {
     ///
     /// Fails (rather than reading out of bounds) if the range is not inside the segment or
     /// not aligned for `T`.
+    #[cfg_attr(not(feature = "cpu"), allow(dead_code))]
     pub(crate) fn ptr<T>(&self, segment: u64, offset: u64, len: usize) -> Option<*mut T> {
         let seg = self.segments.get(&segment)?;
         let offset = usize::try_from(offset).ok()?;

@@ -10,11 +10,14 @@
 //! reports 15.90 GiB like the lesson's, or `native` for whatever the backing can get.
 
 mod backing;
+#[cfg(feature = "wgpu")]
 mod buffers;
 mod history;
 mod host;
+mod open;
 
 pub use backing::{Backend, Backing};
+#[cfg(feature = "wgpu")]
 pub use buffers::BufferStore;
 pub use host::HostStore;
 
@@ -24,7 +27,6 @@ use crate::alloc::{
     AllocError, Allocator, AllocatorConfig, MemoryStats, OomMessage, SegmentStore, Trace,
 };
 use crate::size::MemorySpec;
-use gpumem_kernels::gpu::{Gpu, GpuError, GpuOptions};
 use std::cell::{Ref, RefCell};
 use std::fmt;
 use std::rc::Rc;
@@ -92,56 +94,9 @@ impl fmt::Debug for Device {
 impl Device {
     /// Opens a device as the options say. `Auto` picks a hardware GPU through wgpu when
     /// there is one and the `cpu` backing otherwise, and says so in [`DeviceInfo::reason`].
+    /// A backing this build left out (features `wgpu`, `cpu`) is an [`Error::NotBuilt`].
     pub fn new(options: &DeviceOptions) -> Result<Device, Error> {
-        let (backing, name, reason) = match options.backend {
-            Backend::Plan => (Backing::Plan, "plan".to_string(), "asked for".to_string()),
-            Backend::Cpu => (
-                Backing::Cpu(HostStore::default()),
-                "host memory".to_string(),
-                "asked for".to_string(),
-            ),
-            Backend::Wgpu => {
-                let gpu = Gpu::new(&GpuOptions::default())
-                    .map_err(|e| Error::NoAdapter(e.to_string()))?;
-                let name = gpu.info().name.clone();
-                let kind = if gpu.is_hardware() {
-                    "hardware"
-                } else {
-                    "software"
-                };
-                (
-                    Backing::Wgpu(BufferStore::new(Rc::new(gpu))),
-                    name,
-                    format!("asked for, a {kind} adapter"),
-                )
-            }
-            Backend::Auto => {
-                let hardware = GpuOptions {
-                    require_hardware: true,
-                    ..Default::default()
-                };
-                match Gpu::new(&hardware) {
-                    Ok(gpu) => {
-                        let name = gpu.info().name.clone();
-                        (
-                            Backing::Wgpu(BufferStore::new(Rc::new(gpu))),
-                            name,
-                            "auto: found a hardware GPU".to_string(),
-                        )
-                    }
-                    Err(e) => (
-                        Backing::Cpu(HostStore::default()),
-                        "host memory".to_string(),
-                        match e {
-                            GpuError::NoHardwareAdapter(_) => "auto: no hardware GPU, only a \
-                                software adapter, which the wgpu backing uses"
-                                .to_string(),
-                            _ => "auto: no GPU adapter at all, so the cpu backing".to_string(),
-                        },
-                    ),
-                }
-            }
-        };
+        let (backing, name, reason) = open::backing(options.backend)?;
         Self::with_backing(backing, name, reason, options)
     }
 
@@ -190,6 +145,7 @@ impl Device {
     }
 
     /// A `cpu` device of `capacity` bytes with default allocator settings.
+    #[cfg(feature = "cpu")]
     pub fn cpu(capacity: u64) -> Device {
         Self::quick(Backend::Cpu, capacity)
     }
@@ -298,6 +254,14 @@ impl Device {
 
     /// The driver's own view of buffer memory on `wgpu` (None on other backings, or when
     /// the backend cannot report it).
+    #[cfg(not(feature = "wgpu"))]
+    pub fn driver_memory(&self) -> Option<DriverMemory> {
+        None
+    }
+
+    /// The driver's own view of buffer memory on `wgpu` (None on other backings, or when
+    /// the backend cannot report it).
+    #[cfg(feature = "wgpu")]
     pub fn driver_memory(&self) -> Option<DriverMemory> {
         let inner = self.inner.borrow();
         let Backing::Wgpu(store) = inner.alloc.store() else {
@@ -333,5 +297,5 @@ pub struct DriverMemory {
     pub buffers: u64,
 }
 
-#[cfg(test)]
+#[cfg(all(test, feature = "wgpu", feature = "cpu"))]
 mod tests;

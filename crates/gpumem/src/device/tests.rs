@@ -5,6 +5,7 @@ use crate::tensor::{DType, Tensor};
 const MIB: u64 = 1 << 20;
 
 use crate::testing::{gpu as test_gpu, wgpu_device};
+use gpumem_kernels::gpu::Gpu;
 use gpumem_kernels::testing::skip_on_gl;
 
 fn wgpu_device_on(gpu: Rc<Gpu>, memory: MemorySpec, max_buffer: Option<u64>) -> Option<Device> {

@@ -1,12 +1,17 @@
 //! Running work on a backing: the operations of a training step, and moving data in and out.
 
+#[cfg(feature = "cpu")]
 mod compute;
+#[cfg(feature = "cpu")]
 mod cpu;
-#[cfg(any(test, feature = "testing"))]
+#[cfg(all(feature = "cpu", any(test, feature = "testing")))]
 pub use cpu::bandwidth;
+#[cfg(feature = "wgpu")]
 mod gpu;
 pub mod ops;
 mod spec;
+#[cfg(feature = "wgpu")]
 mod transfer;
 
+#[cfg(feature = "wgpu")]
 pub(crate) use transfer::{read_back, write};

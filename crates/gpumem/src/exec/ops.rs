@@ -1,9 +1,15 @@
 //! The operations a training step needs, checked once here and then run by the backing:
 //! plain Rust on `cpu`, WGSL kernels on `wgpu`, nothing at all on `plan`.
+// The planner (no backing that executes) checks every operation and runs none: the values
+// only the kernels read go unused there.
+#![cfg_attr(not(any(feature = "cpu", feature = "wgpu")), allow(unused_variables))]
 
 pub use super::spec::{AdamStep, Matmul};
 
-use super::{cpu, gpu};
+#[cfg(feature = "cpu")]
+use super::cpu;
+#[cfg(feature = "wgpu")]
+use super::gpu;
 use crate::error::Error;
 use crate::tensor::{DType, Tensor};
 
@@ -66,14 +72,24 @@ fn same_shape(a: &Tensor, b: &Tensor) -> Result<(), Error> {
     Ok(())
 }
 
-/// Runs `f` on the backing of `t`'s device.
-fn on_backing<R>(t: &Tensor, plan: R, cpu: impl FnOnce() -> R, gpu: impl FnOnce() -> R) -> R {
-    let kind = t.device().borrow().alloc.store().kind();
-    match kind {
-        crate::Backend::Cpu => cpu(),
-        crate::Backend::Wgpu => gpu(),
-        _ => plan,
-    }
+/// The backing of `t`'s device.
+fn backend_of(t: &Tensor) -> crate::Backend {
+    t.device().borrow().alloc.store().kind()
+}
+
+/// Evaluates the `cpu` or the `gpu` expression on the backing of `t`'s device, `plan` on
+/// `plan`. A macro, not a function, so that the expression of a backing left out of the
+/// build (its feature off) is dropped before its names are resolved.
+macro_rules! on_backing {
+    ($t:expr, $plan:expr, $cpu:expr, $gpu:expr $(,)?) => {
+        match backend_of($t) {
+            #[cfg(feature = "cpu")]
+            crate::Backend::Cpu => $cpu,
+            #[cfg(feature = "wgpu")]
+            crate::Backend::Wgpu => $gpu,
+            _ => $plan,
+        }
+    };
 }
 
 /// Shape of `op(t)`.
@@ -117,11 +133,11 @@ pub fn matmul(
             )));
         }
     }
-    on_backing(
+    on_backing!(
         c,
         Ok(()),
-        || cpu::matmul(spec, a, b, c, bias),
-        || gpu::matmul(spec, a, b, c, bias),
+        cpu::matmul(spec, a, b, c, bias),
+        gpu::matmul(spec, a, b, c, bias),
     )
 }
 
@@ -130,7 +146,7 @@ pub fn relu(src: &Tensor, dst: &Tensor) -> Result<(), Error> {
     float(&[src, dst])?;
     same_shape(src, dst)?;
     distinct(dst, &[src])?;
-    on_backing(dst, Ok(()), || cpu::relu(src, dst), || gpu::relu(src, dst))
+    on_backing!(dst, Ok(()), cpu::relu(src, dst), gpu::relu(src, dst))
 }
 
 /// Column sums of `src` into `dst` (one value per column): a bias's gradient (`sum`).
@@ -146,12 +162,7 @@ pub fn colsum(src: &Tensor, dst: &Tensor) -> Result<(), Error> {
             src.cols()
         )));
     }
-    on_backing(
-        src,
-        Ok(()),
-        || cpu::colsum(src, dst),
-        || gpu::colsum(src, dst),
-    )
+    on_backing!(src, Ok(()), cpu::colsum(src, dst), gpu::colsum(src, dst))
 }
 
 /// `param -= lr · grad`.
@@ -160,11 +171,11 @@ pub fn sgd(param: &Tensor, grad: &Tensor, lr: f32) -> Result<(), Error> {
     float(&[param, grad])?;
     same_shape(param, grad)?;
     distinct(param, &[grad])?;
-    on_backing(
+    on_backing!(
         param,
         Ok(()),
-        || cpu::sgd(param, grad, lr),
-        || gpu::sgd(param, grad, lr),
+        cpu::sgd(param, grad, lr),
+        gpu::sgd(param, grad, lr),
     )
 }
 
@@ -184,11 +195,11 @@ pub fn adam(
     distinct(param, &[grad, m, v])?;
     distinct(m, &[grad, v])?;
     distinct(v, &[grad])?;
-    on_backing(
+    on_backing!(
         param,
         Ok(()),
-        || cpu::adam(param, grad, m, v, hp),
-        || gpu::adam(param, grad, m, v, hp),
+        cpu::adam(param, grad, m, v, hp),
+        gpu::adam(param, grad, m, v, hp),
     )
 }
 
@@ -201,17 +212,17 @@ pub fn unscale_check(x: &Tensor, factor: f32, flag: &Tensor) -> Result<(), Error
     if flag.len() != 1 {
         return Err(mismatch(format!("{}: a flag is one value", flag.label())));
     }
-    on_backing(
+    on_backing!(
         x,
         Ok(()),
-        || cpu::unscale_check(x, factor, flag),
-        || gpu::unscale_check(x, factor, flag),
+        cpu::unscale_check(x, factor, flag),
+        gpu::unscale_check(x, factor, flag),
     )
 }
 
 /// Sets every value to zero.
 pub fn zero(x: &Tensor) -> Result<(), Error> {
-    on_backing(x, Ok(()), || cpu::zero(x), || gpu::zero(x))
+    on_backing!(x, Ok(()), cpu::zero(x), gpu::zero(x))
 }
 
 /// One value.
@@ -241,7 +252,7 @@ pub fn copy(src: &Tensor, dst: &Tensor) -> Result<(), Error> {
     float(&[src, dst])?;
     same_shape(src, dst)?;
     distinct(dst, &[src])?;
-    on_backing(dst, Ok(()), || cpu::copy(src, dst), || gpu::copy(src, dst))
+    on_backing!(dst, Ok(()), cpu::copy(src, dst), gpu::copy(src, dst))
 }
 
 /// `dst = grad · (output > 0)`: the ReLU's backward pass (`threshold_backward`), into a new
@@ -252,18 +263,18 @@ pub fn threshold_backward(grad: &Tensor, output: &Tensor, dst: &Tensor) -> Resul
     same_shape(grad, output)?;
     same_shape(grad, dst)?;
     distinct(dst, &[grad, output])?;
-    on_backing(
+    on_backing!(
         dst,
         Ok(()),
-        || cpu::threshold_backward(grad, output, dst),
-        || gpu::threshold_backward(grad, output, dst),
+        cpu::threshold_backward(grad, output, dst),
+        gpu::threshold_backward(grad, output, dst),
     )
 }
 
 /// `x = max(x, 0)` in place: `nn.ReLU(inplace=True)`.
 pub fn relu_(x: &Tensor) -> Result<(), Error> {
     float(&[x])?;
-    on_backing(x, Ok(()), || cpu::relu_(x), || gpu::relu_(x))
+    on_backing!(x, Ok(()), cpu::relu_(x), gpu::relu_(x))
 }
 
 /// Row-wise `log_softmax` of `x` into `out`.
@@ -272,11 +283,11 @@ pub fn log_softmax(x: &Tensor, out: &Tensor) -> Result<(), Error> {
     float(&[x, out])?;
     same_shape(x, out)?;
     distinct(out, &[x])?;
-    on_backing(
+    on_backing!(
         out,
         Ok(()),
-        || cpu::log_softmax(x, out),
-        || gpu::log_softmax(x, out),
+        cpu::log_softmax(x, out),
+        gpu::log_softmax(x, out),
     )
 }
 
@@ -295,11 +306,11 @@ pub fn nll_loss(
     scalar(total_weight)?;
     distinct(loss, &[logp, labels, total_weight])?;
     distinct(total_weight, &[logp, labels])?;
-    on_backing(
+    on_backing!(
         loss,
         Ok(()),
-        || cpu::nll_loss(logp, labels, loss, total_weight),
-        || gpu::nll_loss(logp, labels, loss, total_weight),
+        cpu::nll_loss(logp, labels, loss, total_weight),
+        gpu::nll_loss(logp, labels, loss, total_weight),
     )
 }
 
@@ -316,11 +327,11 @@ pub fn nll_loss_backward(
     scalar(grad)?;
     scalar(total_weight)?;
     distinct(out, &[grad, labels, total_weight])?;
-    on_backing(
+    on_backing!(
         out,
         Ok(()),
-        || cpu::nll_loss_backward(grad, labels, total_weight, out),
-        || gpu::nll_loss_backward(grad, labels, total_weight, out),
+        cpu::nll_loss_backward(grad, labels, total_weight, out),
+        gpu::nll_loss_backward(grad, labels, total_weight, out),
     )
 }
 
@@ -331,29 +342,24 @@ pub fn log_softmax_backward(grad: &Tensor, logp: &Tensor, out: &Tensor) -> Resul
     same_shape(grad, logp)?;
     same_shape(grad, out)?;
     distinct(out, &[grad, logp])?;
-    on_backing(
+    on_backing!(
         out,
         Ok(()),
-        || cpu::log_softmax_backward(grad, logp, out),
-        || gpu::log_softmax_backward(grad, logp, out),
+        cpu::log_softmax_backward(grad, logp, out),
+        gpu::log_softmax_backward(grad, logp, out),
     )
 }
 
 /// Every value set to `value`: `ones_like`, `full`.
 pub fn fill(x: &Tensor, value: f32) -> Result<(), Error> {
     float(&[x])?;
-    on_backing(x, Ok(()), || cpu::fill(x, value), || gpu::fill(x, value))
+    on_backing!(x, Ok(()), cpu::fill(x, value), gpu::fill(x, value))
 }
 
 /// `x *= factor` in place: `mul_`.
 pub fn scale(x: &Tensor, factor: f32) -> Result<(), Error> {
     float(&[x])?;
-    on_backing(
-        x,
-        Ok(()),
-        || cpu::scale(x, factor),
-        || gpu::scale(x, factor),
-    )
+    on_backing!(x, Ok(()), cpu::scale(x, factor), gpu::scale(x, factor))
 }
 
 /// `dst += src` in place: `add_` (gradient accumulation, momentum).
@@ -362,7 +368,7 @@ pub fn add(dst: &Tensor, src: &Tensor) -> Result<(), Error> {
     float(&[dst, src])?;
     same_shape(dst, src)?;
     distinct(dst, &[src])?;
-    on_backing(dst, Ok(()), || cpu::add(dst, src), || gpu::add(dst, src))
+    on_backing!(dst, Ok(()), cpu::add(dst, src), gpu::add(dst, src))
 }
 
 /// `dst = sqrt(v) · scale + eps`: Adam's denominator, the temporary that foreach and
@@ -372,10 +378,10 @@ pub fn adam_denom(v: &Tensor, dst: &Tensor, scale: f32, eps: f32) -> Result<(), 
     float(&[v, dst])?;
     same_shape(v, dst)?;
     distinct(dst, &[v])?;
-    on_backing(
+    on_backing!(
         dst,
         Ok(()),
-        || cpu::adam_denom(v, dst, scale, eps),
-        || gpu::adam_denom(v, dst, scale, eps),
+        cpu::adam_denom(v, dst, scale, eps),
+        gpu::adam_denom(v, dst, scale, eps),
     )
 }
