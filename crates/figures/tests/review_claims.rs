@@ -286,3 +286,25 @@ fn accumulation_time_follows_the_record() {
     );
     assert!(!text.contains("the price is time"));
 }
+
+/// Fitting more, data parallelism: each card running half the batch holds half the
+/// batch-sized terms but the whole model — so plain data parallelism "shrinks only the
+/// batch-sized terms", not nothing and not the model.
+#[test]
+fn data_parallelism_shrinks_only_the_batch_terms() {
+    let config = MlpConfig::lesson(LESSON_WIDTH);
+    let (whole, half) = (
+        equation(&config, FULL).unwrap(),
+        equation(&config, FULL / 2).unwrap(),
+    );
+    let ratio = half.activations as f64 / whole.activations as f64;
+    assert!((0.49..0.51).contains(&ratio), "{ratio}");
+    assert_eq!(half.parameters, whole.parameters);
+    assert_eq!(half.optimizer_state, whole.optimizer_state);
+    let text = page("fitting-more")
+        .split_whitespace()
+        .collect::<Vec<_>>()
+        .join(" ");
+    assert!(text.contains("shrinks only the batch-sized terms on each card"));
+    assert!(!text.contains("does not save memory per card"));
+}
