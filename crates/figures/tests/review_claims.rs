@@ -308,3 +308,38 @@ fn data_parallelism_shrinks_only_the_batch_terms() {
     assert!(text.contains("shrinks only the batch-sized terms on each card"));
     assert!(!text.contains("does not save memory per card"));
 }
+
+/// Challenge 3's default run: every epoch ends at the same allocated and reserved figures,
+/// and the whole run makes one device allocation ("many allocations and frees, one device
+/// allocation").
+#[test]
+fn challenge3_default_run_asks_the_device_once() {
+    let out = std::env::temp_dir().join(format!("c3-review-{}.svg", std::process::id()));
+    let out_arg = out.to_string_lossy().to_string();
+    let (result, text) = demo::capture(|| {
+        challenge3::run([
+            "challenge3",
+            "--backend",
+            "plan",
+            "--json",
+            "--out",
+            out_arg.as_str(),
+        ])
+    });
+    result.unwrap();
+    let _ = std::fs::remove_file(&out);
+    let json: serde_json::Value = serde_json::from_str(&text).unwrap();
+    let run = &json["run"];
+    assert_eq!(run["device_allocations"], 1);
+    let epochs = run["epochs"].as_array().unwrap();
+    assert!(epochs.len() >= 2);
+    for e in epochs {
+        assert_eq!(e["allocated"], epochs[0]["allocated"]);
+        assert_eq!(e["reserved"], epochs[0]["reserved"]);
+    }
+    let page = page("challenge-3")
+        .split_whitespace()
+        .collect::<Vec<_>>()
+        .join(" ");
+    assert!(page.contains("many allocations and frees, one device allocation"));
+}
