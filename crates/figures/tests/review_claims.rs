@@ -343,3 +343,16 @@ fn challenge3_default_run_asks_the_device_once() {
         .join(" ");
     assert!(page.contains("many allocations and frees, one device allocation"));
 }
+
+/// Setup: the Rust version it asks for is the workspace's `rust-version`.
+#[test]
+fn setup_asks_for_the_workspaces_rust_version() {
+    let manifest = figures::files::book_src().join("../Cargo.toml");
+    let manifest = std::fs::read_to_string(manifest).unwrap();
+    let version = manifest
+        .lines()
+        .find_map(|l| l.strip_prefix("rust-version = \""))
+        .and_then(|v| v.strip_suffix('"'))
+        .unwrap();
+    assert!(page("setup").contains(&format!("(stable, {version} or newer)")));
+}
