@@ -366,4 +366,54 @@ pub const ARTIFACTS: &[Artifact] = &[
         about: "transcript: what `cargo run -p challenge2 -- --backend plan` prints",
         render: pages::instructors::demo_challenge2,
     },
+    Artifact {
+        path: "generated/quizzes/memory-equation.toml",
+        about: "quiz (mdbook-quiz): predict-then-check questions for memory-equation.md, numbers from the engine",
+        render: || crate::quizzes::render("memory-equation"),
+    },
+    Artifact {
+        path: "generated/quizzes/mini-batching.toml",
+        about: "quiz (mdbook-quiz): predict-then-check questions for mini-batching.md, numbers from the engine",
+        render: || crate::quizzes::render("mini-batching"),
+    },
+    Artifact {
+        path: "generated/quizzes/challenge-1.toml",
+        about: "quiz (mdbook-quiz): predict-then-check questions for challenge-1.md, numbers from the engine",
+        render: || crate::quizzes::render("challenge-1"),
+    },
+    Artifact {
+        path: "generated/quizzes/networks.toml",
+        about: "quiz (mdbook-quiz): predict-then-check questions for networks.md, numbers from the engine",
+        render: || crate::quizzes::render("networks"),
+    },
+    Artifact {
+        path: "generated/quizzes/challenge-2.toml",
+        about: "quiz (mdbook-quiz): predict-then-check questions for challenge-2.md, numbers from the engine",
+        render: || crate::quizzes::render("challenge-2"),
+    },
+    Artifact {
+        path: "generated/quizzes/monitoring.toml",
+        about: "quiz (mdbook-quiz): predict-then-check questions for monitoring.md, numbers from the engine",
+        render: || crate::quizzes::render("monitoring"),
+    },
+    Artifact {
+        path: "generated/quizzes/after-a-few-epochs.toml",
+        about: "quiz (mdbook-quiz): predict-then-check questions for after-a-few-epochs.md, numbers from the engine",
+        render: || crate::quizzes::render("after-a-few-epochs"),
+    },
+    Artifact {
+        path: "generated/quizzes/challenge-3.toml",
+        about: "quiz (mdbook-quiz): predict-then-check questions for challenge-3.md, numbers from the engine",
+        render: || crate::quizzes::render("challenge-3"),
+    },
+    Artifact {
+        path: "generated/quizzes/fitting-more.toml",
+        about: "quiz (mdbook-quiz): predict-then-check questions for fitting-more.md, numbers from the engine",
+        render: || crate::quizzes::render("fitting-more"),
+    },
+    Artifact {
+        path: "generated/quizzes/challenge-4.toml",
+        about: "quiz (mdbook-quiz): predict-then-check questions for challenge-4.md, numbers from the engine",
+        render: || crate::quizzes::render("challenge-4"),
+    },
 ];

@@ -19,6 +19,7 @@ pub mod files;
 pub mod fragmented;
 pub mod measured;
 pub mod pages;
+pub mod quizzes;
 pub mod snapshots;
 pub mod tape;
 

@@ -1,0 +1,361 @@
+//! The lesson pages' quizzes.
+
+use super::{LARGE_ROWS, Question, distinct};
+use crate::data::{DEEP_BATCH, DEEP_WIDTH, LESSON_WIDTH, SEED, adam, equation, measure, network};
+use crate::epochs::{card, leak_runs, leak_setup};
+use anyhow::{Result, anyhow, bail};
+use gpumem::Device;
+use gpumem::alloc::{MIN_BLOCK, SMALL_BUFFER, round_size};
+use gpumem::data::LESSON_TRAINING_EVENTS as FULL;
+use gpumem::lesson::{CARD_BYTES, planning_on_card};
+use gpumem::mlp::{Batch, Mlp, MlpConfig, Optimizer, Pass, Precision, Strategy};
+use gpumem::size::format_bytes as bytes;
+use gpumem::tensor::DType;
+
+/// Hidden layers of the network whose width is doubled (one layer would hide the square).
+const DOUBLED_LAYERS: u64 = 3;
+
+fn pass_words(pass: Pass) -> String {
+    match pass {
+        Pass::Model => "It runs out while building the model".into(),
+        pass => format!("It runs out of memory in the {pass}"),
+    }
+}
+
+/// What Adam adds, and which of the six terms is largest at the lesson's batch.
+pub fn memory_equation() -> Result<Vec<Question>> {
+    let sgd_config = MlpConfig::lesson(LESSON_WIDTH);
+    let sgd = equation(&sgd_config, DEEP_BATCH)?;
+    let adam = equation(&sgd_config.clone().with_optimizer(adam()), DEEP_BATCH)?;
+    let added = adam.optimizer_state - sgd.optimizer_state;
+    let copies = added as f64 / adam.parameters as f64;
+    let adam_q = Question {
+        prompt: format!(
+            "The lesson's network ({} of parameters) trains with plain SGD. Predict: switching \
+             to Adam adds how much memory?",
+            bytes(sgd.parameters)
+        ),
+        answer: bytes(added),
+        distractors: distinct(
+            &bytes(added),
+            vec![bytes(adam.parameters), bytes(0), bytes(adam.persistent())],
+        ),
+        context: format!(
+            "Adam keeps two running averages per parameter (`exp_avg` and `exp_avg_sq`), each \
+             as large as the parameters: {} ({copies:.2} × {}). One copy would be momentum \
+             SGD; plain SGD keeps {}; {} is parameters, gradients and Adam's state together.",
+            bytes(added),
+            bytes(adam.parameters),
+            bytes(sgd.optimizer_state),
+            bytes(adam.persistent())
+        ),
+    };
+    let terms = sgd.categories();
+    let (largest, _) = *terms
+        .iter()
+        .max_by_key(|(_, b)| *b)
+        .ok_or_else(|| anyhow!("no terms"))?;
+    let list: Vec<String> = terms
+        .iter()
+        .map(|(n, b)| format!("{n} {}", bytes(*b)))
+        .collect();
+    let largest_q = Question {
+        prompt: format!(
+            "Same network, SGD, a batch of {DEEP_BATCH} rows. Which of the six terms is the \
+             largest?"
+        ),
+        answer: largest.to_string(),
+        distractors: terms
+            .iter()
+            .map(|(n, _)| n.to_string())
+            .filter(|n| n != largest)
+            .collect(),
+        context: format!(
+            "The equation's terms at this batch: {}. Peak allocated: {}.",
+            list.join(", "),
+            bytes(sgd.peak_allocated)
+        ),
+    };
+    Ok(vec![adam_q, largest_q])
+}
+
+/// The whole set as one batch, and how many steps an epoch takes.
+pub fn mini_batching() -> Result<Vec<Question>> {
+    let config = MlpConfig::lesson(LESSON_WIDTH);
+    let full = measure(&planning_on_card(), &config, FULL)?;
+    let predicted = equation(&config, FULL)?;
+    let answer = match (&full.oom, full.failed_in) {
+        (Some(_), Some(pass)) => pass_words(pass),
+        _ => "It fits".to_string(),
+    };
+    let others = [Pass::Model, Pass::Forward, Pass::Backward, Pass::Optimizer]
+        .into_iter()
+        .map(pass_words)
+        .chain(std::iter::once("It fits".to_string()))
+        .collect();
+    let tensor = full.oom.as_ref().map_or(String::new(), |o| {
+        format!(" The tensor that fails: `{}`.", o.label)
+    });
+    let full_q = Question {
+        prompt: format!(
+            "The lesson's network, all {FULL} training rows as one batch, on the {} card. \
+             What happens?",
+            bytes(CARD_BYTES)
+        ),
+        answer: answer.clone(),
+        distractors: distinct(&answer, others),
+        context: format!(
+            "The equation's peak for this batch is {} and the card holds {}. The model \
+             itself is small, so it is built; the batch's activations are what does not \
+             fit.{tensor}",
+            bytes(predicted.peak_allocated),
+            bytes(CARD_BYTES)
+        ),
+    };
+    let steps = FULL.div_ceil(DEEP_BATCH);
+    let steps_q = Question {
+        prompt: format!(
+            "At a batch of {DEEP_BATCH} rows, how many steps make one epoch of {FULL} rows?"
+        ),
+        answer: steps.to_string(),
+        distractors: distinct(
+            &steps.to_string(),
+            vec![
+                (FULL / DEEP_BATCH).to_string(),
+                FULL.to_string(),
+                DEEP_BATCH.to_string(),
+            ],
+        ),
+        context: format!(
+            "An epoch sees every row once, {DEEP_BATCH} per step: {FULL} ÷ {DEEP_BATCH} \
+             rounded up is {steps}; the last batch may be shorter. {FULL} steps would be one \
+             row at a time."
+        ),
+    };
+    Ok(vec![full_q, steps_q])
+}
+
+/// Doubling the width, and the cost of one more layer.
+pub fn networks() -> Result<Vec<Question>> {
+    let params = |width: u64, layers: u64| -> Result<u64> {
+        Ok(equation(&network(width, layers, Optimizer::LESSON), DEEP_BATCH)?.parameter_count)
+    };
+    let factor = 2;
+    let ratio = |layers: u64| -> Result<f64> {
+        Ok(params(LESSON_WIDTH * factor, layers)? as f64 / params(LESSON_WIDTH, layers)? as f64)
+    };
+    let deep = ratio(DOUBLED_LAYERS)?;
+    let times = |r: f64| format!("about {r:.1} ×");
+    let width_q = Question {
+        prompt: format!(
+            "A network of {DOUBLED_LAYERS} hidden layers of {LESSON_WIDTH}. Make every \
+             hidden layer {factor} × as wide: the parameters grow by"
+        ),
+        answer: times(deep),
+        distractors: distinct(
+            &times(deep),
+            vec![
+                times(factor as f64),
+                times((factor * factor * factor) as f64),
+                times(ratio(1)?),
+            ],
+        ),
+        context: format!(
+            "A layer between two hidden layers is a {LESSON_WIDTH} × {LESSON_WIDTH} matrix: \
+             both sides grow, so it grows by {factor} × {factor}. Only the first and the \
+             last layer touch the fixed input and output and grow by {factor}; with one hidden \
+             layer the network grows by {}.",
+            times(ratio(1)?)
+        ),
+    };
+    let at = |layers: u64| equation(&network(DEEP_WIDTH, layers, Optimizer::LESSON), DEEP_BATCH);
+    let (one, two) = (at(1)?, at(2)?);
+    let peak = two.peak_allocated - one.peak_allocated;
+    let weights = two.parameters - one.parameters;
+    let no_grads = peak - (two.gradients - one.gradients);
+    let layer_q = Question {
+        prompt: format!(
+            "Hidden layers of {DEEP_WIDTH}, batch {DEEP_BATCH}, SGD. One more hidden layer \
+             raises the peak by about"
+        ),
+        answer: bytes(peak),
+        distractors: distinct(&bytes(peak), vec![bytes(weights), bytes(no_grads)]),
+        context: format!(
+            "The layer's weights are {}, and during the step their gradients are as large \
+             again; its activations at batch {DEEP_BATCH} add little. Forgetting the \
+             gradients gives {}.",
+            bytes(weights),
+            bytes(no_grads)
+        ),
+    };
+    Ok(vec![width_q, layer_q])
+}
+
+/// `empty_cache()` with a model alive, and what one small tensor adds to allocated.
+pub fn monitoring() -> Result<Vec<Question>> {
+    let device = Device::plan(CARD_BYTES);
+    let mut mlp = Mlp::new(&device, &network(DEEP_WIDTH, 1, Optimizer::LESSON), SEED)?;
+    mlp.train_step(Batch::Planned(LARGE_ROWS))?;
+    let (allocated, before) = (device.memory_allocated(), device.memory_reserved());
+    device.empty_cache();
+    let after = device.memory_reserved();
+    if !(0 < after && after < before) {
+        bail!("empty_cache() took reserved from {before} B to {after} B: pick another network");
+    }
+    let state = |r: u64, a: u64| format!("reserved {}, allocated {}", bytes(r), bytes(a));
+    let answer = state(after, allocated);
+    let cache_q = Question {
+        prompt: format!(
+            "One hidden layer of {DEEP_WIDTH}, one SGD step at batch {LARGE_ROWS}: {}. The model is still alive. \
+             Then `torch.cuda.empty_cache()`. Predict the two numbers.",
+            state(before, allocated)
+        ),
+        answer: answer.clone(),
+        distractors: distinct(
+            &answer,
+            vec![state(0, allocated), state(before, allocated), state(0, 0)],
+        ),
+        context: format!(
+            "`empty_cache()` gives back only segments in which no tensor lives; it frees no \
+             tensor, so allocated stays {}. The segments holding the model's parameters, \
+             gradients and state stay: reserved falls from {} to {}, not to 0.",
+            bytes(allocated),
+            bytes(before),
+            bytes(after)
+        ),
+    };
+    drop(mlp);
+    let requested = LESSON_WIDTH * DType::F32.size();
+    let rounded =
+        round_size(requested).ok_or_else(|| anyhow!("{requested} B cannot be rounded"))?;
+    let round_q = Question {
+        prompt: format!(
+            "A float32 bias of {LESSON_WIDTH} values ({requested} B) on an empty device. \
+             How much does `memory_allocated()` grow?"
+        ),
+        answer: bytes(rounded),
+        distractors: distinct(&bytes(rounded), vec![bytes(requested), bytes(SMALL_BUFFER)]),
+        context: format!(
+            "The caching allocator rounds every request up to a multiple of {MIN_BLOCK} B: \
+             allocated grows by {}. Reserved grows by a whole {} segment, which later small \
+             tensors share.",
+            bytes(rounded),
+            bytes(SMALL_BUFFER)
+        ),
+    };
+    Ok(vec![cache_q, round_q])
+}
+
+/// The leaking loop of Challenge 3: when it fails, and what `empty_cache()` would change.
+pub fn after_a_few_epochs() -> Result<Vec<Question>> {
+    let runs = leak_runs()?;
+    let setup = leak_setup()?;
+    let epochs = setup.epochs;
+    let failure = runs
+        .leaky
+        .failure
+        .as_ref()
+        .ok_or_else(|| anyhow!("the leaking loop did not fail"))?;
+    let when = |epoch: u64| format!("It runs out of memory in epoch {epoch}");
+    let finishes = format!("It finishes all {epochs} epochs");
+    let answer = when(failure.epoch);
+    let leak_q = Question {
+        prompt: format!(
+            "A loop appends each step's outputs to a list, {epochs} epochs on a {} card. \
+             The same loop without the list finishes. Predict the leaking one.",
+            bytes(card(&setup)?)
+        ),
+        answer: answer.clone(),
+        distractors: distinct(&answer, vec![when(1), finishes]),
+        context: format!(
+            "Every kept output holds its GPU memory, so allocated climbs step after step \
+             until a request does not fit: epoch {}, step {}. The first epoch still fits, \
+             which is why such a loop runs for a while before it dies.",
+            failure.epoch, failure.step
+        ),
+    };
+    let (grew, steps) = challenge3::leak::growth(&runs.leaky);
+    let per_step = bytes(grew / steps);
+    let (fixed_grew, _) = challenge3::leak::growth(&runs.fixed);
+    let growth_q = Question {
+        prompt: "Which number climbs epoch after epoch in the leaking loop?".to_string(),
+        answer: format!("`memory_allocated()`, about {per_step} a step"),
+        distractors: vec![
+            format!(
+                "Only `memory_reserved()`; allocated grows by {}",
+                bytes(fixed_grew)
+            ),
+            "Neither: the list holds Python objects, not GPU memory".to_string(),
+        ],
+        context: format!(
+            "Allocated counts live tensors, and the list keeps them alive: about {per_step} \
+             more each step. Without the list allocated grows by {}. `empty_cache()` \
+             cannot help: it never frees a live tensor.",
+            bytes(fixed_grew)
+        ),
+    };
+    Ok(vec![leak_q, growth_q])
+}
+
+/// Mixed precision and gradient accumulation, predicted with the equation.
+pub fn fitting_more() -> Result<Vec<Question>> {
+    let base = MlpConfig::lesson(LESSON_WIDTH);
+    let plain = equation(&base, DEEP_BATCH)?;
+    let mixed_config = base.clone().with_strategy(Strategy {
+        precision: Precision::Mixed,
+        ..Strategy::default()
+    });
+    let mixed = equation(&mixed_config, DEEP_BATCH)?;
+    let mixed_q = Question {
+        prompt: format!(
+            "The lesson's network at batch {DEEP_BATCH} peaks at {} in float32. With mixed \
+             precision (autocast to float16, a GradScaler), the peak is",
+            bytes(plain.peak_allocated)
+        ),
+        answer: bytes(mixed.peak_allocated),
+        distractors: distinct(
+            &bytes(mixed.peak_allocated),
+            vec![bytes(plain.peak_allocated / 2), bytes(plain.peak_allocated)],
+        ),
+        context: format!(
+            "Only activations and their gradients shrink to float16. The float32 weights, \
+             their gradients and the optimizer's state stay, and autocast keeps float16 \
+             copies of the weights: parameters {} → {}, activations {} → {}.",
+            bytes(plain.parameters),
+            bytes(mixed.parameters),
+            bytes(plain.activations),
+            bytes(mixed.activations)
+        ),
+    };
+    let accumulate = 4;
+    let whole = equation(&base, FULL)?;
+    let split = equation(
+        &base.with_strategy(Strategy {
+            accumulation: accumulate,
+            ..Strategy::default()
+        }),
+        FULL,
+    )?;
+    let accum_q = Question {
+        prompt: format!(
+            "All {FULL} rows as one batch need {}. Split into {accumulate} micro-batches \
+             with gradient accumulation, the peak is",
+            bytes(whole.peak_allocated)
+        ),
+        answer: bytes(split.peak_allocated),
+        distractors: distinct(
+            &bytes(split.peak_allocated),
+            vec![
+                bytes(whole.peak_allocated / accumulate),
+                bytes(whole.peak_allocated),
+            ],
+        ),
+        context: format!(
+            "Each micro-batch's activations are a quarter as large, but the parameters, the \
+             accumulated gradients and the optimizer's state are there whole \
+             ({}), so the peak does not divide by {accumulate}.",
+            bytes(split.persistent())
+        ),
+    };
+    Ok(vec![mixed_q, accum_q])
+}
