@@ -132,7 +132,8 @@ fn smallk_quads(row0: u32, row1: u32, j0: u32, b0: vec4<T>, b1: vec4<T>, b2: vec
     var at = p.a_off + row0 * p.a_rs;
     let acc = (p.flags & 1u) != 0u;
     for (var i = row0; i < row1; i++) {
-        var v = fma(vec4<T>(ld_a(at)), b0, bias);
+        // The bias after the products, as the general loop and the cpu backing add it.
+        var v = vec4<T>(ld_a(at)) * b0;
         if (p.k > 1u) {
             v = fma(vec4<T>(ld_a(at + p.a_cs)), b1, v);
         }
@@ -142,6 +143,7 @@ fn smallk_quads(row0: u32, row1: u32, j0: u32, b0: vec4<T>, b1: vec4<T>, b2: vec
         if (p.k > 3u) {
             v = fma(vec4<T>(ld_a(at + 3u * p.a_cs)), b3, v);
         }
+        v += bias;
         if (acc) {
             v += ld4_c(q);
         }
