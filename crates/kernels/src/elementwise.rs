@@ -391,6 +391,7 @@ fn fill_by_copy(
             usage: wgpu::BufferUsages::COPY_SRC,
         });
     k.count(crate::counters::Counter::StagingBuffer, 1);
+    k.end_pass();
     let mut at = 0u64;
     for p in x.parts {
         let mut done = 0;

@@ -181,6 +181,14 @@ impl Kernels {
         self.slot().clone()
     }
 
+    /// Ends the active step cache's shared compute pass ([`StepCache::end_pass`]), if
+    /// any: before recording a copy or clear into the encoder.
+    pub fn end_pass(&self) {
+        if let Some(c) = self.active() {
+            c.end_pass();
+        }
+    }
+
     /// Counts of the work recorded outside [`Kernels::recording`].
     pub fn counters(&self) -> WgpuCounters {
         self.counters.get()

@@ -183,6 +183,7 @@ impl Kernels {
             return Ok(());
         }
         if call.k == 0 {
+            self.end_pass();
             return empty_sum(encoder, g);
         }
         let bytes = call.scratch_bytes(self);

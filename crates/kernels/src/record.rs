@@ -5,7 +5,8 @@
 //! creates nothing. Without one, all uniforms of one kernel call go into one small new
 //! buffer (one slice per dispatch, at the device's uniform offset alignment). Dispatches without gathered rows share one compute pass; a dispatch
 //! with gathered rows is wrapped in copy-in / pass / copy-out, in encoder order, which is
-//! what makes reusing the scratch buffers safe.
+//! what makes reusing the scratch buffers safe. Under a step cache, dispatches without
+//! gathered rows join the cache's one open pass (see [`StepCache::end_pass`]).
 
 use wgpu::util::DeviceExt;
 
@@ -74,16 +75,23 @@ pub(crate) fn record(k: &Kernels, encoder: &mut wgpu::CommandEncoder, dispatches
         let groups: Vec<wgpu::BindGroup> = (i..j)
             .map(|n| bind_group(k, cache, &dispatches[n], &[], &uniforms[n]))
             .collect();
-        let mut pass = encoder.begin_compute_pass(&wgpu::ComputePassDescriptor {
-            label: Some("gpumem-kernels"),
-            timestamp_writes: None,
-        });
-        for (d, g) in dispatches[i..j].iter().zip(&groups) {
-            pass.set_pipeline(&d.pipeline);
-            pass.set_bind_group(0, g, &[]);
-            pass.dispatch_workgroups(d.groups[0], d.groups[1], d.groups[2]);
+        let run = |pass: &mut wgpu::ComputePass<'_>| {
+            for (d, g) in dispatches[i..j].iter().zip(&groups) {
+                pass.set_pipeline(&d.pipeline);
+                pass.set_bind_group(0, g, &[]);
+                pass.dispatch_workgroups(d.groups[0], d.groups[1], d.groups[2]);
+            }
+        };
+        // Under a step cache the dispatches join the step's shared pass.
+        match cache {
+            Some(c) => c.with_pass(encoder, run),
+            None => run(
+                &mut encoder.begin_compute_pass(&wgpu::ComputePassDescriptor {
+                    label: Some("gpumem-kernels"),
+                    timestamp_writes: None,
+                }),
+            ),
         }
-        drop(pass);
         i = j;
     }
 }
@@ -123,6 +131,9 @@ fn record_gathered(
     d: &Dispatch<'_>,
     uniform: &Uniform,
 ) {
+    if let Some(c) = cache {
+        c.end_pass();
+    }
     // One scratch buffer per binding slot, so several gathered operands never collide.
     let scratch: Vec<Option<wgpu::Buffer>> = d
         .storage

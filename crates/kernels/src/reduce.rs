@@ -63,6 +63,7 @@ impl Kernels {
         }
         if rows == 0 {
             if !accumulate {
+                self.end_pass();
                 for p in dst.parts {
                     encoder.clear_buffer(p.buffer, p.offset, Some(p.len.next_multiple_of(4)));
                 }

@@ -148,7 +148,9 @@ pub fn unscale_check(x: &Tensor, factor: f32, flag: &Tensor) -> Result<(), Error
 }
 
 pub fn zero(x: &Tensor) -> Result<(), Error> {
-    with([x], |_, e, [x]| {
+    with([x], |k, e, [x]| {
+        // The clear cannot join the step's open compute pass.
+        k.end_pass();
         for part in x.parts {
             // Parts are 4-byte multiples except possibly a 2-byte tail (float16); the
             // block is 512-byte rounded, so clearing up to the next word stays inside it.

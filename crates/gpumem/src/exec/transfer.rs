@@ -66,6 +66,8 @@ pub(crate) fn read_back<T: bytemuck::Pod>(
     let staging = store.staging(padded.max(4));
     // The copy joins the pending commands: the step and its read-back are one submission.
     let runs = parts(store, segment, offset, padded)?;
+    // The copy cannot join the kernels' open compute pass.
+    store.step_cache().end_pass();
     store.record(|encoder| {
         for part in runs {
             encoder.copy_buffer_to_buffer(
