@@ -205,7 +205,7 @@
     rows.push(el("tr", { class: "calc-total" }, [
       el("th", { scope: "row", text: "peak allocated, by the equation" }),
       el("td", { class: "calc-num", text: a.equation_peak.text }),
-      el("td", { text: a.equation_exact ? "exact for this setup" : "within " + a.equation_margin.text })
+      el("td", { text: a.equation_exact ? "exact for this setup" : "may be off by up to " + a.equation_margin.text })
     ]));
     var depth = a.deepest_network === null ? "none" : count(a.deepest_network) + (a.deepest_network === a.depth_search_limit ? " or more" : "");
     return el("div", {}, [

@@ -7,7 +7,7 @@ use crate::timeline::Timeline;
 use gpumem::device::Device;
 use gpumem::estimate::{band_margin, deepest_that_fits, estimate, is_exact};
 use gpumem::lesson::planning_device;
-use gpumem::measure::{largest_where, measure_step_on};
+use gpumem::measure::{largest_where, measure_step_on, measure_step_traced};
 use gpumem::mlp::MlpConfig;
 use gpumem::size::format_bytes;
 use gpumem::{DeviceOptions, Error};
@@ -89,9 +89,9 @@ pub fn plan(request: &Request) -> Result<Response, String> {
     let mut options = planning_device(capacity);
     options.oom_message = request.oom_message;
     let device = Device::new(&options).map_err(|e| e.to_string())?;
-    device.start_trace();
-    let step = measure_step_on(&device, &config, rows, 0).map_err(|e| e.to_string())?;
-    let timeline = Timeline::of(&device.take_trace());
+    let (step, trace) =
+        measure_step_traced(&device, &config, rows, 0).map_err(|e| e.to_string())?;
+    let timeline = Timeline::of(&trace);
     let exact = is_exact(&config, rows);
     let response = Response {
         rows,

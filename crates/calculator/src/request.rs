@@ -225,7 +225,7 @@ impl Presets {
             bytes: CARD_BYTES,
         }];
         cards.extend(NOMINAL_GB.iter().map(|&gb| CardPreset {
-            label: format!("a {gb} GB card, taken as {gb} GiB"),
+            label: format!("{gb} GB, taken as {gb} GiB"),
             card: format!("{gb}GiB"),
             bytes: gb << 30,
         }));

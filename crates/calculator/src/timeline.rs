@@ -29,8 +29,15 @@ pub struct Point {
 }
 
 impl Timeline {
+    /// The step's timeline; when a request failed, it stops at the failure (what the step's
+    /// frames free as the error propagates is not part of the step).
     pub fn of(trace: &Trace) -> Timeline {
-        let events = &trace.events;
+        let end = trace
+            .events
+            .iter()
+            .position(|e| e.kind == EventKind::Oom)
+            .map_or(trace.events.len(), |i| i + 1);
+        let events = &trace.events[..end];
         let per_point = events.len().div_ceil(MAX_POINTS).max(1);
         let points = events
             .chunks(per_point)

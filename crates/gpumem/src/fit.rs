@@ -51,7 +51,14 @@ pub fn measure_update(
     }
     // The whole batch is uploaded (the micro-batches are views of it); only the first two
     // micro-batches of each step are planned.
-    crate::measure::measure_steps(&Device::new(options)?, config, batch, seed, Some(2))
+    crate::measure::measure_steps(
+        &Device::new(options)?,
+        config,
+        batch,
+        seed,
+        Some(2),
+        &mut || {},
+    )
 }
 
 /// How many micro-batches the engine makes of `batch` rows when asked for `asked`.

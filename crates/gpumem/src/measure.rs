@@ -5,7 +5,7 @@
 
 pub use crate::search::largest_where;
 
-use crate::alloc::OutOfMemory;
+use crate::alloc::{OutOfMemory, Trace};
 use crate::data::Dataset;
 use crate::device::{Device, DeviceOptions};
 use crate::error::Error;
@@ -63,7 +63,24 @@ pub fn measure_step_on(
     batch: u64,
     seed: u64,
 ) -> Result<StepMemory, Error> {
-    measure_steps(device, config, batch, seed, None)
+    measure_steps(device, config, batch, seed, None, &mut || {})
+}
+
+/// [`measure_step_on`] with the allocator's events of the measurement, from building the
+/// model to the end of the last step or the failure — taken before the network is dropped,
+/// so the timeline ends where the training ends, not in its teardown.
+pub fn measure_step_traced(
+    device: &Device,
+    config: &MlpConfig,
+    batch: u64,
+    seed: u64,
+) -> Result<(StepMemory, Trace), Error> {
+    device.start_trace();
+    let mut trace = None;
+    let step = measure_steps(device, config, batch, seed, None, &mut || {
+        trace = Some(device.take_trace());
+    })?;
+    Ok((step, trace.unwrap_or_else(|| device.take_trace())))
 }
 
 /// [`measure_step_on`], planning only the first `micro_batch_limit` micro-batches of each
@@ -74,6 +91,8 @@ pub(crate) fn measure_steps(
     batch: u64,
     seed: u64,
     micro_batch_limit: Option<u64>,
+    // Called once the measurement is over, while the network still exists.
+    done: &mut dyn FnMut(),
 ) -> Result<StepMemory, Error> {
     crate::estimate::estimate(config, batch)?;
     let executed = device.info().executes;
@@ -94,6 +113,7 @@ pub(crate) fn measure_steps(
     let mut mlp = match Mlp::new(device, config, seed) {
         Ok(m) => m,
         Err(Error::OutOfMemory(o)) => {
+            done();
             return Ok(snapshot(
                 Some(*o),
                 Some(Phase::Model),
@@ -117,11 +137,13 @@ pub(crate) fn measure_steps(
         match mlp.train_step(rows) {
             Ok(r) => loss = r.loss,
             Err(Error::OutOfMemory(o)) => {
+                done();
                 return Ok(snapshot(Some(*o), Some(mlp.pass()), model_allocated, None));
             }
             Err(e) => return Err(e),
         }
     }
+    done();
     Ok(snapshot(None, None, model_allocated, loss))
 }
 
