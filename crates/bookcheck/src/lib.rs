@@ -7,11 +7,13 @@
 //! - [`axe`]: in the same tab, axe-core's WCAG A/AA audit of every page, mdBook's own chrome
 //!   listed apart;
 //! - [`calculator`]: the in-page calculator's committed WebAssembly module answers what the
-//!   engine answers natively, and its widget shows those answers.
+//!   engine answers natively, and its widget shows those answers;
+//! - [`quiz`]: one predict-then-check quiz answered from the keyboard, wrongly then rightly.
 
 pub mod axe;
 pub mod browser;
 pub mod calculator;
 pub mod links;
+pub mod quiz;
 pub mod serve;
 pub mod site;

@@ -2,7 +2,7 @@
 //! on the built book after `mdbook build`. Exit status 0 means no problem was found; 1 lists
 //! the problems; 2 means the check could not run (bad arguments, no browser, no book).
 
-use bookcheck::{browser, calculator, links};
+use bookcheck::{browser, calculator, links, quiz};
 use clap::{Parser, Subcommand};
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -75,6 +75,30 @@ enum Command {
         #[arg(long, value_name = "SECONDS", default_value_t = 60)]
         timeout: u64,
     },
+    /// Answer one mdbook-quiz quiz from the keyboard: first question wrong (the review must
+    /// mark it and show its explanation), then, after a reload, all right (all accepted).
+    Quiz {
+        /// The book's output folder (what `mdbook build` wrote, usually `book`).
+        book: PathBuf,
+        /// The page whose first quiz is answered.
+        #[arg(long, default_value = quiz::DEFAULT_PAGE)]
+        page: String,
+        /// Save PNGs of the quiz unstarted, on its first question, answered wrongly and rightly.
+        #[arg(long, value_name = "DIR")]
+        screenshots: Option<PathBuf>,
+        /// Select this mdBook theme first (e.g. light, rust, coal, navy, ayu).
+        #[arg(long)]
+        theme: Option<String>,
+        /// The Chromium executable.
+        #[arg(long, value_name = "PATH", default_value = browser::DEFAULT_CHROMIUM)]
+        chromium: PathBuf,
+        /// Seconds the page, or one step of the quiz, may take.
+        #[arg(long, value_name = "SECONDS", default_value_t = 30)]
+        timeout: u64,
+        /// Also audit the quiz's question and review with axe-core from this axe.min.js.
+        #[arg(long, value_name = "PATH")]
+        axe: Option<PathBuf>,
+    },
 }
 
 fn main() -> ExitCode {
@@ -116,6 +140,25 @@ fn main() -> ExitCode {
                 screenshots,
                 theme,
                 timeout: Duration::from_secs(timeout.max(1)),
+            },
+        ),
+        Command::Quiz {
+            book,
+            page,
+            screenshots,
+            theme,
+            chromium,
+            timeout,
+            axe,
+        } => run_quiz(
+            &book,
+            &quiz::Options {
+                chromium,
+                page,
+                screenshots,
+                theme,
+                timeout: Duration::from_secs(timeout.max(1)),
+                axe,
             },
         ),
     };
@@ -183,5 +226,23 @@ fn run_calculator(book: &std::path::Path, options: &calculator::Options) -> anyh
         report.compared,
         report.problems.len()
     );
+    Ok(report.problems.len())
+}
+
+fn run_quiz(book: &std::path::Path, options: &quiz::Options) -> anyhow::Result<usize> {
+    let report = quiz::check(book, options)?;
+    for s in &report.states {
+        println!("state: {s}");
+    }
+    for p in &report.problems {
+        println!("quiz problem: {p}");
+    }
+    for u in &report.upstream {
+        println!("mdBook's own (not counted): {u}");
+    }
+    for s in &report.screenshots {
+        println!("screenshot: {}", s.display());
+    }
+    println!("quiz: {} problem(s)", report.problems.len());
     Ok(report.problems.len())
 }

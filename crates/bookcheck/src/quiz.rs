@@ -1,0 +1,416 @@
+//! One predict-then-check quiz (mdbook-quiz), answered in the page a reader opens, from the
+//! keyboard: once with the first question wrong — the review must mark it wrong and, asked
+//! for the correct answers, show its explanation — and once, after a reload, all right — the
+//! review must accept every answer. axe audits the quiz while a question and the review are
+//! on screen (the page pass only sees its Start button).
+
+use crate::browser::{is_theme_name, launch, listen, visit};
+use crate::serve::StaticServer;
+use anyhow::{Context, Result, anyhow, bail};
+use base64::Engine as _;
+use headless_chrome::Tab;
+use headless_chrome::protocol::cdp::Page;
+use serde_json::Value;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+/// The page whose quiz is answered.
+pub const DEFAULT_PAGE: &str = "mini-batching.html";
+
+/// How to run the check.
+#[derive(Debug, Clone)]
+pub struct Options {
+    pub chromium: PathBuf,
+    /// The page (relative to the book) with a quiz on it; its first quiz is answered.
+    pub page: String,
+    /// Where to save a screenshot of the quiz unstarted, on its first question, answered
+    /// wrongly and rightly.
+    pub screenshots: Option<PathBuf>,
+    pub theme: Option<String>,
+    pub timeout: Duration,
+    /// axe-core's script: the quiz's question and review are audited when given.
+    pub axe: Option<PathBuf>,
+}
+
+/// What the check saw.
+#[derive(Debug, Default)]
+pub struct Report {
+    pub problems: Vec<String>,
+    /// Each state the quiz was put in, with what it showed.
+    pub states: Vec<String>,
+    pub screenshots: Vec<PathBuf>,
+    /// axe findings on mdBook's own elements (listed, not counted).
+    pub upstream: Vec<String>,
+}
+
+/// One question as the page carries it (`data-quiz-questions`): Markdown strings, which the
+/// quiz also puts in each radio button's `value`.
+#[derive(Debug, Clone)]
+struct Question {
+    answer: String,
+    distractors: Vec<String>,
+    context: String,
+}
+
+/// Opens `options.page` from the book at `root` and answers its first quiz twice.
+pub fn check(root: &Path, options: &Options) -> Result<Report> {
+    if let Some(theme) = &options.theme
+        && !is_theme_name(theme)
+    {
+        bail!("`{theme}` is not an mdBook theme name (letters, digits, `-` and `_` only)");
+    }
+    if let Some(dir) = &options.screenshots {
+        std::fs::create_dir_all(dir)
+            .with_context(|| format!("cannot create the screenshot folder {}", dir.display()))?;
+    }
+    let axe = options.axe.as_deref().map(crate::axe::load).transpose()?;
+    let server = StaticServer::start(root)?;
+    let profile = tempfile::Builder::new()
+        .prefix("bookcheck-quiz-")
+        .tempdir()
+        .context("cannot create a temporary browser profile")?;
+    let browser = launch(&options.chromium, profile.path())?;
+    let tab = browser
+        .new_tab()
+        .map_err(|e| anyhow!("Chromium opened no tab: {e}"))?;
+    tab.set_default_timeout(options.timeout);
+    let events = listen(&tab, options.theme.as_deref())?;
+    let url = server.url(&options.page);
+    let mut report = Report::default();
+    let run = Run {
+        tab: &tab,
+        options,
+        axe: axe.as_deref(),
+    };
+
+    visit(&tab, &events, &url, options.timeout)
+        .with_context(|| format!("{} did not load", options.page))?;
+    let questions = questions(&tab)?;
+    run.wait_for(".mdbook-quiz button.start", "the quiz's Start button")?;
+    run.shoot("quiz_unanswered", &mut report)?;
+    run.answer(&questions, true, &mut report)?;
+    run.wrong_review(&questions, &mut report)?;
+    run.shoot("quiz_wrong", &mut report)?;
+
+    visit(&tab, &events, &url, options.timeout)
+        .with_context(|| format!("{} did not load again", options.page))?;
+    run.wait_for(".mdbook-quiz button.start", "the quiz's Start button")?;
+    run.answer(&questions, false, &mut report)?;
+    run.right_review(&questions, &mut report)?;
+    run.shoot("quiz_right", &mut report)?;
+    report.problems.extend(events.take_errors());
+    Ok(report)
+}
+
+/// The first quiz's questions, read from the page.
+fn questions(tab: &Arc<Tab>) -> Result<Vec<Question>> {
+    let json = evaluate_string(
+        tab,
+        "(() => { const q = document.querySelector('.quiz-placeholder'); \
+         return q ? q.dataset.quizQuestions : ''; })()",
+    )?;
+    if json.is_empty() {
+        bail!("the page has no quiz");
+    }
+    let doc: Value = serde_json::from_str(&json).context("the quiz's questions are not JSON")?;
+    let text = |v: &Value| v.as_str().unwrap_or_default().to_string();
+    let out: Vec<Question> = doc["questions"]
+        .as_array()
+        .ok_or_else(|| anyhow!("the quiz has no question list"))?
+        .iter()
+        .map(|q| Question {
+            answer: text(&q["answer"]["answer"]),
+            distractors: q["prompt"]["distractors"]
+                .as_array()
+                .map(|d| d.iter().map(text).collect())
+                .unwrap_or_default(),
+            context: text(&q["context"]),
+        })
+        .collect();
+    if out.is_empty() || out[0].distractors.is_empty() {
+        bail!("the quiz has no multiple-choice question to answer wrongly first");
+    }
+    Ok(out)
+}
+
+/// The tab and what the run needs to drive it.
+struct Run<'a> {
+    tab: &'a Arc<Tab>,
+    options: &'a Options,
+    axe: Option<&'a str>,
+}
+
+impl Run<'_> {
+    /// Starts the quiz and answers every question from the keyboard: the first with its
+    /// first distractor when `first_wrong`, every other with its answer.
+    fn answer(&self, questions: &[Question], first_wrong: bool, report: &mut Report) -> Result<()> {
+        self.focus(".mdbook-quiz button.start")?;
+        self.key("Enter")?;
+        for (i, q) in questions.iter().enumerate() {
+            let choice = if first_wrong && i == 0 {
+                &q.distractors[0]
+            } else {
+                &q.answer
+            };
+            let radio = format!(
+                ".mdbook-quiz input[type=radio][value={}]",
+                css_string(choice)
+            );
+            self.wait_for(&radio, &format!("question {}'s choice {choice:?}", i + 1))?;
+            if i == 0 && first_wrong {
+                self.audit("a question on screen", report)?;
+                self.shoot("quiz_question", report)?;
+            }
+            self.focus(&radio)?;
+            self.key(" ")?;
+            if !self.is(&format!("{radio}:checked"))? {
+                bail!(
+                    "question {}: Space did not select the focused choice",
+                    i + 1
+                );
+            }
+            self.key("Tab")?;
+            if !self.is(".mdbook-quiz input[type=submit]:focus")? {
+                bail!(
+                    "question {}: Tab from the choices does not reach the submit button",
+                    i + 1
+                );
+            }
+            self.key("Enter")?;
+        }
+        self.wait_for(".mdbook-quiz .answer-wrapper", "the answer review")
+            .map(|_| ())
+    }
+
+    /// After a wrong first answer: the review marks it wrong and counts it, and its
+    /// explanation shows once the correct answers are asked for.
+    fn wrong_review(&self, questions: &[Question], report: &mut Report) -> Result<()> {
+        let n = questions.len();
+        let score = self.text(".mdbook-quiz section > p strong")?;
+        let wanted = format!("{}/{n}", n - 1);
+        if score != wanted {
+            report.problems.push(format!(
+                "one wrong answer: the review scores {score:?}, not {wanted:?}"
+            ));
+        }
+        let first_wrong = self.eval(
+            "String(!!document.querySelector('.mdbook-quiz .answer-wrapper')\
+             ?.querySelector('.md-flex.incorrect'))",
+        )?;
+        if first_wrong != "true" {
+            report
+                .problems
+                .push("the wrong answer is not marked incorrect".into());
+        }
+        let see = "[...document.querySelectorAll('.mdbook-quiz button')]\
+                   .find(b => b.textContent.includes('correct answers'))";
+        self.eval(&format!(
+            "(() => {{ const b = {see}; if (!b) return 'none'; b.focus(); return 'ok'; }})()"
+        ))
+        .and_then(|r| {
+            if r == "ok" {
+                Ok(())
+            } else {
+                bail!("no button to see the correct answers")
+            }
+        })?;
+        self.key("Enter")?;
+        self.wait_for(".mdbook-quiz .answer-wrapper .context", "the explanation")?;
+        let shown = self.text(".mdbook-quiz .answer-wrapper .context")?;
+        if !plain(&shown).contains(&plain(&questions[0].context)) {
+            report.problems.push(format!(
+                "the wrong answer's explanation is not shown: {:?}",
+                clip(&shown)
+            ));
+        }
+        self.audit("the review", report)?;
+        report.states.push(format!(
+            "answered wrongly: {score} correct; explanation shown"
+        ));
+        Ok(())
+    }
+
+    /// After right answers only: the review counts them all and marks none wrong.
+    fn right_review(&self, questions: &[Question], report: &mut Report) -> Result<()> {
+        let n = questions.len();
+        let score = self.text(".mdbook-quiz section > p strong")?;
+        if score != format!("{n}/{n}") {
+            report.problems.push(format!(
+                "all right: the review scores {score:?}, not \"{n}/{n}\""
+            ));
+        }
+        if self.is(".mdbook-quiz .md-flex.incorrect")? {
+            report
+                .problems
+                .push("a right answer is marked incorrect".into());
+        }
+        report
+            .states
+            .push(format!("answered rightly: {score} correct"));
+        Ok(())
+    }
+
+    /// axe on the page as it now is; our findings are problems, mdBook's are listed.
+    fn audit(&self, state: &str, report: &mut Report) -> Result<()> {
+        let Some(script) = self.axe else {
+            return Ok(());
+        };
+        let findings = crate::axe::audit(self.tab, script)?;
+        report.problems.extend(
+            crate::axe::ours(&findings)
+                .into_iter()
+                .map(|p| format!("{state}: {p}")),
+        );
+        report.upstream.extend(
+            crate::axe::upstream(&findings)
+                .into_iter()
+                .map(|p| format!("{state}: {p}")),
+        );
+        Ok(())
+    }
+
+    fn wait_for(&self, selector: &str, what: &str) -> Result<()> {
+        let started = Instant::now();
+        while !self.is(selector)? {
+            if started.elapsed() > self.options.timeout {
+                bail!(
+                    "{what} did not appear within {} s",
+                    self.options.timeout.as_secs()
+                );
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        Ok(())
+    }
+
+    fn is(&self, selector: &str) -> Result<bool> {
+        let found = self.eval(&format!(
+            "String(!!document.querySelector({}))",
+            serde_json::to_string(selector)?
+        ))?;
+        Ok(found == "true")
+    }
+
+    fn text(&self, selector: &str) -> Result<String> {
+        self.eval(&format!(
+            "(() => {{ const e = document.querySelector({}); return e ? e.innerText : ''; }})()",
+            serde_json::to_string(selector)?
+        ))
+    }
+
+    fn focus(&self, selector: &str) -> Result<()> {
+        self.tab
+            .find_element(selector)
+            .and_then(|e| e.focus().map(|_| ()))
+            .map_err(|e| anyhow!("cannot focus {selector}: {e}"))
+    }
+
+    fn key(&self, key: &str) -> Result<()> {
+        self.tab
+            .press_key(key)
+            .map(|_| ())
+            .map_err(|e| anyhow!("cannot press {key:?}: {e}"))
+    }
+
+    fn eval(&self, script: &str) -> Result<String> {
+        evaluate_string(self.tab, script)
+    }
+
+    /// A PNG of the first quiz, when screenshots are wanted.
+    fn shoot(&self, name: &str, report: &mut Report) -> Result<()> {
+        let Some(dir) = &self.options.screenshots else {
+            return Ok(());
+        };
+        let rect = self.eval(
+            "(() => { const r = document.querySelector('.mdbook-quiz-wrapper').getBoundingClientRect(); \
+             return JSON.stringify([r.left + scrollX, r.top + scrollY, r.width, r.height]); })()",
+        )?;
+        let [x, y, width, height]: [f64; 4] = serde_json::from_str(&rect)?;
+        let shot = self
+            .tab
+            .call_method(Page::CaptureScreenshot {
+                format: Some(Page::CaptureScreenshotFormatOption::Png),
+                quality: None,
+                clip: Some(Page::Viewport {
+                    x,
+                    y,
+                    width,
+                    height: height.clamp(1.0, 6000.0),
+                    scale: 1.0,
+                }),
+                from_surface: Some(true),
+                capture_beyond_viewport: Some(true),
+                optimize_for_speed: None,
+            })
+            .map_err(|e| anyhow!("no screenshot: {e}"))?;
+        let png = base64::engine::general_purpose::STANDARD
+            .decode(shot.data)
+            .map_err(|e| anyhow!("the browser sent a bad image: {e}"))?;
+        let path = dir.join(format!("{name}.png"));
+        std::fs::write(&path, png).with_context(|| format!("cannot write {}", path.display()))?;
+        report.screenshots.push(path);
+        Ok(())
+    }
+}
+
+/// `s` as a quoted CSS string, for an attribute selector.
+fn css_string(s: &str) -> String {
+    let mut out = String::from("\"");
+    for c in s.chars() {
+        match c {
+            '"' | '\\' => {
+                out.push('\\');
+                out.push(c);
+            }
+            '\n' => out.push_str("\\a "),
+            c => out.push(c),
+        }
+    }
+    out.push('"');
+    out
+}
+
+/// Text without Markdown's code marks and with whitespace collapsed, to compare the
+/// explanation's Markdown with what the page renders.
+fn plain(text: &str) -> String {
+    let text = text.replace('`', "");
+    let text = text.strip_prefix("Context:").unwrap_or(&text);
+    text.split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
+fn evaluate_string(tab: &Arc<Tab>, script: &str) -> Result<String> {
+    let result = tab
+        .evaluate(script, true)
+        .map_err(|e| anyhow!("the page could not run a script: {e}"))?;
+    match result.value {
+        Some(Value::String(s)) => Ok(s),
+        other => bail!(
+            "the page's script returned {other:?} ({})",
+            result.description.unwrap_or_default()
+        ),
+    }
+}
+
+fn clip(text: &str) -> String {
+    const MAX: usize = 300;
+    match text.char_indices().nth(MAX) {
+        Some((i, _)) => format!("{}…", &text[..i]),
+        None => text.to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn css_strings_escape_quotes_and_backslashes() {
+        assert_eq!(css_string(r#"a "b" \c"#), r#""a \"b\" \\c""#);
+    }
+
+    #[test]
+    fn plain_text_ignores_code_marks_and_the_label() {
+        assert_eq!(plain("Context:\n`a0`  grows"), "a0 grows");
+    }
+}
