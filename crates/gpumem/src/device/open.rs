@@ -77,3 +77,28 @@ fn auto() -> Result<Opened, Error> {
 fn auto() -> Result<Opened, Error> {
     cpu("auto: this build has no wgpu backing, so the cpu backing".into())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The planner's answer to a backing it left out names the feature that brings it back.
+    #[test]
+    fn a_backing_left_out_names_its_feature() {
+        for (backend, feature) in [(Backend::Wgpu, "`wgpu`"), (Backend::Cpu, "`cpu`")] {
+            let message = Error::NotBuilt(backend).to_string();
+            assert!(
+                message.contains(&format!("no {backend} backing"))
+                    && message.contains(&format!("enable the {feature} feature")),
+                "{message}"
+            );
+        }
+    }
+
+    /// `plan` is in every build.
+    #[test]
+    fn plan_always_opens() {
+        let (backing, name, _) = backing(Backend::Plan).expect("plan opens");
+        assert!(matches!(backing, Backing::Plan) && name == "plan");
+    }
+}
