@@ -8,18 +8,25 @@
 //!
 //! A timed run is a fixed number of steps, each ending with the loss read back (the
 //! training loop asks for it), so the queue is drained inside the timing.
+//!
+//! The floor: one dispatch that does nothing (a ReLU of 4 floats), recorded as the engine
+//! records a step (under a step cache: the step's shared compute pass, cached bind group,
+//! uniform ring), timed from submission to completion and divided by the dispatches; times
+//! the step's dispatch count, it is what a step would cost if its kernels had no work.
 
 use gpumem::data::Dataset;
 use gpumem::mlp::{Batch, Mlp, MlpConfig, Optimizer};
 use gpumem::testing;
 use gpumem::{Device, MemorySpec};
-use gpumem_kernels::WgpuCounters;
 use gpumem_kernels::bench::Load;
+use gpumem_kernels::{Gpu, Kernels, Matrix, Part, StepCache, WgpuCounters};
 use std::time::Instant;
 
 const RUNS: usize = 5;
 const WARM_UP: usize = 8;
 const WIDTH: u64 = 2000;
+/// Empty dispatches per timed submission of the floor.
+const FLOOR_DISPATCHES: usize = 200;
 
 /// One row: median ms/step and the counters of one steady step (with the whole steps'
 /// time in those steps, for the device share).
@@ -91,11 +98,18 @@ fn main() {
         "adapter offers TIMESTAMP_QUERY: {} (the engine does not request it)",
         timestamps(&gpu.gpu().info().name)
     );
+    let floor = dispatch_floor(gpu.gpu());
+    match &floor {
+        Ok(us) => println!(
+            "floor: an empty dispatch in the step's shared pass costs {us:.1} µs (median of {RUNS} submissions of {FLOOR_DISPATCHES}); floor share = that × the step's dispatches / its time"
+        ),
+        Err(e) => println!("floor: not measured ({e})"),
+    }
     println!();
     println!(
-        "| batch | optimizer | ms/step (median) | samples/s | submits | dispatches | bind groups | pipelines | buffers created | buffer writes | read-backs | submit share | device share | other load (cores) |"
+        "| batch | optimizer | ms/step (median) | samples/s | submits | dispatches | bind groups | pipelines | buffers created | buffer writes | read-backs | submit share | device share | floor share | other load (cores) |"
     );
-    println!("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|");
+    println!("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|");
     for batch in batches() {
         let steps = if batch == 32 { 100 } else { 5 };
         for (name, optimizer) in [("SGD", None), ("Adam", Some(Optimizer::adam(1e-3)))] {
@@ -107,8 +121,11 @@ fn main() {
             match measure(&gpu.device(card), &config, batch, steps) {
                 Ok(r) => {
                     let c = r.step;
+                    let floor_share = floor.as_ref().map_or("?".to_string(), |us| {
+                        format!("{:.0} %", us * c.dispatches as f64 / (r.ms * 1e3) * 100.0)
+                    });
                     println!(
-                        "| {batch} | {name} | {:.3} | {:.0} | {} | {} | {} | {} | {} | {} | {} | {:.0} % | {:.0} % | {:.2} |",
+                        "| {batch} | {name} | {:.3} | {:.0} | {} | {} | {} | {} | {} | {} | {} | {:.0} % | {:.0} % | {floor_share} | {:.2} |",
                         r.ms,
                         batch as f64 * 1e3 / r.ms,
                         c.submits,
@@ -123,10 +140,44 @@ fn main() {
                         r.load
                     )
                 }
-                Err(e) => println!("| {batch} | {name} | error: {e} | | | | | | | | | | | |"),
+                Err(e) => println!("| {batch} | {name} | error: {e} | | | | | | | | | | | | |"),
             }
         }
     }
+}
+
+/// Microseconds per empty dispatch (a ReLU of 4 floats), recorded under a step cache as the
+/// engine records a step, timed from submission to completion.
+fn dispatch_floor(gpu: &Gpu) -> Result<f64, String> {
+    let kernels = Kernels::new(&gpu.device).map_err(|e| e.to_string())?;
+    let cache = std::sync::Arc::new(StepCache::new(gpu.info().backend));
+    let buffer = gpumem_kernels::testing::storage_buffer(gpu, 16);
+    let part = [Part {
+        buffer: &buffer,
+        offset: 0,
+        len: 16,
+    }];
+    let x = Matrix::new(&part, 1, 4);
+    let mut times = Vec::with_capacity(RUNS);
+    for run in 0..=RUNS {
+        let mut encoder = gpu.device.create_command_encoder(&Default::default());
+        kernels
+            .recording(&cache, |k| {
+                (0..FLOOR_DISPATCHES).try_for_each(|_| k.relu(&mut encoder, &x, &x))
+            })
+            .map_err(|e| e.to_string())?;
+        cache.before_submit(&gpu.queue);
+        let start = Instant::now();
+        gpu.queue.submit([encoder.finish()]);
+        gpu.wait()
+            .map_err(|e| format!("waiting for the device: {e}"))?;
+        // The first run builds the pipeline and bind group.
+        if run > 0 {
+            times.push(start.elapsed().as_secs_f64() * 1e6 / FLOOR_DISPATCHES as f64);
+        }
+    }
+    times.sort_by(f64::total_cmp);
+    Ok(times[RUNS / 2])
 }
 
 /// Whether the adapter named `name` offers timestamp queries.
