@@ -1,5 +1,10 @@
 //! gpumem: a small neural-network training engine that accounts for every byte of device
 //! memory the way PyTorch's caching allocator does.
+//!
+//! The backings that run kernels are cargo features, both on by default: `wgpu` and `cpu`.
+//! Without them the crate is the planner (the `plan` backing and everything that measures on
+//! it), which builds for `wasm32-unknown-unknown`; opening a backing left out is
+//! [`Error::NotBuilt`].
 
 pub mod alloc;
 pub mod data;
