@@ -14,6 +14,9 @@ use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
+use text::{clip, css_string, plain};
+
+mod text;
 
 /// The page whose quiz is answered.
 pub const DEFAULT_PAGE: &str = "mini-batching.html";
@@ -354,31 +357,6 @@ impl Run<'_> {
     }
 }
 
-/// `s` as a quoted CSS string, for an attribute selector.
-fn css_string(s: &str) -> String {
-    let mut out = String::from("\"");
-    for c in s.chars() {
-        match c {
-            '"' | '\\' => {
-                out.push('\\');
-                out.push(c);
-            }
-            '\n' => out.push_str("\\a "),
-            c => out.push(c),
-        }
-    }
-    out.push('"');
-    out
-}
-
-/// Text without Markdown's code marks and with whitespace collapsed, to compare the
-/// explanation's Markdown with what the page renders.
-fn plain(text: &str) -> String {
-    let text = text.replace('`', "");
-    let text = text.strip_prefix("Context:").unwrap_or(&text);
-    text.split_whitespace().collect::<Vec<_>>().join(" ")
-}
-
 fn evaluate_string(tab: &Arc<Tab>, script: &str) -> Result<String> {
     let result = tab
         .evaluate(script, true)
@@ -389,28 +367,5 @@ fn evaluate_string(tab: &Arc<Tab>, script: &str) -> Result<String> {
             "the page's script returned {other:?} ({})",
             result.description.unwrap_or_default()
         ),
-    }
-}
-
-fn clip(text: &str) -> String {
-    const MAX: usize = 300;
-    match text.char_indices().nth(MAX) {
-        Some((i, _)) => format!("{}…", &text[..i]),
-        None => text.to_string(),
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn css_strings_escape_quotes_and_backslashes() {
-        assert_eq!(css_string(r#"a "b" \c"#), r#""a \"b\" \\c""#);
-    }
-
-    #[test]
-    fn plain_text_ignores_code_marks_and_the_label() {
-        assert_eq!(plain("Context:\n`a0`  grows"), "a0 grows");
     }
 }
