@@ -32,7 +32,7 @@ pub fn memory_equation() -> Result<Vec<Question>> {
     let adam_q = Question {
         prompt: format!(
             "The lesson's network ({} of parameters) trains with plain SGD. Predict: switching \
-             to Adam adds how much memory?",
+             to Adam: how much more does the optimizer's state take?",
             bytes(sgd.parameters)
         ),
         answer: bytes(added),
@@ -318,13 +318,12 @@ pub fn fitting_more() -> Result<Vec<Question>> {
             vec![bytes(plain.peak_allocated / 2), bytes(plain.peak_allocated)],
         ),
         context: format!(
-            "Only activations and their gradients shrink to float16. The float32 weights, \
-             their gradients and the optimizer's state stay, and autocast keeps float16 \
-             copies of the weights: parameters {} → {}, activations {} → {}.",
-            bytes(plain.parameters),
-            bytes(mixed.parameters),
+            "Only the activations and their gradients shrink to float16: {} → {}. The \
+             float32 weights, their gradients and the optimizer's state stay as they are \
+             ({}), and autocast adds float16 copies, so the peak does not halve.",
             bytes(plain.activations),
-            bytes(mixed.activations)
+            bytes(mixed.activations),
+            bytes(mixed.persistent())
         ),
     };
     let accumulate = 4;
@@ -339,21 +338,26 @@ pub fn fitting_more() -> Result<Vec<Question>> {
     let accum_q = Question {
         prompt: format!(
             "All {FULL} rows as one batch need {}. Split into {accumulate} micro-batches \
-             with gradient accumulation, the peak is",
+             with gradient accumulation (one optimizer step for all of them), the peak is",
             bytes(whole.peak_allocated)
         ),
         answer: bytes(split.peak_allocated),
         distractors: distinct(
             &bytes(split.peak_allocated),
             vec![
-                bytes(whole.peak_allocated / accumulate),
                 bytes(whole.peak_allocated),
+                bytes(whole.peak_allocated * accumulate),
             ],
         ),
         context: format!(
-            "Each micro-batch's activations are a quarter as large, but the parameters, the \
-             accumulated gradients and the optimizer's state are there whole \
-             ({}), so the peak does not divide by {accumulate}.",
+            "What a step holds per row (the input, activations, temporaries) is held for one \
+             micro-batch at a time, so the peak falls to about a quarter: {}. The whole batch \
+             is never on the card at once, so not {}; the micro-batches run one after \
+             another, not side by side, so not {}. Their gradients are summed in place, and \
+             the model's own memory ({}) does not shrink.",
+            bytes(split.peak_allocated),
+            bytes(whole.peak_allocated),
+            bytes(whole.peak_allocated * accumulate),
             bytes(split.persistent())
         ),
     };
