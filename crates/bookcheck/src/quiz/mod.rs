@@ -102,6 +102,7 @@ pub fn check(root: &Path, options: &Options) -> Result<Report> {
     run.answer(&questions, false, &mut report)?;
     run.right_review(&questions, &mut report)?;
     run.shoot("quiz_right", &mut report)?;
+    run.offline(&mut report)?;
     report.problems.extend(events.take_errors());
     Ok(report)
 }
@@ -251,6 +252,22 @@ impl Run<'_> {
         report
             .states
             .push(format!("answered rightly: {score} correct"));
+        Ok(())
+    }
+
+    /// Every resource the page loaded came from the book's own server: a quiz must work
+    /// with no network.
+    fn offline(&self, report: &mut Report) -> Result<()> {
+        let outside = self.eval(
+            "JSON.stringify(performance.getEntriesByType('resource').map(e => e.name)\
+             .filter(u => !u.startsWith(location.origin)))",
+        )?;
+        let outside: Vec<String> = serde_json::from_str(&outside)?;
+        report.problems.extend(
+            outside
+                .into_iter()
+                .map(|u| format!("loaded from outside the book: {u}")),
+        );
         Ok(())
     }
 
