@@ -44,6 +44,8 @@ pub struct Kernels {
     pub(crate) subgroups: bool,
     /// Invocations per workgroup of the tiled kernel.
     pub(crate) wg: u32,
+    /// Invocations the skinny matmuls' split-k aims for on this device.
+    pub(crate) split_target: u64,
     /// Counts of work recorded outside [`Kernels::recording`] (shared like the pipelines).
     counters: Arc<Counters>,
     /// The step cache of the store recording now (see [`Kernels::recording`]).
@@ -124,6 +126,7 @@ impl Kernels {
             cache: shared.cache,
             subgroups: false,
             wg: matmul::workgroup_width(device),
+            split_target: matmul::split_target(device),
             counters: shared.counters,
             active: Mutex::new(None),
             pipelines_seen: shared.pipelines_seen,

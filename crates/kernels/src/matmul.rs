@@ -75,6 +75,8 @@ mod params;
 mod skinny;
 pub(crate) mod tiled;
 
+pub(crate) use self::skinny::split_target;
+
 use self::call::Call;
 use self::params::{Params, Piece, Stores};
 use crate::error::KernelError;
