@@ -49,7 +49,14 @@
 //!
 //! The last two split a long k into chunks whose partial sums a second pass adds in a
 //! fixed order (split-k), so that C with a few thousand values still gives a GPU tens of
-//! thousands of invocations; deterministic, like every reduction here.
+//! thousands of invocations; deterministic, like every reduction here. On a CPU adapter
+//! they aim for two workgroups' worth instead: lavapipe runs one workgroup per core at a
+//! time and charges each, so 31 chunks of the batch-32 logits took 1.6× as long as 2.
+//!
+//! On lavapipe these kernels cost what their loads and stores of the wide operand cost
+//! (each a loop over the 8 lanes), so the loops step their addresses instead of
+//! recomputing them and load only the m, n or k values that exist (uniform branches, not
+//! clamped duplicates): about 1.3–1.8× faster than computing all four, measured per kernel.
 //!
 //! # Pieces
 //!
