@@ -9,6 +9,7 @@ use gpumem::estimate::{band_margin, deepest_that_fits, estimate, is_exact};
 use gpumem::lesson::planning_device;
 use gpumem::measure::{largest_where, measure_step_on, measure_step_traced};
 use gpumem::mlp::MlpConfig;
+use gpumem::search::largest_near;
 use gpumem::size::format_bytes;
 use gpumem::{DeviceOptions, Error};
 use serde::Serialize;
@@ -149,65 +150,6 @@ fn fits(options: &DeviceOptions, config: &MlpConfig, rows: u64) -> Result<bool, 
     }
 }
 
-/// The largest value in `1..=max` that `fits`, measured, searched outward from the
-/// equation's answer (`guess`): where the equation is right, two measurements confirm it;
-/// where it is off, the steps double away from it, so the cost grows with the error, not with
-/// the answer.
-fn largest(
-    max: u64,
-    guess: Option<u64>,
-    mut fits: impl FnMut(u64) -> Result<bool, String>,
-) -> Result<Option<u64>, String> {
-    let g = guess.unwrap_or(1).clamp(1, max.max(1));
-    if max == 0 {
-        return Ok(None);
-    }
-    // Bracket: `good` fits (or is 0: nothing does), `bad` does not (or is past `max`).
-    let (mut good, mut bad);
-    if fits(g)? {
-        good = g;
-        let mut step = 1u64;
-        loop {
-            let next = good.saturating_add(step).min(max);
-            if next == good {
-                return Ok(Some(good));
-            }
-            if fits(next)? {
-                good = next;
-                step = step.saturating_mul(2);
-            } else {
-                bad = next;
-                break;
-            }
-        }
-    } else {
-        bad = g;
-        let mut step = 1u64;
-        loop {
-            let next = bad.saturating_sub(step);
-            if next == 0 {
-                good = 0;
-                break;
-            }
-            if fits(next)? {
-                good = next;
-                break;
-            }
-            bad = next;
-            step = step.saturating_mul(2);
-        }
-    }
-    while bad - good > 1 {
-        let mid = good + (bad - good) / 2;
-        if fits(mid)? {
-            good = mid;
-        } else {
-            bad = mid;
-        }
-    }
-    Ok((good > 0).then_some(good))
-}
-
 fn largest_batch(
     options: &DeviceOptions,
     config: &MlpConfig,
@@ -218,7 +160,7 @@ fn largest_batch(
     let by_equation = largest_where(max, |rows| {
         Ok::<_, String>(estimate(config, rows).is_ok_and(|e| e.peak_allocated <= capacity))
     })?;
-    largest(max, by_equation, |rows| fits(options, config, rows))
+    largest_near(max, by_equation, |rows| fits(options, config, rows))
 }
 
 fn deepest_network(
@@ -228,7 +170,7 @@ fn deepest_network(
     capacity: u64,
 ) -> Result<Option<u64>, String> {
     let by_equation = deepest_that_fits(config, rows, capacity, DEPTH_SEARCH_LIMIT);
-    largest(DEPTH_SEARCH_LIMIT, by_equation, |layers| {
+    largest_near(DEPTH_SEARCH_LIMIT, by_equation, |layers| {
         fits(options, &config.clone().with_layers(layers), rows)
     })
 }
