@@ -16,6 +16,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 use text::{clip, css_string, plain};
 
+mod contrast;
 mod text;
 
 /// The page whose quiz is answered.
@@ -229,6 +230,7 @@ impl Run<'_> {
             ));
         }
         self.audit("the review", report)?;
+        self.verdict_contrast(report)?;
         report.states.push(format!(
             "answered wrongly: {score} correct; explanation shown"
         ));
@@ -342,9 +344,14 @@ impl Run<'_> {
         let Some(dir) = &self.options.screenshots else {
             return Ok(());
         };
+        // The quiz with the heading above it, as a reader meets it on the page.
         let rect = self.eval(
-            "(() => { const r = document.querySelector('.mdbook-quiz-wrapper').getBoundingClientRect(); \
-             return JSON.stringify([r.left + scrollX, r.top + scrollY, r.width, r.height]); })()",
+            "(() => { const w = document.querySelector('.mdbook-quiz-wrapper'); \
+             const p = w.closest('.quiz-placeholder') || w; \
+             const h = p.previousElementSibling; \
+             const top = (h && /^H[1-6]$/.test(h.tagName) ? h : w).getBoundingClientRect().top; \
+             const r = w.getBoundingClientRect(); \
+             return JSON.stringify([r.left + scrollX, top + scrollY, r.width, r.bottom - top]); })()",
         )?;
         let [x, y, width, height]: [f64; 4] = serde_json::from_str(&rect)?;
         let shot = self
