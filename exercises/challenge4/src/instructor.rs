@@ -41,7 +41,15 @@ pub fn run(args: impl IntoIterator<Item = impl Into<OsString> + Clone>) -> anyho
         cli.accumulation,
         cli.checkpoint,
     )?;
-    let mut table = strategies::rows(&demo.base, cli.precision, k, cli.checkpoint);
+    // The recommended combinations are rows too: timed beside what they are chosen over.
+    let (mut table, cheapest) = strategies::table(
+        &demo.plan,
+        &demo.base,
+        demo.rows,
+        cli.precision,
+        k,
+        cli.checkpoint,
+    )?;
     let sample = demo.plan_and_time(&mut table)?;
     strategies::relative_times(&mut table);
     let equivalence = strategies::equivalence(&table);
@@ -49,8 +57,10 @@ pub fn run(args: impl IntoIterator<Item = impl Into<OsString> + Clone>) -> anyho
     if demo.timing_backend != Backend::Plan {
         demo.print_times(&table, &sample, &equivalence);
     }
-    let cheapest = strategies::cheapest(&demo.plan, &demo.base, demo.rows, cli.checkpoint)?;
     demo.print_cheapest(&cheapest)?;
+    if demo.timing_backend != Backend::Plan {
+        demo.print_fastest(&table, &cheapest);
+    }
 
     // The sources' claims, measured.
     let (base, rows) = (&demo.base, demo.rows);
@@ -325,6 +335,40 @@ impl<'a> Demo<'a> {
                  faster.",
             );
         }
+    }
+
+    /// The rule's cheapest against the measurement: the fastest row that fits, on this backing.
+    fn print_fastest(&self, table: &[Row], cheapest: &strategies::Cheapest) {
+        let Some(fastest) = strategies::fastest_fitting(table) else {
+            return;
+        };
+        let cheapest = cheapest
+            .best
+            .as_ref()
+            .and_then(|f| strategies::row_of(table, &f.strategy, &self.base));
+        let ratio = |r: &Row| {
+            r.timing
+                .as_ref()
+                .and_then(|t| t.relative_to_none)
+                .map_or("—".to_string(), |x| format!("×{x:.2}"))
+        };
+        let backend = self.timing_backend;
+        self.out.line(match cheapest {
+            Some(c) if c.name == fastest.name => format!(
+                "  Measured on the {backend} backing it was also the fastest that fits ({} the \
+                 time of none).",
+                ratio(c)
+            ),
+            Some(c) => format!(
+                "  Measured on the {backend} backing it took {} the time of none; the fastest \
+                 that fits was {}, at {}. \"Cheapest\" is a rule, not a measurement: time your \
+                 own device.",
+                ratio(c),
+                fastest.display_name(),
+                ratio(fastest)
+            ),
+            None => return,
+        });
     }
 
     fn print_cheapest(&self, cheapest: &strategies::Cheapest) -> anyhow::Result<()> {
