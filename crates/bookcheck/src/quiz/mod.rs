@@ -182,6 +182,14 @@ impl Run<'_> {
                     i + 1
                 );
             }
+            if i == 0 && first_wrong {
+                let ring = self.eval("getComputedStyle(document.activeElement).outlineStyle")?;
+                if ring == "none" {
+                    report
+                        .problems
+                        .push("the submit button shows no focus ring when Tab reaches it".into());
+                }
+            }
             self.key("Enter")?;
         }
         self.wait_for(".mdbook-quiz .answer-wrapper", "the answer review")
