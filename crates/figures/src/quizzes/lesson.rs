@@ -217,7 +217,7 @@ pub fn monitoring() -> Result<Vec<Question>> {
         ),
         context: format!(
             "`empty_cache()` gives back only segments in which no tensor lives; it frees no \
-             tensor, so allocated stays {}. The segments holding the model's parameters, \
+             tensor, so allocated stays {}. The segments holding the model's parameters \
              and gradients (plain SGD keeps no state) stay: reserved falls from {} to {}, not to 0.",
             bytes(allocated),
             bytes(before),
