@@ -6,9 +6,8 @@
 //! The browser is driven over the DevTools protocol by `headless_chrome`, built without its
 //! `fetch` feature: it never downloads a browser, it uses the Chromium installed here.
 
-use crate::serve::StaticServer;
+use crate::session::Session;
 use anyhow::{Context, Result, anyhow, bail};
-use base64::Engine as _;
 use headless_chrome::protocol::cdp::Log::LogEntryLevel;
 use headless_chrome::protocol::cdp::Page;
 use headless_chrome::protocol::cdp::Runtime::ConsoleAPICalledEventTypeOption as ConsoleType;
@@ -91,36 +90,24 @@ pub struct Report {
 /// An `Err` means the check itself could not run (no browser, unreadable book, …).
 pub fn check(root: &Path, options: &Options) -> Result<Report> {
     let pages = crate::site::pages(root)?;
-    if let Some(theme) = &options.theme
-        && !is_theme_name(theme)
-    {
-        bail!("`{theme}` is not an mdBook theme name (letters, digits, `-` and `_` only)");
-    }
-    if let Some(dir) = &options.screenshots {
-        std::fs::create_dir_all(dir)
-            .with_context(|| format!("cannot create the screenshot folder {}", dir.display()))?;
-    }
+    crate::session::screenshot_folder(options.screenshots.as_deref())?;
     let axe = options.axe.as_deref().map(crate::axe::load).transpose()?;
-    let server = StaticServer::start(root)?;
-    let profile = tempfile::Builder::new()
-        .prefix("bookcheck-chromium-")
-        .tempdir()
-        .context("cannot create a temporary browser profile")?;
-    let browser = launch(&options.chromium, profile.path())?;
-    let tab = browser
-        .new_tab()
-        .map_err(|e| anyhow!("Chromium opened no tab: {e}"))?;
-    tab.set_default_timeout(options.timeout);
-    let events = listen(&tab, options.theme.as_deref())?;
+    let session = Session::open(
+        root,
+        &options.chromium,
+        options.theme.as_deref(),
+        options.timeout,
+    )?;
+    let tab = &session.tab;
 
     let first = first_page(&pages);
     let mut report = Report::default();
     for page in &pages {
         let started = Instant::now();
-        events.take_errors();
+        session.take_errors();
         // A page that does not load is a problem of that page; the others still get checked.
-        let visited = visit(&tab, &events, &server.url(page), options.timeout);
-        let mut found = events.take_errors();
+        let visited = session.visit(page);
+        let mut found = session.take_errors();
         match visited {
             Ok(broken_images) => {
                 found.extend(
@@ -129,7 +116,7 @@ pub fn check(root: &Path, options: &Options) -> Result<Report> {
                         .map(|src| format!("image did not load: {src}")),
                 );
                 if let Some(script) = &axe {
-                    match crate::axe::audit(&tab, script) {
+                    match crate::axe::audit(tab, script) {
                         Ok(mut findings) => {
                             if crate::axe::UPSTREAM_PAGES.contains(&page.as_str()) {
                                 findings
@@ -163,7 +150,7 @@ pub fn check(root: &Path, options: &Options) -> Result<Report> {
             && (Some(page.as_str()) == first || wants_screenshot(page, &options.screenshot_matches))
         {
             let path = dir.join(screenshot_name(page));
-            let png = screenshot(&tab).map_err(|e| anyhow!("{page}: no screenshot: {e}"))?;
+            let png = screenshot(tab).map_err(|e| anyhow!("{page}: no screenshot: {e}"))?;
             std::fs::write(&path, png)
                 .with_context(|| format!("cannot write {}", path.display()))?;
             report.screenshots.push(path);
@@ -381,25 +368,7 @@ fn screenshot(tab: &Arc<Tab>) -> Result<Vec<u8>> {
         .and_then(|v| v.as_f64())
         .unwrap_or(f64::from(WINDOW.1))
         .clamp(1.0, MAX_SCREENSHOT_HEIGHT);
-    let shot = tab
-        .call_method(Page::CaptureScreenshot {
-            format: Some(Page::CaptureScreenshotFormatOption::Png),
-            quality: None,
-            clip: Some(Page::Viewport {
-                x: 0.0,
-                y: 0.0,
-                width: f64::from(WINDOW.0),
-                height,
-                scale: 1.0,
-            }),
-            from_surface: Some(true),
-            capture_beyond_viewport: Some(true),
-            optimize_for_speed: None,
-        })
-        .map_err(|e| anyhow!("{e}"))?;
-    base64::engine::general_purpose::STANDARD
-        .decode(shot.data)
-        .map_err(|e| anyhow!("the browser sent a bad image: {e}"))
+    crate::session::capture(tab, 0.0, 0.0, f64::from(WINDOW.0), height)
 }
 
 /// The book's first page: mdBook writes it as `index.html`.

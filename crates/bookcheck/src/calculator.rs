@@ -3,16 +3,11 @@
 //! code fails), and the widget must show those answers in its three states — fits, does not
 //! fit, refused — when driven through the DevTools protocol, partly from the keyboard.
 
-use crate::browser::{is_theme_name, launch, listen, visit};
-use crate::serve::StaticServer;
+use crate::session::{Session, screenshot_folder};
 use anyhow::{Context, Result, anyhow, bail};
-use base64::Engine as _;
-use headless_chrome::Tab;
 use headless_chrome::browser::tab::ModifierKey;
-use headless_chrome::protocol::cdp::Page;
 use serde_json::Value;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 /// The page whose calculator is driven (the first one the book shows).
@@ -44,44 +39,32 @@ pub struct Report {
 
 /// Opens `options.page` from the book at `root` and checks its calculator.
 pub fn check(root: &Path, options: &Options) -> Result<Report> {
-    if let Some(theme) = &options.theme
-        && !is_theme_name(theme)
-    {
-        bail!("`{theme}` is not an mdBook theme name (letters, digits, `-` and `_` only)");
-    }
-    if let Some(dir) = &options.screenshots {
-        std::fs::create_dir_all(dir)
-            .with_context(|| format!("cannot create the screenshot folder {}", dir.display()))?;
-    }
-    let server = StaticServer::start(root)?;
-    let profile = tempfile::Builder::new()
-        .prefix("bookcheck-calculator-")
-        .tempdir()
-        .context("cannot create a temporary browser profile")?;
-    let browser = launch(&options.chromium, profile.path())?;
-    let tab = browser
-        .new_tab()
-        .map_err(|e| anyhow!("Chromium opened no tab: {e}"))?;
-    tab.set_default_timeout(options.timeout);
-    let events = listen(&tab, options.theme.as_deref())?;
-    visit(&tab, &events, &server.url(&options.page), options.timeout)
+    screenshot_folder(options.screenshots.as_deref())?;
+    let session = Session::open(
+        root,
+        &options.chromium,
+        options.theme.as_deref(),
+        options.timeout,
+    )?;
+    session
+        .visit(&options.page)
         .with_context(|| format!("{} did not load", options.page))?;
     let mut report = Report::default();
-    compare_setups(&tab, &mut report)?;
-    drive_states(&tab, options, &mut report)?;
-    report.problems.extend(events.take_errors());
+    compare_setups(&session, &mut report)?;
+    drive_states(&session, options, &mut report)?;
+    report.problems.extend(session.take_errors());
     Ok(report)
 }
 
 /// Every check setup through the page's module, compared with the native engine's answer.
-fn compare_setups(tab: &Arc<Tab>, report: &mut Report) -> Result<()> {
+fn compare_setups(session: &Session, report: &mut Report) -> Result<()> {
     let setups = gpumem_calculator::check_setups();
     let script = format!(
         "(async () => {{ const c = await window.gpumemCalculator.load(); \
          return JSON.stringify({}.map(r => c.calculateText(r))); }})()",
         serde_json::to_string(&setups)?
     );
-    let answers: Vec<String> = serde_json::from_str(&evaluate_string(tab, &script)?)
+    let answers: Vec<String> = serde_json::from_str(&session.eval(&script)?)
         .context("the page's module answered something that is not a list")?;
     if answers.len() != setups.len() {
         bail!("{} setups sent, {} answers", setups.len(), answers.len());
@@ -112,25 +95,25 @@ fn compare_setups(tab: &Arc<Tab>, report: &mut Report) -> Result<()> {
 /// fit), on the largest card offered (fits), and with a width typed from the keyboard that
 /// the engine refuses. Each shown answer must be the native engine's answer to the request
 /// the widget sent.
-fn drive_states(tab: &Arc<Tab>, options: &Options, report: &mut Report) -> Result<()> {
+fn drive_states(session: &Session, options: &Options, report: &mut Report) -> Result<()> {
     let wait = options.timeout;
-    let first = settled(tab, wait)?;
+    let first = settled(session, wait)?;
     expect(report, "as the page starts", &first, |a| a["fits"] == false)?;
-    shoot(tab, options, "calculator_oom", report)?;
+    shoot(session, options, "calculator_oom", report)?;
 
-    evaluate_string(
-        tab,
+    session.eval(
         "(() => { const s = document.querySelector('.gpumem-calculator select[id$=\"-card\"]'); \
          s.selectedIndex = s.options.length - 2; \
          s.dispatchEvent(new Event('change', { bubbles: true })); return 'ok'; })()",
     )?;
-    let fits = settled(tab, wait)?;
+    let fits = settled(session, wait)?;
     expect(report, "on the largest card offered", &fits, |a| {
         a["fits"] == true
     })?;
-    shoot(tab, options, "calculator_fits", report)?;
+    shoot(session, options, "calculator_fits", report)?;
 
     // From the keyboard: focus the width, select it all, type a width of 0.
+    let tab = &session.tab;
     tab.find_element(".gpumem-calculator input[id$=\"-width\"]")
         .map_err(|e| anyhow!("no width field: {e}"))?
         .focus()
@@ -138,11 +121,11 @@ fn drive_states(tab: &Arc<Tab>, options: &Options, report: &mut Report) -> Resul
     tab.press_key_with_modifiers("a", Some(&[ModifierKey::Ctrl]))
         .and_then(|t| t.type_str("0"))
         .map_err(|e| anyhow!("cannot type into the width field: {e}"))?;
-    let refused = settled(tab, wait)?;
+    let refused = settled(session, wait)?;
     expect(report, "with a width of 0 typed", &refused, |a| {
         a["error"].is_string()
     })?;
-    shoot(tab, options, "calculator_refused", report)?;
+    shoot(session, options, "calculator_refused", report)?;
     Ok(())
 }
 
@@ -153,11 +136,10 @@ struct Shown {
 }
 
 /// Waits until the first calculator has answered its latest request, and reads it.
-fn settled(tab: &Arc<Tab>, wait: Duration) -> Result<Shown> {
+fn settled(session: &Session, wait: Duration) -> Result<Shown> {
     let started = Instant::now();
     loop {
-        let state = evaluate_string(
-            tab,
+        let state = session.eval(
             "(() => { const h = document.querySelector('.gpumem-calculator'); \
              const s = h && h.querySelector('.calc-status'); \
              const o = h && h.querySelector('.calc-output'); \
@@ -228,53 +210,17 @@ fn shown_texts(answer: &Value) -> Vec<String> {
 }
 
 /// A PNG of the first calculator, when screenshots are wanted.
-fn shoot(tab: &Arc<Tab>, options: &Options, name: &str, report: &mut Report) -> Result<()> {
+fn shoot(session: &Session, options: &Options, name: &str, report: &mut Report) -> Result<()> {
     let Some(dir) = &options.screenshots else {
         return Ok(());
     };
-    let rect = evaluate_string(
-        tab,
+    report.screenshots.push(session.shoot(
+        dir,
+        name,
         "(() => { const r = document.querySelector('.gpumem-calculator').getBoundingClientRect(); \
          return JSON.stringify([r.left + scrollX, r.top + scrollY, r.width, r.height]); })()",
-    )?;
-    let [x, y, width, height]: [f64; 4] = serde_json::from_str(&rect)?;
-    let shot = tab
-        .call_method(Page::CaptureScreenshot {
-            format: Some(Page::CaptureScreenshotFormatOption::Png),
-            quality: None,
-            clip: Some(Page::Viewport {
-                x,
-                y,
-                width,
-                height: height.min(6000.0),
-                scale: 1.0,
-            }),
-            from_surface: Some(true),
-            capture_beyond_viewport: Some(true),
-            optimize_for_speed: None,
-        })
-        .map_err(|e| anyhow!("no screenshot: {e}"))?;
-    let png = base64::engine::general_purpose::STANDARD
-        .decode(shot.data)
-        .map_err(|e| anyhow!("the browser sent a bad image: {e}"))?;
-    let path = dir.join(format!("{name}.png"));
-    std::fs::write(&path, png).with_context(|| format!("cannot write {}", path.display()))?;
-    report.screenshots.push(path);
+    )?);
     Ok(())
-}
-
-/// Runs `script` (which returns a string, or a promise of one) in the page.
-fn evaluate_string(tab: &Arc<Tab>, script: &str) -> Result<String> {
-    let result = tab
-        .evaluate(script, true)
-        .map_err(|e| anyhow!("the page could not run a script: {e}"))?;
-    match result.value {
-        Some(Value::String(s)) => Ok(s),
-        other => bail!(
-            "the page's script returned {other:?} ({})",
-            result.description.unwrap_or_default()
-        ),
-    }
 }
 
 fn clip(text: &str) -> String {

@@ -16,4 +16,5 @@ pub mod calculator;
 pub mod links;
 pub mod quiz;
 pub mod serve;
+pub mod session;
 pub mod site;

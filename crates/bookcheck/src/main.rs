@@ -3,7 +3,7 @@
 //! the problems; 2 means the check could not run (bad arguments, no browser, no book).
 
 use bookcheck::{browser, calculator, links, quiz};
-use clap::{Parser, Subcommand};
+use clap::{Args, Parser, Subcommand};
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
@@ -39,15 +39,8 @@ enum Command {
         /// default). The first page is always photographed.
         #[arg(long, value_name = "TEXT", default_value = "challenge")]
         screenshot_match: Vec<String>,
-        /// Select this mdBook theme before each page loads (e.g. light, rust, coal, navy, ayu).
-        #[arg(long)]
-        theme: Option<String>,
-        /// The Chromium executable.
-        #[arg(long, value_name = "PATH", default_value = browser::DEFAULT_CHROMIUM)]
-        chromium: PathBuf,
-        /// Seconds one page may take to load.
-        #[arg(long, value_name = "SECONDS", default_value_t = 30)]
-        timeout: u64,
+        #[command(flatten)]
+        chrome: Chrome,
         /// Also audit every page with axe-core (WCAG 2.x A and AA) from this axe.min.js;
         /// mdBook's own elements are listed apart, not counted.
         #[arg(long, value_name = "PATH")]
@@ -65,15 +58,8 @@ enum Command {
         /// Save a PNG of the calculator in each state into this folder.
         #[arg(long, value_name = "DIR")]
         screenshots: Option<PathBuf>,
-        /// Select this mdBook theme first (e.g. light, rust, coal, navy, ayu).
-        #[arg(long)]
-        theme: Option<String>,
-        /// The Chromium executable.
-        #[arg(long, value_name = "PATH", default_value = browser::DEFAULT_CHROMIUM)]
-        chromium: PathBuf,
-        /// Seconds the page, or one answer, may take.
-        #[arg(long, value_name = "SECONDS", default_value_t = 60)]
-        timeout: u64,
+        #[command(flatten)]
+        chrome: Chrome,
     },
     /// Answer one mdbook-quiz quiz from the keyboard: first question wrong (the review must
     /// mark it and show its explanation), then, after a reload, all right (all accepted).
@@ -86,19 +72,32 @@ enum Command {
         /// Save PNGs of the quiz unstarted, on its first question, answered wrongly and rightly.
         #[arg(long, value_name = "DIR")]
         screenshots: Option<PathBuf>,
-        /// Select this mdBook theme first (e.g. light, rust, coal, navy, ayu).
-        #[arg(long)]
-        theme: Option<String>,
-        /// The Chromium executable.
-        #[arg(long, value_name = "PATH", default_value = browser::DEFAULT_CHROMIUM)]
-        chromium: PathBuf,
-        /// Seconds the page, or one step of the quiz, may take.
-        #[arg(long, value_name = "SECONDS", default_value_t = 30)]
-        timeout: u64,
+        #[command(flatten)]
+        chrome: Chrome,
         /// Also audit the quiz's question and review with axe-core from this axe.min.js.
         #[arg(long, value_name = "PATH")]
         axe: Option<PathBuf>,
     },
+}
+
+/// The browser every check that opens pages runs.
+#[derive(Args)]
+struct Chrome {
+    /// Select this mdBook theme before each page loads (e.g. light, rust, coal, navy, ayu).
+    #[arg(long)]
+    theme: Option<String>,
+    /// The Chromium executable.
+    #[arg(long, value_name = "PATH", default_value = browser::DEFAULT_CHROMIUM)]
+    chromium: PathBuf,
+    /// Seconds a page, or one step on it (an answer, a quiz's screen), may take.
+    #[arg(long, value_name = "SECONDS", default_value_t = 60)]
+    timeout: u64,
+}
+
+impl Chrome {
+    fn timeout(&self) -> Duration {
+        Duration::from_secs(self.timeout.max(1))
+    }
 }
 
 fn main() -> ExitCode {
@@ -110,18 +109,16 @@ fn main() -> ExitCode {
             book,
             screenshots,
             screenshot_match,
-            theme,
-            chromium,
-            timeout,
+            chrome,
             axe,
         } => run_browser(
             &book,
             &browser::Options {
-                chromium,
+                timeout: chrome.timeout(),
+                chromium: chrome.chromium,
                 screenshots,
                 screenshot_matches: screenshot_match,
-                theme,
-                timeout: Duration::from_secs(timeout.max(1)),
+                theme: chrome.theme,
                 axe,
             },
         ),
@@ -129,35 +126,31 @@ fn main() -> ExitCode {
             book,
             page,
             screenshots,
-            theme,
-            chromium,
-            timeout,
+            chrome,
         } => run_calculator(
             &book,
             &calculator::Options {
-                chromium,
+                timeout: chrome.timeout(),
+                chromium: chrome.chromium,
                 page,
                 screenshots,
-                theme,
-                timeout: Duration::from_secs(timeout.max(1)),
+                theme: chrome.theme,
             },
         ),
         Command::Quiz {
             book,
             page,
             screenshots,
-            theme,
-            chromium,
-            timeout,
+            chrome,
             axe,
         } => run_quiz(
             &book,
             &quiz::Options {
-                chromium,
+                timeout: chrome.timeout(),
+                chromium: chrome.chromium,
                 page,
                 screenshots,
-                theme,
-                timeout: Duration::from_secs(timeout.max(1)),
+                theme: chrome.theme,
                 axe,
             },
         ),

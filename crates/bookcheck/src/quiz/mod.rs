@@ -4,15 +4,10 @@
 //! review must accept every answer. axe audits the quiz while a question and the review are
 //! on screen (the page pass only sees its Start button).
 
-use crate::browser::{is_theme_name, launch, listen, visit};
-use crate::serve::StaticServer;
+use crate::session::{Session, screenshot_folder};
 use anyhow::{Context, Result, anyhow, bail};
-use base64::Engine as _;
-use headless_chrome::Tab;
-use headless_chrome::protocol::cdp::Page;
 use serde_json::Value;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 use text::{clip, css_string, plain};
 
@@ -59,59 +54,46 @@ struct Question {
 
 /// Opens `options.page` from the book at `root` and answers its first quiz twice.
 pub fn check(root: &Path, options: &Options) -> Result<Report> {
-    if let Some(theme) = &options.theme
-        && !is_theme_name(theme)
-    {
-        bail!("`{theme}` is not an mdBook theme name (letters, digits, `-` and `_` only)");
-    }
-    if let Some(dir) = &options.screenshots {
-        std::fs::create_dir_all(dir)
-            .with_context(|| format!("cannot create the screenshot folder {}", dir.display()))?;
-    }
+    screenshot_folder(options.screenshots.as_deref())?;
     let axe = options.axe.as_deref().map(crate::axe::load).transpose()?;
-    let server = StaticServer::start(root)?;
-    let profile = tempfile::Builder::new()
-        .prefix("bookcheck-quiz-")
-        .tempdir()
-        .context("cannot create a temporary browser profile")?;
-    let browser = launch(&options.chromium, profile.path())?;
-    let tab = browser
-        .new_tab()
-        .map_err(|e| anyhow!("Chromium opened no tab: {e}"))?;
-    tab.set_default_timeout(options.timeout);
-    let events = listen(&tab, options.theme.as_deref())?;
-    let url = server.url(&options.page);
+    let session = Session::open(
+        root,
+        &options.chromium,
+        options.theme.as_deref(),
+        options.timeout,
+    )?;
     let mut report = Report::default();
     let run = Run {
-        tab: &tab,
+        session: &session,
         options,
         axe: axe.as_deref(),
     };
 
-    visit(&tab, &events, &url, options.timeout)
+    session
+        .visit(&options.page)
         .with_context(|| format!("{} did not load", options.page))?;
-    let questions = questions(&tab)?;
+    let questions = questions(&session)?;
     run.wait_for(".mdbook-quiz button.start", "the quiz's Start button")?;
     run.shoot("quiz_unanswered", &mut report)?;
     run.answer(&questions, true, &mut report)?;
     run.wrong_review(&questions, &mut report)?;
     run.shoot("quiz_wrong", &mut report)?;
 
-    visit(&tab, &events, &url, options.timeout)
+    session
+        .visit(&options.page)
         .with_context(|| format!("{} did not load again", options.page))?;
     run.wait_for(".mdbook-quiz button.start", "the quiz's Start button")?;
     run.answer(&questions, false, &mut report)?;
     run.right_review(&questions, &mut report)?;
     run.shoot("quiz_right", &mut report)?;
     run.offline(&mut report)?;
-    report.problems.extend(events.take_errors());
+    report.problems.extend(session.take_errors());
     Ok(report)
 }
 
 /// The first quiz's questions, read from the page.
-fn questions(tab: &Arc<Tab>) -> Result<Vec<Question>> {
-    let json = evaluate_string(
-        tab,
+fn questions(session: &Session) -> Result<Vec<Question>> {
+    let json = session.eval(
         "(() => { const q = document.querySelector('.quiz-placeholder'); \
          return q ? q.dataset.quizQuestions : ''; })()",
     )?;
@@ -141,7 +123,7 @@ fn questions(tab: &Arc<Tab>) -> Result<Vec<Question>> {
 
 /// The tab and what the run needs to drive it.
 struct Run<'a> {
-    tab: &'a Arc<Tab>,
+    session: &'a Session,
     options: &'a Options,
     axe: Option<&'a str>,
 }
@@ -286,7 +268,7 @@ impl Run<'_> {
         let Some(script) = self.axe else {
             return Ok(());
         };
-        let findings = crate::axe::audit(self.tab, script)?;
+        let findings = crate::axe::audit(&self.session.tab, script)?;
         report.problems.extend(
             crate::axe::ours(&findings)
                 .into_iter()
@@ -330,21 +312,23 @@ impl Run<'_> {
     }
 
     fn focus(&self, selector: &str) -> Result<()> {
-        self.tab
+        self.session
+            .tab
             .find_element(selector)
             .and_then(|e| e.focus().map(|_| ()))
             .map_err(|e| anyhow!("cannot focus {selector}: {e}"))
     }
 
     fn key(&self, key: &str) -> Result<()> {
-        self.tab
+        self.session
+            .tab
             .press_key(key)
             .map(|_| ())
             .map_err(|e| anyhow!("cannot press {key:?}: {e}"))
     }
 
     fn eval(&self, script: &str) -> Result<String> {
-        evaluate_string(self.tab, script)
+        self.session.eval(script)
     }
 
     /// A PNG of the first quiz, when screenshots are wanted.
@@ -353,51 +337,16 @@ impl Run<'_> {
             return Ok(());
         };
         // The quiz with the heading above it, as a reader meets it on the page.
-        let rect = self.eval(
+        report.screenshots.push(self.session.shoot(
+            dir,
+            name,
             "(() => { const w = document.querySelector('.mdbook-quiz-wrapper'); \
              const p = w.closest('.quiz-placeholder') || w; \
              const h = p.previousElementSibling; \
              const top = (h && /^H[1-6]$/.test(h.tagName) ? h : w).getBoundingClientRect().top; \
              const r = w.getBoundingClientRect(); \
              return JSON.stringify([r.left + scrollX, top + scrollY, r.width, r.bottom - top]); })()",
-        )?;
-        let [x, y, width, height]: [f64; 4] = serde_json::from_str(&rect)?;
-        let shot = self
-            .tab
-            .call_method(Page::CaptureScreenshot {
-                format: Some(Page::CaptureScreenshotFormatOption::Png),
-                quality: None,
-                clip: Some(Page::Viewport {
-                    x,
-                    y,
-                    width,
-                    height: height.clamp(1.0, 6000.0),
-                    scale: 1.0,
-                }),
-                from_surface: Some(true),
-                capture_beyond_viewport: Some(true),
-                optimize_for_speed: None,
-            })
-            .map_err(|e| anyhow!("no screenshot: {e}"))?;
-        let png = base64::engine::general_purpose::STANDARD
-            .decode(shot.data)
-            .map_err(|e| anyhow!("the browser sent a bad image: {e}"))?;
-        let path = dir.join(format!("{name}.png"));
-        std::fs::write(&path, png).with_context(|| format!("cannot write {}", path.display()))?;
-        report.screenshots.push(path);
+        )?);
         Ok(())
-    }
-}
-
-fn evaluate_string(tab: &Arc<Tab>, script: &str) -> Result<String> {
-    let result = tab
-        .evaluate(script, true)
-        .map_err(|e| anyhow!("the page could not run a script: {e}"))?;
-    match result.value {
-        Some(Value::String(s)) => Ok(s),
-        other => bail!(
-            "the page's script returned {other:?} ({})",
-            result.description.unwrap_or_default()
-        ),
     }
 }
