@@ -11,7 +11,7 @@
 
 use crate::data::LESSON_WIDTH;
 use anyhow::{Context, Result, anyhow, bail};
-use challenge4::strategies::{self, Accumulation, Planner, Row};
+use challenge4::strategies::{self, Accumulation, Cheapest, Planner, Row};
 use gpumem::data::LESSON_TRAINING_EVENTS as FULL;
 use gpumem::fit::checkpointing_has_effect;
 use gpumem::lesson::CARD_BYTES;
@@ -57,15 +57,24 @@ pub struct TimedSetup {
 pub const SETUPS: [TimedSetup; 2] = [
     TimedSetup {
         layers: 1,
-        args: &["--time-samples", "20000"],
+        args: &["--time-samples", "20000", "--time-epochs", "3"],
         backends: &["cpu", "wgpu"],
     },
     TimedSetup {
         layers: CHALLENGE4_DEEP_LAYERS,
-        args: &["--time-samples", "1024"],
+        args: &["--time-samples", "1024", "--time-epochs", "3"],
         backends: &["cpu"],
     },
 ];
+
+/// The epochs each row was timed over (`--time-epochs`, the demo's default 1 when not given):
+/// each time is their mean, which evens out a busy machine's bursts.
+pub fn time_epochs(args: &[String]) -> u64 {
+    args.iter()
+        .position(|a| a == "--time-epochs")
+        .and_then(|i| args.get(i + 1)?.parse().ok())
+        .unwrap_or(1)
+}
 
 /// Everything one measurement recorded.
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -158,15 +167,20 @@ pub fn base(layers: u64) -> MlpConfig {
 
 /// The demo's rows for `layers`, planned at full size, as `cargo run -p challenge4` plans them.
 pub fn planned_rows(layers: u64) -> Result<Vec<Row>> {
+    Ok(planned(layers)?.0)
+}
+
+/// [`planned_rows`] and the combinations the demo recommends (rows of the table too).
+pub fn planned(layers: u64) -> Result<(Vec<Row>, Cheapest)> {
     let (f32, sqrt) = (Precision::Float32, Checkpointing::Sqrt);
     let base = base(layers);
     let plan = Planner::new(CARD_BYTES);
     let k = strategies::micro_batches(&plan, &base, FULL, f32, Accumulation::Auto, sqrt)?;
-    let mut rows = strategies::rows(&base, f32, k, sqrt);
+    let (mut rows, cheapest) = strategies::table(&plan, &base, FULL, f32, k, sqrt)?;
     for row in &mut rows {
         row.plan(&plan, &base, FULL)?;
     }
-    Ok(rows)
+    Ok((rows, cheapest))
 }
 
 /// Whether a row is a step of its own (checkpointing with nothing to drop is the plain step).

@@ -356,3 +356,47 @@ fn setup_asks_for_the_workspaces_rust_version() {
         .unwrap();
     assert!(page("setup").contains(&format!("(stable, {version} or newer)")));
 }
+
+/// Challenge 4, after the times: "In no run recorded here was the demo's cheapest the fastest
+/// setup that fits"; on the `cpu` backing the fastest kept float32 every time; and neither
+/// device is a GPU (the cpu backing, and llvmpipe on wgpu), as the page says.
+#[test]
+fn the_demos_cheapest_was_never_the_fastest() {
+    use challenge4::strategies::row_of;
+    use figures::measured::{base, load, planned};
+    use gpumem::mlp::Precision;
+    for setup in &load().unwrap().setups {
+        let (rows, cheapest) = planned(setup.layers).unwrap();
+        let base = base(setup.layers);
+        let best = row_of(&rows, &cheapest.best.unwrap().strategy, &base).unwrap();
+        for run in &setup.runs {
+            let time = |n: &str| run.rows.iter().find(|r| r.name == n)?.relative_to_none;
+            let fastest = rows
+                .iter()
+                .filter(|r| r.fits)
+                .filter_map(|r| Some((r, time(&r.name)?)))
+                .min_by(|a, b| a.1.total_cmp(&b.1))
+                .unwrap()
+                .0;
+            let here = format!("{} layers on {}", setup.layers, run.backend);
+            assert_ne!(fastest.name, best.name, "{here}");
+            if run.backend == "cpu" {
+                assert_eq!(fastest.strategy.precision, Precision::Float32, "{here}");
+            } else {
+                assert!(run.device.contains("llvmpipe"), "{here}: {}", run.device);
+            }
+        }
+    }
+    let text = page("challenge-4")
+        .split_whitespace()
+        .collect::<Vec<_>>()
+        .join(" ");
+    for claim in [
+        "In no run recorded here was the demo's cheapest the fastest setup that fits.",
+        "llvmpipe is a Vulkan driver that runs on the processor too",
+        "the fastest setup that fit kept float32 every time",
+        "(here, never the combination the demo calls \"cheapest\")",
+    ] {
+        assert!(text.contains(claim), "{claim}");
+    }
+}
