@@ -1,7 +1,8 @@
 //! The in-page calculator, checked in the page a reader opens: the committed WebAssembly
 //! module must answer exactly what the engine answers natively (so a module built from older
 //! code fails), and the widget must show those answers in its three states — fits, does not
-//! fit, refused — when driven through the DevTools protocol, partly from the keyboard.
+//! fit, refused — when driven through the DevTools protocol, partly from the keyboard, and
+//! pass axe's audit in each.
 
 use crate::session::{Session, screenshot_folder};
 use anyhow::{Context, Result, anyhow, bail};
@@ -24,6 +25,8 @@ pub struct Options {
     pub theme: Option<String>,
     /// How long a page or one answer may take.
     pub timeout: Duration,
+    /// axe-core's script: each state of the widget is audited when given.
+    pub axe: Option<PathBuf>,
 }
 
 /// What the check saw.
@@ -35,6 +38,8 @@ pub struct Report {
     /// Each state the widget was put in, with what it showed.
     pub states: Vec<String>,
     pub screenshots: Vec<PathBuf>,
+    /// axe findings on mdBook's own elements (listed, not counted).
+    pub upstream: Vec<String>,
 }
 
 /// Opens `options.page` from the book at `root` and checks its calculator.
@@ -49,9 +54,10 @@ pub fn check(root: &Path, options: &Options) -> Result<Report> {
     session
         .visit(&options.page)
         .with_context(|| format!("{} did not load", options.page))?;
+    let axe = options.axe.as_deref().map(crate::axe::load).transpose()?;
     let mut report = Report::default();
     compare_setups(&session, &mut report)?;
-    drive_states(&session, options, &mut report)?;
+    drive_states(&session, options, axe.as_deref(), &mut report)?;
     report.problems.extend(session.take_errors());
     Ok(report)
 }
@@ -95,11 +101,17 @@ fn compare_setups(session: &Session, report: &mut Report) -> Result<()> {
 /// fit), on the largest card offered (fits), and with a width typed from the keyboard that
 /// the engine refuses. Each shown answer must be the native engine's answer to the request
 /// the widget sent.
-fn drive_states(session: &Session, options: &Options, report: &mut Report) -> Result<()> {
+fn drive_states(
+    session: &Session,
+    options: &Options,
+    axe: Option<&str>,
+    report: &mut Report,
+) -> Result<()> {
     let wait = options.timeout;
     let first = settled(session, wait)?;
     expect(report, "as the page starts", &first, |a| a["fits"] == false)?;
     shoot(session, options, "calculator_oom", report)?;
+    audit(session, axe, "calculator_oom", report)?;
 
     session.eval(
         "(() => { const s = document.querySelector('.gpumem-calculator select[id$=\"-card\"]'); \
@@ -111,6 +123,7 @@ fn drive_states(session: &Session, options: &Options, report: &mut Report) -> Re
         a["fits"] == true
     })?;
     shoot(session, options, "calculator_fits", report)?;
+    audit(session, axe, "calculator_fits", report)?;
 
     // From the keyboard: focus the width, select it all, type a width of 0.
     let tab = &session.tab;
@@ -126,6 +139,7 @@ fn drive_states(session: &Session, options: &Options, report: &mut Report) -> Re
         a["error"].is_string()
     })?;
     shoot(session, options, "calculator_refused", report)?;
+    audit(session, axe, "calculator_refused", report)?;
     Ok(())
 }
 
@@ -207,6 +221,17 @@ fn shown_texts(answer: &Value) -> Vec<String> {
         out.push(message.to_string());
     }
     out
+}
+
+/// axe's audit of the page with the widget in `state`, when axe is given.
+fn audit(session: &Session, axe: Option<&str>, state: &str, report: &mut Report) -> Result<()> {
+    let Some(script) = axe else {
+        return Ok(());
+    };
+    let (ours, upstream) = crate::axe::audit_state(&session.tab, script, state)?;
+    report.problems.extend(ours);
+    report.upstream.extend(upstream);
+    Ok(())
 }
 
 /// A PNG of the first calculator, when screenshots are wanted.

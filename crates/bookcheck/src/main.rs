@@ -60,6 +60,10 @@ enum Command {
         screenshots: Option<PathBuf>,
         #[command(flatten)]
         chrome: Chrome,
+        /// Also audit the page in each of the widget's states with axe-core from this
+        /// axe.min.js.
+        #[arg(long, value_name = "PATH")]
+        axe: Option<PathBuf>,
     },
     /// Answer one mdbook-quiz quiz from the keyboard: first question wrong (the review must
     /// mark it and show its explanation), then, after a reload, all right (all accepted).
@@ -127,6 +131,7 @@ fn main() -> ExitCode {
             page,
             screenshots,
             chrome,
+            axe,
         } => run_calculator(
             &book,
             &calculator::Options {
@@ -135,6 +140,7 @@ fn main() -> ExitCode {
                 page,
                 screenshots,
                 theme: chrome.theme,
+                axe,
             },
         ),
         Command::Quiz {
@@ -210,6 +216,9 @@ fn run_calculator(book: &std::path::Path, options: &calculator::Options) -> anyh
     }
     for p in &report.problems {
         println!("calculator problem: {p}");
+    }
+    for u in &report.upstream {
+        println!("mdBook's own (not counted): {u}");
     }
     for s in &report.screenshots {
         println!("screenshot: {}", s.display());

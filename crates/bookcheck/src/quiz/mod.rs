@@ -268,17 +268,9 @@ impl Run<'_> {
         let Some(script) = self.axe else {
             return Ok(());
         };
-        let findings = crate::axe::audit(&self.session.tab, script)?;
-        report.problems.extend(
-            crate::axe::ours(&findings)
-                .into_iter()
-                .map(|p| format!("{state}: {p}")),
-        );
-        report.upstream.extend(
-            crate::axe::upstream(&findings)
-                .into_iter()
-                .map(|p| format!("{state}: {p}")),
-        );
+        let (ours, upstream) = crate::axe::audit_state(&self.session.tab, script, state)?;
+        report.problems.extend(ours);
+        report.upstream.extend(upstream);
         Ok(())
     }
 
