@@ -134,6 +134,14 @@ pub fn upstream(findings: &[Finding]) -> Vec<String> {
         .collect()
 }
 
+/// Audits the page as it is now — a widget in one of its states — and returns our findings
+/// and mdBook's own, each prefixed with `state`.
+pub fn audit_state(tab: &Tab, script: &str, state: &str) -> Result<(Vec<String>, Vec<String>)> {
+    let findings = audit(tab, script)?;
+    let prefixed = |list: Vec<String>| list.into_iter().map(|p| format!("{state}: {p}")).collect();
+    Ok((prefixed(ours(&findings)), prefixed(upstream(&findings))))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -164,12 +172,4 @@ mod tests {
         let e = load(Path::new("/nonexistent/axe.min.js")).unwrap_err();
         assert!(format!("{e:#}").contains("npm install"), "{e:#}");
     }
-}
-
-/// Audits the page as it is now — a widget in one of its states — and returns our findings
-/// and mdBook's own, each prefixed with `state`.
-pub fn audit_state(tab: &Tab, script: &str, state: &str) -> Result<(Vec<String>, Vec<String>)> {
-    let findings = audit(tab, script)?;
-    let prefixed = |list: Vec<String>| list.into_iter().map(|p| format!("{state}: {p}")).collect();
-    Ok((prefixed(ours(&findings)), prefixed(upstream(&findings))))
 }
