@@ -339,36 +339,10 @@ impl<'a> Demo<'a> {
 
     /// The rule's cheapest against the measurement: the fastest row that fits, on this backing.
     fn print_fastest(&self, table: &[Row], cheapest: &strategies::Cheapest) {
-        let Some(fastest) = strategies::fastest_fitting(table) else {
-            return;
-        };
-        let cheapest = cheapest
-            .best
-            .as_ref()
-            .and_then(|f| strategies::row_of(table, &f.strategy, &self.base));
-        let ratio = |r: &Row| {
-            r.timing
-                .as_ref()
-                .and_then(|t| t.relative_to_none)
-                .map_or("—".to_string(), |x| format!("×{x:.2}"))
-        };
-        let backend = self.timing_backend;
-        self.out.line(match cheapest {
-            Some(c) if c.name == fastest.name => format!(
-                "  Measured on the {backend} backing it was also the fastest that fits ({} the \
-                 time of none).",
-                ratio(c)
-            ),
-            Some(c) => format!(
-                "  Measured on the {backend} backing it took {} the time of none; the fastest \
-                 that fits was {}, at {}. \"Cheapest\" is a rule, not a measurement: time your \
-                 own device.",
-                ratio(c),
-                fastest.display_name(),
-                ratio(fastest)
-            ),
-            None => return,
-        });
+        let line = strategies::fastest_line(table, cheapest, &self.base, self.timing_backend);
+        if let Some(line) = line {
+            self.out.line(format!("  {line}"));
+        }
     }
 
     fn print_cheapest(&self, cheapest: &strategies::Cheapest) -> anyhow::Result<()> {

@@ -3,11 +3,13 @@
 
 mod claims;
 mod equivalence;
+mod recommended;
 mod table;
 mod timing;
 
 pub use claims::*;
 pub use equivalence::*;
+pub use recommended::*;
 pub use table::*;
 pub use timing::*;
 
