@@ -4,61 +4,34 @@
 //! fit, refused — when driven through the DevTools protocol, partly from the keyboard, and
 //! pass axe's audit in each.
 
-use crate::session::{Session, screenshot_folder};
+use crate::session::{Session, Widget, WidgetOptions, WidgetReport};
 use anyhow::{Context, Result, anyhow, bail};
 use headless_chrome::browser::tab::ModifierKey;
 use serde_json::Value;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::time::{Duration, Instant};
 
 /// The page whose calculator is driven (the first one the book shows).
 pub const DEFAULT_PAGE: &str = "memory-equation.html";
 
 /// How to run the check.
-#[derive(Debug, Clone)]
-pub struct Options {
-    pub chromium: PathBuf,
-    /// The page (relative to the book) with a calculator on it.
-    pub page: String,
-    /// Where to save a screenshot of each state; none without it.
-    pub screenshots: Option<PathBuf>,
-    pub theme: Option<String>,
-    /// How long a page or one answer may take.
-    pub timeout: Duration,
-    /// axe-core's script: each state of the widget is audited when given.
-    pub axe: Option<PathBuf>,
-}
+pub type Options = WidgetOptions;
 
 /// What the check saw.
 #[derive(Debug, Default)]
 pub struct Report {
     /// Setups answered by both the module and the native engine.
     pub compared: usize,
-    pub problems: Vec<String>,
-    /// Each state the widget was put in, with what it showed.
-    pub states: Vec<String>,
-    pub screenshots: Vec<PathBuf>,
-    /// axe findings on mdBook's own elements (listed, not counted).
-    pub upstream: Vec<String>,
+    pub widget: WidgetReport,
 }
 
 /// Opens `options.page` from the book at `root` and checks its calculator.
 pub fn check(root: &Path, options: &Options) -> Result<Report> {
-    screenshot_folder(options.screenshots.as_deref())?;
-    let session = Session::open(
-        root,
-        &options.chromium,
-        options.theme.as_deref(),
-        options.timeout,
-    )?;
-    session
-        .visit(&options.page)
-        .with_context(|| format!("{} did not load", options.page))?;
-    let axe = options.axe.as_deref().map(crate::axe::load).transpose()?;
+    let widget = Widget::open(root, options)?;
     let mut report = Report::default();
-    compare_setups(&session, &mut report)?;
-    drive_states(&session, options, axe.as_deref(), &mut report)?;
-    report.problems.extend(session.take_errors());
+    compare_setups(&widget.session, &mut report)?;
+    drive_states(&widget, &mut report.widget)?;
+    report.widget.problems.extend(widget.session.take_errors());
     Ok(report)
 }
 
@@ -78,7 +51,7 @@ fn compare_setups(session: &Session, report: &mut Report) -> Result<()> {
     for (setup, in_page) in setups.iter().zip(&answers) {
         let native = gpumem_calculator::calculate(setup);
         if &native != in_page {
-            report.problems.push(format!(
+            report.widget.problems.push(format!(
                 "the committed module answers differently from the engine (rebuild it: \
                  scripts/build-calculator): {setup}\n  page:   {}\n  native: {}",
                 clip(in_page),
@@ -88,7 +61,7 @@ fn compare_setups(session: &Session, report: &mut Report) -> Result<()> {
     }
     report.compared = setups.len();
     if report.compared < gpumem_calculator::AT_LEAST {
-        report.problems.push(format!(
+        report.widget.problems.push(format!(
             "only {} setups compared; at least {} are wanted",
             report.compared,
             gpumem_calculator::AT_LEAST
@@ -101,17 +74,15 @@ fn compare_setups(session: &Session, report: &mut Report) -> Result<()> {
 /// fit), on the largest card offered (fits), and with a width typed from the keyboard that
 /// the engine refuses. Each shown answer must be the native engine's answer to the request
 /// the widget sent.
-fn drive_states(
-    session: &Session,
-    options: &Options,
-    axe: Option<&str>,
-    report: &mut Report,
-) -> Result<()> {
-    let wait = options.timeout;
+fn drive_states(widget: &Widget<'_>, report: &mut WidgetReport) -> Result<()> {
+    let (session, wait) = (&widget.session, widget.options.timeout);
+    let state = |report: &mut WidgetReport, name: &str| -> Result<()> {
+        widget.shoot(name, WIDGET_RECT, report)?;
+        widget.audit(name, report)
+    };
     let first = settled(session, wait)?;
     expect(report, "as the page starts", &first, |a| a["fits"] == false)?;
-    shoot(session, options, "calculator_oom", report)?;
-    audit(session, axe, "calculator_oom", report)?;
+    state(report, "calculator_oom")?;
 
     session.eval(
         "(() => { const s = document.querySelector('.gpumem-calculator select[id$=\"-card\"]'); \
@@ -122,8 +93,7 @@ fn drive_states(
     expect(report, "on the largest card offered", &fits, |a| {
         a["fits"] == true
     })?;
-    shoot(session, options, "calculator_fits", report)?;
-    audit(session, axe, "calculator_fits", report)?;
+    state(report, "calculator_fits")?;
 
     // From the keyboard: focus the width, select it all, type a width of 0.
     let tab = &session.tab;
@@ -138,10 +108,13 @@ fn drive_states(
     expect(report, "with a width of 0 typed", &refused, |a| {
         a["error"].is_string()
     })?;
-    shoot(session, options, "calculator_refused", report)?;
-    audit(session, axe, "calculator_refused", report)?;
-    Ok(())
+    state(report, "calculator_refused")
 }
+
+/// Where the first calculator is, for its screenshots.
+const WIDGET_RECT: &str = "(() => { const r = document.querySelector('.gpumem-calculator')\
+    .getBoundingClientRect(); \
+    return JSON.stringify([r.left + scrollX, r.top + scrollY, r.width, r.height]); })()";
 
 /// What the widget sent and showed once its answer is on the page.
 struct Shown {
@@ -177,7 +150,7 @@ fn settled(session: &Session, wait: Duration) -> Result<Shown> {
 /// Checks that `shown` is the native answer to the widget's own request, in the state
 /// `wanted`, and records what it showed.
 fn expect(
-    report: &mut Report,
+    report: &mut WidgetReport,
     state: &str,
     shown: &Shown,
     wanted: impl Fn(&Value) -> bool,
@@ -221,31 +194,6 @@ fn shown_texts(answer: &Value) -> Vec<String> {
         out.push(message.to_string());
     }
     out
-}
-
-/// axe's audit of the page with the widget in `state`, when axe is given.
-fn audit(session: &Session, axe: Option<&str>, state: &str, report: &mut Report) -> Result<()> {
-    let Some(script) = axe else {
-        return Ok(());
-    };
-    let (ours, upstream) = crate::axe::audit_state(&session.tab, script, state)?;
-    report.problems.extend(ours);
-    report.upstream.extend(upstream);
-    Ok(())
-}
-
-/// A PNG of the first calculator, when screenshots are wanted.
-fn shoot(session: &Session, options: &Options, name: &str, report: &mut Report) -> Result<()> {
-    let Some(dir) = &options.screenshots else {
-        return Ok(());
-    };
-    report.screenshots.push(session.shoot(
-        dir,
-        name,
-        "(() => { const r = document.querySelector('.gpumem-calculator').getBoundingClientRect(); \
-         return JSON.stringify([r.left + scrollX, r.top + scrollY, r.width, r.height]); })()",
-    )?);
-    Ok(())
 }
 
 fn clip(text: &str) -> String {

@@ -134,7 +134,7 @@ fn main() -> ExitCode {
             axe,
         } => run_calculator(
             &book,
-            &calculator::Options {
+            &bookcheck::session::WidgetOptions {
                 timeout: chrome.timeout(),
                 chromium: chrome.chromium,
                 page,
@@ -151,7 +151,7 @@ fn main() -> ExitCode {
             axe,
         } => run_quiz(
             &book,
-            &quiz::Options {
+            &bookcheck::session::WidgetOptions {
                 timeout: chrome.timeout(),
                 chromium: chrome.chromium,
                 page,
@@ -211,40 +211,18 @@ fn run_browser(book: &std::path::Path, options: &browser::Options) -> anyhow::Re
 
 fn run_calculator(book: &std::path::Path, options: &calculator::Options) -> anyhow::Result<usize> {
     let report = calculator::check(book, options)?;
-    for s in &report.states {
-        println!("state: {s}");
-    }
-    for p in &report.problems {
-        println!("calculator problem: {p}");
-    }
-    for u in &report.upstream {
-        println!("mdBook's own (not counted): {u}");
-    }
-    for s in &report.screenshots {
-        println!("screenshot: {}", s.display());
-    }
+    report.widget.print("calculator");
     println!(
         "calculator: {} setups compared with the native engine, {} problem(s)",
         report.compared,
-        report.problems.len()
+        report.widget.problems.len()
     );
-    Ok(report.problems.len())
+    Ok(report.widget.problems.len())
 }
 
 fn run_quiz(book: &std::path::Path, options: &quiz::Options) -> anyhow::Result<usize> {
     let report = quiz::check(book, options)?;
-    for s in &report.states {
-        println!("state: {s}");
-    }
-    for p in &report.problems {
-        println!("quiz problem: {p}");
-    }
-    for u in &report.upstream {
-        println!("mdBook's own (not counted): {u}");
-    }
-    for s in &report.screenshots {
-        println!("screenshot: {}", s.display());
-    }
+    report.print("quiz");
     println!("quiz: {} problem(s)", report.problems.len());
     Ok(report.problems.len())
 }

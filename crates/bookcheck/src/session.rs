@@ -135,6 +135,107 @@ pub fn capture(tab: &Arc<Tab>, x: f64, y: f64, width: f64, height: f64) -> Resul
         .map_err(|e| anyhow!("the browser sent a bad image: {e}"))
 }
 
+/// How to run a check that drives one page's widget (the calculator, a quiz).
+#[derive(Debug, Clone)]
+pub struct WidgetOptions {
+    pub chromium: PathBuf,
+    /// The page (relative to the book) with the widget on it.
+    pub page: String,
+    /// Where to save a screenshot of each state the widget is put in; none without it.
+    pub screenshots: Option<PathBuf>,
+    pub theme: Option<String>,
+    /// How long the page, or one step on it, may take.
+    pub timeout: Duration,
+    /// axe-core's script: the page is audited in each state when given.
+    pub axe: Option<PathBuf>,
+}
+
+/// What a widget check saw.
+#[derive(Debug, Default)]
+pub struct WidgetReport {
+    pub problems: Vec<String>,
+    /// Each state the widget was put in, with what it showed.
+    pub states: Vec<String>,
+    pub screenshots: Vec<PathBuf>,
+    /// axe findings on mdBook's own elements (listed, not counted).
+    pub upstream: Vec<String>,
+}
+
+impl WidgetReport {
+    /// Prints what the check saw, each line prefixed with its kind.
+    pub fn print(&self, check: &str) {
+        self.states.iter().for_each(|s| println!("state: {s}"));
+        self.problems
+            .iter()
+            .for_each(|p| println!("{check} problem: {p}"));
+        self.upstream
+            .iter()
+            .for_each(|u| println!("mdBook's own (not counted): {u}"));
+        self.screenshots
+            .iter()
+            .for_each(|s| println!("screenshot: {}", s.display()));
+    }
+}
+
+/// A session on a widget's page: the tab, the options, and axe's script when wanted.
+#[derive(Debug)]
+pub struct Widget<'a> {
+    pub session: Session,
+    pub options: &'a WidgetOptions,
+    axe: Option<String>,
+}
+
+impl<'a> Widget<'a> {
+    /// Prepares the screenshot folder and axe, opens the browser and loads the page.
+    pub fn open(root: &Path, options: &'a WidgetOptions) -> Result<Widget<'a>> {
+        screenshot_folder(options.screenshots.as_deref())?;
+        let axe = options.axe.as_deref().map(crate::axe::load).transpose()?;
+        let session = Session::open(
+            root,
+            &options.chromium,
+            options.theme.as_deref(),
+            options.timeout,
+        )?;
+        let widget = Widget {
+            session,
+            options,
+            axe,
+        };
+        widget.reload()?;
+        Ok(widget)
+    }
+
+    /// Loads the page (again).
+    pub fn reload(&self) -> Result<()> {
+        self.session
+            .visit(&self.options.page)
+            .map(|_| ())
+            .with_context(|| format!("{} did not load", self.options.page))
+    }
+
+    /// axe's audit of the page with the widget in `state`, when axe is wanted.
+    pub fn audit(&self, state: &str, report: &mut WidgetReport) -> Result<()> {
+        let Some(script) = &self.axe else {
+            return Ok(());
+        };
+        let (ours, upstream) = crate::axe::audit_state(&self.session.tab, script, state)?;
+        report.problems.extend(ours);
+        report.upstream.extend(upstream);
+        Ok(())
+    }
+
+    /// `NAME.png` of the part `rect_script` names (see [`Session::shoot`]), when
+    /// screenshots are wanted.
+    pub fn shoot(&self, name: &str, rect_script: &str, report: &mut WidgetReport) -> Result<()> {
+        if let Some(dir) = &self.options.screenshots {
+            report
+                .screenshots
+                .push(self.session.shoot(dir, name, rect_script)?);
+        }
+        Ok(())
+    }
+}
+
 /// Creates the screenshot folder when one is wanted.
 pub fn screenshot_folder(dir: Option<&Path>) -> Result<()> {
     if let Some(dir) = dir {

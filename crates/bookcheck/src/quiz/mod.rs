@@ -4,10 +4,10 @@
 //! review must accept every answer. axe audits the quiz while a question and the review are
 //! on screen (the page pass only sees its Start button).
 
-use crate::session::{Session, screenshot_folder};
+use crate::session::{Session, Widget, WidgetOptions, WidgetReport};
 use anyhow::{Context, Result, anyhow, bail};
 use serde_json::Value;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::time::{Duration, Instant};
 use text::{clip, css_string, plain};
 
@@ -18,30 +18,10 @@ mod text;
 pub const DEFAULT_PAGE: &str = "mini-batching.html";
 
 /// How to run the check.
-#[derive(Debug, Clone)]
-pub struct Options {
-    pub chromium: PathBuf,
-    /// The page (relative to the book) with a quiz on it; its first quiz is answered.
-    pub page: String,
-    /// Where to save a screenshot of the quiz unstarted, on its first question, answered
-    /// wrongly and rightly.
-    pub screenshots: Option<PathBuf>,
-    pub theme: Option<String>,
-    pub timeout: Duration,
-    /// axe-core's script: the quiz's question and review are audited when given.
-    pub axe: Option<PathBuf>,
-}
+pub type Options = WidgetOptions;
 
 /// What the check saw.
-#[derive(Debug, Default)]
-pub struct Report {
-    pub problems: Vec<String>,
-    /// Each state the quiz was put in, with what it showed.
-    pub states: Vec<String>,
-    pub screenshots: Vec<PathBuf>,
-    /// axe findings on mdBook's own elements (listed, not counted).
-    pub upstream: Vec<String>,
-}
+pub type Report = WidgetReport;
 
 /// One question as the page carries it (`data-quiz-questions`): Markdown strings, which the
 /// quiz also puts in each radio button's `value`.
@@ -54,40 +34,23 @@ struct Question {
 
 /// Opens `options.page` from the book at `root` and answers its first quiz twice.
 pub fn check(root: &Path, options: &Options) -> Result<Report> {
-    screenshot_folder(options.screenshots.as_deref())?;
-    let axe = options.axe.as_deref().map(crate::axe::load).transpose()?;
-    let session = Session::open(
-        root,
-        &options.chromium,
-        options.theme.as_deref(),
-        options.timeout,
-    )?;
+    let widget = Widget::open(root, options)?;
+    let run = Run { widget: &widget };
     let mut report = Report::default();
-    let run = Run {
-        session: &session,
-        options,
-        axe: axe.as_deref(),
-    };
-
-    session
-        .visit(&options.page)
-        .with_context(|| format!("{} did not load", options.page))?;
-    let questions = questions(&session)?;
+    let questions = questions(&widget.session)?;
     run.wait_for(".mdbook-quiz button.start", "the quiz's Start button")?;
     run.shoot("quiz_unanswered", &mut report)?;
     run.answer(&questions, true, &mut report)?;
     run.wrong_review(&questions, &mut report)?;
     run.shoot("quiz_wrong", &mut report)?;
 
-    session
-        .visit(&options.page)
-        .with_context(|| format!("{} did not load again", options.page))?;
+    widget.reload()?;
     run.wait_for(".mdbook-quiz button.start", "the quiz's Start button")?;
     run.answer(&questions, false, &mut report)?;
     run.right_review(&questions, &mut report)?;
     run.shoot("quiz_right", &mut report)?;
     run.offline(&mut report)?;
-    report.problems.extend(session.take_errors());
+    report.problems.extend(widget.session.take_errors());
     Ok(report)
 }
 
@@ -123,9 +86,7 @@ fn questions(session: &Session) -> Result<Vec<Question>> {
 
 /// The tab and what the run needs to drive it.
 struct Run<'a> {
-    session: &'a Session,
-    options: &'a Options,
-    axe: Option<&'a str>,
+    widget: &'a Widget<'a>,
 }
 
 impl Run<'_> {
@@ -265,22 +226,16 @@ impl Run<'_> {
 
     /// axe on the page as it now is; our findings are problems, mdBook's are listed.
     fn audit(&self, state: &str, report: &mut Report) -> Result<()> {
-        let Some(script) = self.axe else {
-            return Ok(());
-        };
-        let (ours, upstream) = crate::axe::audit_state(&self.session.tab, script, state)?;
-        report.problems.extend(ours);
-        report.upstream.extend(upstream);
-        Ok(())
+        self.widget.audit(state, report)
     }
 
     fn wait_for(&self, selector: &str, what: &str) -> Result<()> {
         let started = Instant::now();
         while !self.is(selector)? {
-            if started.elapsed() > self.options.timeout {
+            if started.elapsed() > self.widget.options.timeout {
                 bail!(
                     "{what} did not appear within {} s",
-                    self.options.timeout.as_secs()
+                    self.widget.options.timeout.as_secs()
                 );
             }
             std::thread::sleep(Duration::from_millis(50));
@@ -304,7 +259,8 @@ impl Run<'_> {
     }
 
     fn focus(&self, selector: &str) -> Result<()> {
-        self.session
+        self.widget
+            .session
             .tab
             .find_element(selector)
             .and_then(|e| e.focus().map(|_| ()))
@@ -312,7 +268,8 @@ impl Run<'_> {
     }
 
     fn key(&self, key: &str) -> Result<()> {
-        self.session
+        self.widget
+            .session
             .tab
             .press_key(key)
             .map(|_| ())
@@ -320,17 +277,12 @@ impl Run<'_> {
     }
 
     fn eval(&self, script: &str) -> Result<String> {
-        self.session.eval(script)
+        self.widget.session.eval(script)
     }
 
-    /// A PNG of the first quiz, when screenshots are wanted.
+    /// A PNG of the first quiz with the heading above it, as a reader meets it on the page.
     fn shoot(&self, name: &str, report: &mut Report) -> Result<()> {
-        let Some(dir) = &self.options.screenshots else {
-            return Ok(());
-        };
-        // The quiz with the heading above it, as a reader meets it on the page.
-        report.screenshots.push(self.session.shoot(
-            dir,
+        self.widget.shoot(
             name,
             "(() => { const w = document.querySelector('.mdbook-quiz-wrapper'); \
              const p = w.closest('.quiz-placeholder') || w; \
@@ -338,7 +290,7 @@ impl Run<'_> {
              const top = (h && /^H[1-6]$/.test(h.tagName) ? h : w).getBoundingClientRect().top; \
              const r = w.getBoundingClientRect(); \
              return JSON.stringify([r.left + scrollX, top + scrollY, r.width, r.bottom - top]); })()",
-        )?);
-        Ok(())
+            report,
+        )
     }
 }
