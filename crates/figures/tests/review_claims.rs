@@ -149,6 +149,23 @@ fn challenge4_page_states_the_graders_share_of_the_card() {
     assert!(text.contains(&format!("The {} % kept back", 100 - needed)));
 }
 
+/// Challenge 1: "`fits` is only asked about setups that clear the card by 5 % one way or the
+/// other" — the grader's own margin.
+#[test]
+fn challenge1_page_states_the_graders_margin() {
+    let margin = (challenge1::grader::FITS_MARGIN * 100.0).round() as u64;
+    let text = page("challenge-1")
+        .split_whitespace()
+        .collect::<Vec<_>>()
+        .join(" ");
+    assert!(
+        text.contains(&format!(
+            "clear the card by {margin} % one way or the other"
+        )),
+        "the page's margin is not the grader's {margin} %"
+    );
+}
+
 /// Fitting more, model parallelism: "by the equation, at batch 32 two cards hold about twice
 /// as many layers of 5 000 as one card holds with SGD" — memory grows in a straight line with
 /// depth from almost nothing, so twice the layers need about twice one card's memory.
