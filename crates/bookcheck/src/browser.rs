@@ -90,13 +90,13 @@ pub struct Report {
 /// An `Err` means the check itself could not run (no browser, unreadable book, …).
 pub fn check(root: &Path, options: &Options) -> Result<Report> {
     let pages = crate::site::pages(root)?;
-    crate::session::screenshot_folder(options.screenshots.as_deref())?;
-    let axe = options.axe.as_deref().map(crate::axe::load).transpose()?;
-    let session = Session::open(
+    let (session, axe) = Session::prepare(
         root,
         &options.chromium,
         options.theme.as_deref(),
         options.timeout,
+        options.screenshots.as_deref(),
+        options.axe.as_deref(),
     )?;
     let tab = &session.tab;
 

@@ -35,6 +35,21 @@ impl std::fmt::Debug for Session {
 }
 
 impl Session {
+    /// [`Session::open`] once the screenshot folder exists (when wanted), with axe-core's
+    /// script read (when given): what every check that opens pages does first.
+    pub fn prepare(
+        root: &Path,
+        chromium: &Path,
+        theme: Option<&str>,
+        timeout: Duration,
+        screenshots: Option<&Path>,
+        axe: Option<&Path>,
+    ) -> Result<(Session, Option<String>)> {
+        screenshot_folder(screenshots)?;
+        let axe = axe.map(crate::axe::load).transpose()?;
+        Ok((Session::open(root, chromium, theme, timeout)?, axe))
+    }
+
     /// Serves the book at `root`, starts `chromium` with a fresh profile and `theme`
     /// selected, and opens a tab whose steps may take `timeout` each.
     pub fn open(
@@ -188,13 +203,13 @@ pub struct Widget<'a> {
 impl<'a> Widget<'a> {
     /// Prepares the screenshot folder and axe, opens the browser and loads the page.
     pub fn open(root: &Path, options: &'a WidgetOptions) -> Result<Widget<'a>> {
-        screenshot_folder(options.screenshots.as_deref())?;
-        let axe = options.axe.as_deref().map(crate::axe::load).transpose()?;
-        let session = Session::open(
+        let (session, axe) = Session::prepare(
             root,
             &options.chromium,
             options.theme.as_deref(),
             options.timeout,
+            options.screenshots.as_deref(),
+            options.axe.as_deref(),
         )?;
         let widget = Widget {
             session,
