@@ -81,6 +81,7 @@ from step_peaks import (  # noqa: E402
 )
 
 STEPS = 2
+FIXTURE = "crates/gpumem/tests/fixtures/pytorch_parallel_peaks.json"
 RANK = 0
 SCHEMES = ("ddp", "ddp_view", "fsdp", "zero1")
 WORLD_SIZES = (1, 2, 4, 8)
@@ -627,17 +628,13 @@ def check(rows: list[dict]) -> list[str]:
 
 
 def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(
-        description=__doc__.split("\n\n")[0],
-        formatter_class=argparse.ArgumentDefaultsHelpFormatter)
-    here = os.path.dirname(os.path.abspath(__file__))
-    fixture = os.path.normpath(os.path.join(here, "../../crates/gpumem/tests/fixtures/pytorch_parallel_peaks.json"))
-    ap.add_argument("--out", default=fixture, help="the JSON to write ('-': none)")
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--out", help=f"the JSON to write ('-': none) (default: the repository's {FIXTURE})")
     ap.add_argument("--only", action="append", default=[],
                     help="run only the setups whose name contains this (repeatable); writes nothing "
-                    "unless --out is given too")
+                    "unless --out is given too (default: every setup)")
     ap.add_argument("--trace", help="write the op-by-op trace of 2-64x2-2, batch 16, Adam, N=2 under "
-                    "each scheme to this file and exit")
+                    "each scheme to this file and exit (default: no trace)")
     args = ap.parse_args(argv)
 
     if args.trace:
@@ -645,11 +642,11 @@ def main(argv=None) -> int:
         print(f"wrote {args.trace}")
         return 0
     setups = make_setups()
-    out_path = args.out
+    root = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
+    out_path = args.out or os.path.join(root, FIXTURE)
     if args.only:
         setups = [s for s in setups if any(o in s["name"] for o in args.only)]
-        if "--out" not in (argv if argv is not None else sys.argv[1:]):
-            out_path = "-"
+        out_path = args.out or "-"
     if not setups:
         ap.error("no setup matches --only")
     rows, t_all = [], time.perf_counter()
