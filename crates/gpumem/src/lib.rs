@@ -16,6 +16,7 @@ pub mod fit;
 pub mod lesson;
 pub mod measure;
 pub mod mlp;
+pub mod parallel;
 pub mod pytorch;
 pub mod report;
 pub mod search;

@@ -65,11 +65,69 @@ pub struct SetupStrategy {
     pub zero_grad_set_to_none: bool,
 }
 
+/// The committed per-card fixture (`reference/pytorch/parallel_peaks.py`).
+pub const PARALLEL_FIXTURE: &str = concat!(
+    env!("CARGO_MANIFEST_DIR"),
+    "/tests/fixtures/pytorch_parallel_peaks.json"
+);
+
+/// The per-card fixture file: one card (`rank`) of a group PyTorch ran on its fake process
+/// group.
+#[derive(Debug, Deserialize)]
+pub struct ParallelFixture {
+    pub torch_version: String,
+    pub command: String,
+    pub setups: Vec<ParallelSetup>,
+}
+
+/// One card of one scheme and its peaks.
+#[derive(Debug, Deserialize)]
+pub struct ParallelSetup {
+    pub name: String,
+    /// `ddp`, `ddp_view`, `fsdp` or `zero1`.
+    pub scheme: String,
+    pub world_size: usize,
+    pub rank: usize,
+    pub rows_on_rank: u64,
+    pub inputs: u64,
+    pub width: u64,
+    pub layers: u64,
+    pub classes: u64,
+    /// The global batch, split over the cards.
+    pub batch: u64,
+    pub optimizer: SetupOptimizer,
+    pub strategy: SetupStrategy,
+    /// The largest total of live tensor bytes on this card over the two steps.
+    pub peak_run_bytes: u64,
+    /// The largest while the model, wrapper and optimizer were built.
+    pub construct_peak_bytes: u64,
+}
+
+/// Reads and parses a fixture at `path`.
+fn load<T: serde::de::DeserializeOwned>(path: &std::path::Path) -> Result<T, String> {
+    let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    serde_json::from_str(&text).map_err(|e| format!("{}: {e}", path.display()))
+}
+
 impl Fixture {
     /// Reads and parses the fixture at `path`.
     pub fn load(path: &std::path::Path) -> Result<Fixture, String> {
-        let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
-        serde_json::from_str(&text).map_err(|e| format!("{}: {e}", path.display()))
+        load(path)
+    }
+}
+
+impl ParallelFixture {
+    /// Reads and parses the per-card fixture at `path`.
+    pub fn load(path: &std::path::Path) -> Result<ParallelFixture, String> {
+        load(path)
+    }
+}
+
+impl ParallelSetup {
+    /// The engine's configuration for the network every card trains.
+    pub fn config(&self) -> Result<MlpConfig, String> {
+        let net = (self.inputs, self.width, self.layers, self.classes);
+        config_of(net, &self.optimizer, &self.strategy)
     }
 }
 
@@ -77,66 +135,75 @@ impl Setup {
     /// The engine's configuration for this setup, or why the engine has none: the settings
     /// it does not express.
     pub fn config(&self) -> Result<MlpConfig, String> {
-        let o = &self.optimizer;
-        let optimizer = match o.name.as_str() {
-            "sgd" => Optimizer::Sgd {
-                lr: o.lr,
-                momentum: o.momentum,
-            },
-            "adam" => {
-                let (beta1, beta2) = o.betas.unwrap_or((0.9, 0.999));
-                Optimizer::Adam {
-                    lr: o.lr,
-                    beta1,
-                    beta2,
-                    eps: o.eps.unwrap_or(1e-8),
-                }
-            }
-            other => return Err(format!("optimizer {other:?}")),
-        };
-        let s = &self.strategy;
-        let precision = match (s.autocast.as_deref(), s.autocast_loss.as_deref()) {
-            (None, _) => Precision::Float32,
-            // The engine's mixed precision is CUDA's autocast float16, loss policy included.
-            (Some("float16"), Some("cuda")) => Precision::Mixed,
-            (Some(a), l) => {
-                return Err(format!(
-                    "autocast {a} with {} autocast's loss policy (the engine follows CUDA's)",
-                    l.unwrap_or("cpu")
-                ));
-            }
-        };
-        let checkpointing = match (s.checkpoint_segment, s.checkpoint_last_segment) {
-            (0, _) => Checkpointing::Off,
-            (k, false) => Checkpointing::Every(k),
-            (k, true) => Checkpointing::Each(k),
-        };
-        let optimizer_impl = match (o.foreach, o.fused) {
-            (_, true) => OptimizerImpl::Fused,
-            (true, false) => OptimizerImpl::Foreach,
-            (false, false) => OptimizerImpl::ForLoop,
-        };
-        Ok(MlpConfig {
-            inputs: self.inputs,
-            hidden: self.width,
-            layers: self.layers,
-            classes: self.classes,
-            optimizer,
-            strategy: Strategy {
-                precision,
-                accumulation: s.accumulation,
-                checkpointing,
-                relu_inplace: s.relu_inplace,
-                zero_grad: if s.zero_grad_set_to_none {
-                    ZeroGrad::SetToNone
-                } else {
-                    ZeroGrad::Zero
-                },
-                optimizer_impl,
-                grad_scaler: Some(s.grad_scaler),
-                // The fixture's loop divides each micro-batch's loss by k.
-                loss_weighting: LossWeighting::OverSteps,
-            },
-        })
+        let net = (self.inputs, self.width, self.layers, self.classes);
+        config_of(net, &self.optimizer, &self.strategy)
     }
+}
+
+/// The engine's configuration for a network `(inputs, width, layers, classes)` trained as the
+/// script records it.
+fn config_of(
+    (inputs, hidden, layers, classes): (u64, u64, u64, u64),
+    o: &SetupOptimizer,
+    s: &SetupStrategy,
+) -> Result<MlpConfig, String> {
+    let optimizer = match o.name.as_str() {
+        "sgd" => Optimizer::Sgd {
+            lr: o.lr,
+            momentum: o.momentum,
+        },
+        "adam" => {
+            let (beta1, beta2) = o.betas.unwrap_or((0.9, 0.999));
+            Optimizer::Adam {
+                lr: o.lr,
+                beta1,
+                beta2,
+                eps: o.eps.unwrap_or(1e-8),
+            }
+        }
+        other => return Err(format!("optimizer {other:?}")),
+    };
+    let precision = match (s.autocast.as_deref(), s.autocast_loss.as_deref()) {
+        (None, _) => Precision::Float32,
+        // The engine's mixed precision is CUDA's autocast float16, loss policy included.
+        (Some("float16"), Some("cuda")) => Precision::Mixed,
+        (Some(a), l) => {
+            return Err(format!(
+                "autocast {a} with {} autocast's loss policy (the engine follows CUDA's)",
+                l.unwrap_or("cpu")
+            ));
+        }
+    };
+    let checkpointing = match (s.checkpoint_segment, s.checkpoint_last_segment) {
+        (0, _) => Checkpointing::Off,
+        (k, false) => Checkpointing::Every(k),
+        (k, true) => Checkpointing::Each(k),
+    };
+    let optimizer_impl = match (o.foreach, o.fused) {
+        (_, true) => OptimizerImpl::Fused,
+        (true, false) => OptimizerImpl::Foreach,
+        (false, false) => OptimizerImpl::ForLoop,
+    };
+    Ok(MlpConfig {
+        inputs,
+        hidden,
+        layers,
+        classes,
+        optimizer,
+        strategy: Strategy {
+            precision,
+            accumulation: s.accumulation,
+            checkpointing,
+            relu_inplace: s.relu_inplace,
+            zero_grad: if s.zero_grad_set_to_none {
+                ZeroGrad::SetToNone
+            } else {
+                ZeroGrad::Zero
+            },
+            optimizer_impl,
+            grad_scaler: Some(s.grad_scaler),
+            // The fixture's loop divides each micro-batch's loss by k.
+            loss_weighting: LossWeighting::OverSteps,
+        },
+    })
 }

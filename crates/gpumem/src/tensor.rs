@@ -169,6 +169,37 @@ impl Tensor {
         })
     }
 
+    /// `rows × cols` values from value `start` of this tensor on, sharing its storage (a
+    /// view of a flat buffer, as DDP's `gradient_as_bucket_view` makes `.grad` a view of its
+    /// bucket): no memory is allocated.
+    pub(crate) fn flat_view(
+        &self,
+        start: u64,
+        rows: u64,
+        cols: u64,
+        label: &str,
+    ) -> Result<Tensor, Error> {
+        let end = rows
+            .checked_mul(cols)
+            .and_then(|n| n.checked_add(start))
+            .filter(|&e| e <= self.len() && rows > 0 && cols > 0);
+        if end.is_none() {
+            return Err(Error::Shape(format!(
+                "{label}: {rows} × {cols} values from value {start} of {}, which has {}",
+                self.label,
+                self.len()
+            )));
+        }
+        Ok(Tensor {
+            storage: self.storage.clone(),
+            offset: self.offset + start * self.dtype.size(),
+            rows,
+            cols,
+            dtype: self.dtype,
+            label: label.to_string(),
+        })
+    }
+
     /// Whether both tensors are views of one storage (one allocation).
     pub fn same_storage(&self, other: &Tensor) -> bool {
         Rc::ptr_eq(&self.storage, &other.storage)

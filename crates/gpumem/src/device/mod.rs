@@ -60,11 +60,11 @@ pub struct DeviceInfo {
 }
 
 impl DeviceInfo {
-    /// How out-of-memory messages name the device.
-    fn oom_name(&self) -> String {
+    /// How out-of-memory messages name device `index` (PyTorch's `GPU 0`).
+    fn oom_name(&self, index: usize) -> String {
         match self.backend {
-            Backend::Wgpu => format!("wgpu device 0: {}", self.name),
-            b => format!("{b} device 0"),
+            Backend::Wgpu => format!("wgpu device {index}: {}", self.name),
+            b => format!("{b} device {index}"),
         }
     }
 }
@@ -75,6 +75,8 @@ pub(crate) struct Inner {
     pub oom_message: OomMessage,
     /// The snapshot at the first out-of-memory while the history was recorded.
     pub oom_snapshot: Option<crate::snapshot::Snapshot>,
+    /// The card's number in a group of devices (0 alone), as messages name it.
+    pub index: usize,
 }
 
 /// A device: a backing, an allocator over it, and a capacity. Cheap to clone (shared).
@@ -135,6 +137,7 @@ impl Device {
                 info,
                 oom_message: options.oom_message,
                 oom_snapshot: None,
+                index: 0,
             })),
         })
     }
@@ -159,6 +162,11 @@ impl Device {
         Self::new(&options).expect("plan and cpu devices with default settings always open")
     }
 
+    /// Numbers this device as card `index` of a group (its out-of-memory message names it).
+    pub(crate) fn set_index(&self, index: usize) {
+        self.inner.borrow_mut().index = index;
+    }
+
     pub fn info(&self) -> DeviceInfo {
         self.inner.borrow().info.clone()
     }
@@ -170,7 +178,7 @@ impl Device {
     /// Allocates `bytes` for `label`: the raw form of what tensors do.
     pub(crate) fn malloc(&self, bytes: u64, label: &str) -> Result<crate::alloc::BlockAddr, Error> {
         let mut inner = self.inner.borrow_mut();
-        let (name, message) = (inner.info.oom_name(), inner.oom_message);
+        let (name, message) = (inner.info.oom_name(inner.index), inner.oom_message);
         let result = inner.alloc.malloc(bytes, label);
         inner.note_oom(&result);
         result.map_err(|e| match e {

@@ -68,7 +68,18 @@ impl Mlp {
                 input,
                 weight,
                 input_grad,
-            } => self.linear_backward(layer, input, weight, input_grad, grad)?,
+            } => {
+                self.hook(|h| h.pre_backward(layer))?;
+                let da = self.linear_backward(layer, input, weight, input_grad, grad)?;
+                let mut grads = std::mem::take(&mut self.grads[layer]);
+                let after = match &self.hooks {
+                    Some(h) => h.borrow_mut().post_backward(layer, &mut grads),
+                    None => Ok(()),
+                };
+                self.grads[layer] = grads;
+                after?;
+                da
+            }
             Node::Checkpoint { layers, input } => {
                 let mut sub = Tape::default();
                 let mut cache = self.autocast_region();
@@ -97,7 +108,8 @@ impl Mlp {
         dz: Tensor,
     ) -> Result<Option<Tensor>, Error> {
         let (rows, dtype) = (dz.rows(), dz.dtype());
-        let w = weight.as_ref().unwrap_or(&self.layers[layer].weight);
+        let params = self.layer_params(layer);
+        let w = weight.as_ref().unwrap_or(&params.weight);
         let da = if input_grad {
             let da = Tensor::new(
                 &self.device,
@@ -130,7 +142,7 @@ impl Mlp {
         ops::matmul(TN, &input, &dz, &dw, None)?;
         let db = Tensor::new(&self.device, 1, dz.cols(), dtype, &grad_label("bias"))?;
         ops::colsum(&dz, &db)?;
-        drop((input, weight, dz));
+        drop((input, weight, dz, params));
         if cast_back {
             let p = self.precision().parameters();
             let dw32 = cast(&dw, p, &format!("{}.grad", param_label(layer, "weight")))?;
@@ -156,11 +168,12 @@ impl Mlp {
             &mut grads.weight
         };
         match slot {
-            Some(existing) => ops::add(existing, &g),
-            None => {
-                *slot = Some(g);
-                Ok(())
-            }
+            Some(existing) => ops::add(existing, &g)?,
+            None => *slot = Some(g),
+        }
+        match &self.hooks {
+            Some(h) => h.borrow_mut().grad_ready(layer, bias, slot),
+            None => Ok(()),
         }
     }
 }

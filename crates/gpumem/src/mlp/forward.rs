@@ -94,7 +94,22 @@ impl Mlp {
         tape: Option<&mut Tape>,
         cache: &mut Option<CastCache>,
     ) -> Result<Tensor, Error> {
-        let layer = &self.layers[i];
+        self.hook(|h| h.pre_forward(i))?;
+        let z = self.linear_product(i, input, tape, cache)?;
+        self.hook(|h| h.post_forward(i))?;
+        Ok(z)
+    }
+
+    /// [`Mlp::linear`] between the hooks: the parameters it uses are let go before the
+    /// post-forward hook runs (FSDP's reshard frees them then).
+    fn linear_product(
+        &self,
+        i: usize,
+        input: &Tensor,
+        tape: Option<&mut Tape>,
+        cache: &mut Option<CastCache>,
+    ) -> Result<Tensor, Error> {
+        let layer = &self.layer_params(i);
         let input_grad = i > 0;
         let label = if i + 1 == self.layers.len() {
             "y_pred".to_string()

@@ -12,6 +12,7 @@ mod backward;
 mod config;
 mod eval;
 mod forward;
+pub(crate) mod hooks;
 mod optim;
 mod step;
 
@@ -29,7 +30,7 @@ use crate::tensor::{DType, Tensor};
 use rand::RngExt;
 
 /// One dense layer's weight (`in × out`, so `y = x · W + b`) and bias (`1 × out`).
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub struct Linear {
     pub weight: Tensor,
     pub bias: Tensor,
@@ -56,7 +57,7 @@ impl Linear {
         })
     }
 
-    fn tensors(&self) -> [&Tensor; 2] {
+    pub(crate) fn tensors(&self) -> [&Tensor; 2] {
         [&self.weight, &self.bias]
     }
 }
@@ -122,6 +123,8 @@ pub struct Mlp {
     /// Plan only the first this many micro-batches of each step (see
     /// [`crate::fit::measure_update`]).
     micro_batch_limit: Option<u64>,
+    /// A multi-card scheme's hooks ([`hooks::StepHooks`]), if one drives this network.
+    hooks: Option<hooks::SharedHooks>,
 }
 
 impl Mlp {
@@ -146,6 +149,7 @@ impl Mlp {
             kept: Kept::default(),
             pass: Pass::Model,
             micro_batch_limit: None,
+            hooks: None,
         };
         if device.info().executes {
             mlp.initialise(seed)?;

@@ -55,8 +55,8 @@ impl Default for Scaler {
 }
 
 impl Mlp {
-    /// The parameters in PyTorch's order (`model.parameters()`): each layer's weight, then
-    /// its bias, with their gradients.
+    /// The parameters this card's optimizer updates, in PyTorch's order
+    /// (`model.parameters()`: each layer's weight, then its bias), with their gradients.
     fn params(&self) -> Vec<(usize, bool, &Tensor, Option<&Tensor>)> {
         self.layers
             .iter()
@@ -68,6 +68,9 @@ impl Mlp {
                     (i, true, &l.bias, g.bias.as_ref()),
                 ]
             })
+            .enumerate()
+            .filter(|(index, _)| self.updates(*index))
+            .map(|(_, p)| p)
             .collect()
     }
 

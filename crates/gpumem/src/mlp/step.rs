@@ -102,6 +102,16 @@ struct Totals {
     correct: u64,
 }
 
+/// A step between backward and `optimizer.step()`: the batch (alive until the update) and
+/// what was counted so far.
+#[derive(Debug)]
+pub(crate) struct Pending {
+    x: Tensor,
+    y: Tensor,
+    totals: Totals,
+    recomputed_layers: u64,
+}
+
 impl Mlp {
     /// The batch on the device: `x` (rows × inputs) and `y` (int64 labels).
     pub(super) fn upload(&self, batch: Batch<'_>) -> Result<(Tensor, Tensor), Error> {
@@ -145,6 +155,14 @@ impl Mlp {
     }
 
     fn step(&mut self, batch: Batch<'_>) -> Result<StepResult, Error> {
+        let pending = self.forward_backward(batch)?;
+        self.finish_step(batch, pending)
+    }
+
+    /// The step up to `optimizer.step()`: `zero_grad()`, the batch, and forward and backward
+    /// of every micro-batch. A multi-card scheme reduces the gradients before
+    /// [`Mlp::finish_step`].
+    pub(crate) fn forward_backward(&mut self, batch: Batch<'_>) -> Result<Pending, Error> {
         let rows = batch.rows();
         if rows == 0 {
             return Err(Error::Shape("a batch needs at least one row".into()));
@@ -172,12 +190,33 @@ impl Mlp {
                 self.add_scores(batch, start, len, &mut totals)?;
             }
         }
+        Ok(Pending {
+            x,
+            y,
+            totals,
+            recomputed_layers,
+        })
+    }
+
+    /// `optimizer.step()` and the step's results, after [`Mlp::forward_backward`].
+    pub(crate) fn finish_step(
+        &mut self,
+        batch: Batch<'_>,
+        pending: Pending,
+    ) -> Result<StepResult, Error> {
+        let Pending {
+            x,
+            y,
+            mut totals,
+            recomputed_layers,
+        } = pending;
+        let rows = batch.rows();
         // `x` and `y` are the loop's variables: alive through `optimizer.step()`.
         self.pass = Pass::Optimizer;
         let skipped = self.optimizer_step()?;
         drop((x, y));
         let executes = self.device.info().executes;
-        if k == 1 {
+        if self.config.strategy.accumulation == 1 {
             self.add_scores(batch, 0, rows, &mut totals)?;
         }
         Ok(StepResult {
