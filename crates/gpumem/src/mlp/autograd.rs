@@ -47,7 +47,7 @@ pub(super) enum Node {
 
 /// The nodes of one forward pass, in the order they were made.
 #[derive(Debug, Default)]
-pub(super) struct Tape {
+pub(crate) struct Tape {
     nodes: Vec<Node>,
 }
 

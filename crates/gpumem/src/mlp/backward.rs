@@ -4,7 +4,6 @@
 use super::Mlp;
 use super::autograd::{Node, Tape};
 use super::forward::{cast, scaled};
-use super::param_label;
 use crate::error::Error;
 use crate::exec::ops::{self, Matmul};
 use crate::tensor::Tensor;
@@ -25,6 +24,17 @@ impl Mlp {
     /// `loss.backward()` from `seed`: every node in reverse, each freeing what it saved and
     /// the gradient it received once it has run. Returns the layers computed again.
     pub(super) fn backward(&mut self, tape: Tape, seed: Tensor) -> Result<u64, Error> {
+        self.backward_to_input(tape, seed)
+            .map(|(recomputed, _)| recomputed)
+    }
+
+    /// [`Mlp::backward`], handing back the gradient of the tape's input when its first layer
+    /// makes one (a pipeline stage sends it to the stage before).
+    pub(super) fn backward_to_input(
+        &mut self,
+        tape: Tape,
+        seed: Tensor,
+    ) -> Result<(u64, Option<Tensor>), Error> {
         let mut grad = Some(seed);
         let mut recomputed = 0;
         for node in tape.into_backward_order() {
@@ -34,7 +44,7 @@ impl Mlp {
             }
             grad = self.backward_node(node, g)?;
         }
-        Ok(recomputed)
+        Ok((recomputed, grad))
     }
 
     /// One node's backward: the gradient for its input (`None` where none is needed).
@@ -116,7 +126,7 @@ impl Mlp {
                 rows,
                 w.rows(),
                 dtype,
-                &format!("a{}.grad", layer.wrapping_sub(1)),
+                &format!("a{}.grad", self.global(layer).wrapping_sub(1)),
             )?;
             ops::matmul(NT, &dz, w, &da, None)?;
             Some(da)
@@ -125,7 +135,7 @@ impl Mlp {
         };
         let cast_back = dtype != self.precision().parameters();
         let grad_label = |what: &str| {
-            let name = format!("{}.grad", param_label(layer, what));
+            let name = format!("{}.grad", self.param_name(layer, what));
             if cast_back {
                 format!("{name} (float16)")
             } else {
@@ -145,10 +155,14 @@ impl Mlp {
         drop((input, weight, dz, params));
         if cast_back {
             let p = self.precision().parameters();
-            let dw32 = cast(&dw, p, &format!("{}.grad", param_label(layer, "weight")))?;
+            let dw32 = cast(
+                &dw,
+                p,
+                &format!("{}.grad", self.param_name(layer, "weight")),
+            )?;
             drop(dw);
             self.accumulate(layer, false, dw32)?;
-            let db32 = cast(&db, p, &format!("{}.grad", param_label(layer, "bias")))?;
+            let db32 = cast(&db, p, &format!("{}.grad", self.param_name(layer, "bias")))?;
             drop(db);
             self.accumulate(layer, true, db32)?;
         } else {

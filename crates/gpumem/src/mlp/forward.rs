@@ -110,16 +110,16 @@ impl Mlp {
         cache: &mut Option<CastCache>,
     ) -> Result<Tensor, Error> {
         let layer = &self.layer_params(i);
-        let input_grad = i > 0;
-        let label = if i + 1 == self.layers.len() {
+        let input_grad = self.global(i) > 0;
+        let label = if self.is_output(i) {
             "y_pred".to_string()
         } else {
-            format!("z{i}")
+            format!("z{}", self.global(i))
         };
         let (input, weight, bias) = match cache {
             Some(cache) => {
-                let bias = cache.get(i, true, &layer.bias)?;
-                let weight = cache.get(i, false, &layer.weight)?;
+                let bias = cache.get(self.global(i), true, &layer.bias)?;
+                let weight = cache.get(self.global(i), false, &layer.weight)?;
                 let input = if input.dtype() == DType::F16 {
                     input.clone()
                 } else {
@@ -174,7 +174,7 @@ impl Mlp {
                 z.rows(),
                 z.cols(),
                 z.dtype(),
-                &format!("a{i}"),
+                &format!("a{}", self.global(i)),
             )?;
             ops::relu(&z, &a)?;
             a

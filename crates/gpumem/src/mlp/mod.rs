@@ -14,6 +14,7 @@ mod eval;
 mod forward;
 pub(crate) mod hooks;
 mod optim;
+mod stage;
 mod step;
 
 pub use config::{
@@ -21,6 +22,7 @@ pub use config::{
     Strategy, ZeroGrad,
 };
 pub(crate) use forward::segments;
+pub(crate) use stage::StageForward;
 pub(crate) use step::planned_micro_batches;
 pub use step::{Batch, StepOutputs, StepResult, micro_batches};
 
@@ -125,19 +127,38 @@ pub struct Mlp {
     micro_batch_limit: Option<u64>,
     /// A multi-card scheme's hooks ([`hooks::StepHooks`]), if one drives this network.
     hooks: Option<hooks::SharedHooks>,
+    /// The network's index of `layers[0]`: 0, except for a pipeline stage holding later
+    /// layers ([`Mlp::stage`]).
+    first_layer: usize,
 }
 
 impl Mlp {
     /// Allocates and initialises the network like `torch.nn.Linear` does (uniform in
     /// ±1/√fan_in), deterministically from `seed`. Only the parameters are allocated.
     pub fn new(device: &Device, config: &MlpConfig, seed: u64) -> Result<Mlp, Error> {
+        Self::stage(device, config, seed, 0..config.layers as usize + 1)
+    }
+
+    /// The layers `range` of the network (its `Linear`s, counted from 0 to the output layer
+    /// `config.layers`), initialised as the whole network would be: one pipeline stage.
+    pub(crate) fn stage(
+        device: &Device,
+        config: &MlpConfig,
+        seed: u64,
+        range: std::ops::Range<usize>,
+    ) -> Result<Mlp, Error> {
         config.validate()?;
+        let shapes = config.layer_shapes();
+        if range.is_empty() || range.end > shapes.len() {
+            return Err(Error::Setup(format!(
+                "a stage needs some of the network's {} layers, got {range:?}",
+                shapes.len()
+            )));
+        }
         let dtype = config.strategy.precision.parameters();
-        let layers = config
-            .layer_shapes()
-            .iter()
-            .enumerate()
-            .map(|(i, &shape)| Linear::new(device, shape, dtype, i))
+        let layers = range
+            .clone()
+            .map(|i| Linear::new(device, shapes[i], dtype, i))
             .collect::<Result<Vec<_>, _>>()?;
         let mlp = Mlp {
             grads: layers.iter().map(|_| Grads::default()).collect(),
@@ -150,25 +171,47 @@ impl Mlp {
             pass: Pass::Model,
             micro_batch_limit: None,
             hooks: None,
+            first_layer: range.start,
         };
         if device.info().executes {
-            mlp.initialise(seed)?;
+            mlp.initialise(seed, &shapes)?;
         }
         Ok(mlp)
     }
 
-    fn initialise(&self, seed: u64) -> Result<(), Error> {
+    /// Draws every layer's values in order (so a stage gets what the whole network would)
+    /// and writes this network's.
+    fn initialise(&self, seed: u64, shapes: &[(u64, u64)]) -> Result<(), Error> {
         let mut rng = crate::data::rng(seed);
-        for layer in &self.layers {
-            let bound = 1.0 / (layer.weight.rows() as f32).sqrt();
-            for t in layer.tensors() {
-                let values: Vec<f32> = (0..t.len())
-                    .map(|_| rng.random_range(-bound..bound))
-                    .collect();
-                t.write_f32(&values)?;
+        for (i, &(rows, cols)) in shapes.iter().enumerate() {
+            let bound = 1.0 / (rows as f32).sqrt();
+            let mut draw =
+                |n: u64| -> Vec<f32> { (0..n).map(|_| rng.random_range(-bound..bound)).collect() };
+            let (weight, bias) = (draw(rows * cols), draw(cols));
+            if let Some(layer) = i
+                .checked_sub(self.first_layer)
+                .and_then(|j| self.layers.get(j))
+            {
+                layer.weight.write_f32(&weight)?;
+                layer.bias.write_f32(&bias)?;
             }
         }
         Ok(())
+    }
+
+    /// The network's index of `layers[i]` (its labels use it).
+    pub(super) fn global(&self, i: usize) -> usize {
+        self.first_layer + i
+    }
+
+    /// Whether `layers[i]` is the network's output layer (no ReLU after it).
+    pub(super) fn is_output(&self, i: usize) -> bool {
+        self.global(i) == self.config.layers as usize
+    }
+
+    /// PyTorch's name for a parameter of `layers[i]`: `layer{global}.{what}`.
+    pub(super) fn param_name(&self, i: usize, what: &str) -> String {
+        param_label(self.global(i), what)
     }
 
     pub fn config(&self) -> &MlpConfig {

@@ -2,10 +2,10 @@
 //! implementations use: state made lazily at the first step, `foreach` temporaries, the
 //! scaler's scalars.
 
+use super::Mlp;
 use super::autograd::{Node, Tape};
 use super::config::{Optimizer, OptimizerImpl, ZeroGrad};
 use super::forward::scaled;
-use super::{Mlp, param_label};
 use crate::error::Error;
 use crate::exec::ops::{self, AdamStep};
 use crate::tensor::{DType, Tensor};
@@ -245,7 +245,7 @@ impl Mlp {
                     let label = |what: &str| {
                         format!(
                             "{} {what}",
-                            param_label(*i, if *bias { "bias" } else { "weight" })
+                            self.param_name(*i, if *bias { "bias" } else { "weight" })
                         )
                     };
                     match imp {
@@ -294,7 +294,7 @@ impl Mlp {
         let fused = self.config.strategy.optimizer_impl == OptimizerImpl::Fused;
         let mut state = Vec::new();
         for (i, bias, p, g) in self.params() {
-            let name = param_label(i, if bias { "bias" } else { "weight" });
+            let name = self.param_name(i, if bias { "bias" } else { "weight" });
             let like = |what: &str| {
                 Tensor::new(
                     &self.device,

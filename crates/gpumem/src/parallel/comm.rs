@@ -54,6 +54,15 @@ impl Comm {
         self.ring(card, bytes, 1);
     }
 
+    /// A `send` of `bytes` from card `from` to card `to` (a pipeline's activations and
+    /// gradients).
+    pub(crate) fn point_to_point(&mut self, from: usize, to: usize, bytes: u64) {
+        self.bytes[from].sent += bytes;
+        self.bytes[to].received += bytes;
+        self.bytes[from].collectives += 1;
+        self.bytes[to].collectives += 1;
+    }
+
     /// `broadcast` of `bytes` from card `root` to every other card.
     pub(crate) fn broadcast(&mut self, root: usize, bytes: u64) {
         for (card, b) in self.bytes.iter_mut().enumerate() {

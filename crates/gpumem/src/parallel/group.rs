@@ -4,6 +4,7 @@
 use super::comm::{Comm, CommBytes};
 use super::ddp::{Ddp, param_shapes};
 use super::fsdp::{Exchange, Fsdp, unpadded};
+use super::pipeline::Pipeline;
 use super::scheme::Scheme;
 use super::zero1;
 use crate::alloc::OutOfMemory;
@@ -56,6 +57,8 @@ pub struct Group {
     exchange: Rc<RefCell<Exchange>>,
     /// ZeRO-1: the card that updates each parameter.
     owners: Option<Vec<usize>>,
+    /// The pipeline schemes' stages (then `cards` is empty).
+    pipeline: Option<Pipeline>,
 }
 
 /// The group's first error: an out-of-memory (the card that failed first) or another.
@@ -102,10 +105,31 @@ impl Group {
             comm,
             exchange,
             owners: None,
+            pipeline: None,
         };
+        devices
+            .iter()
+            .enumerate()
+            .for_each(|(card, d)| d.set_index(card));
+        if let Some(schedule) = scheme.pipeline() {
+            if config.strategy != crate::mlp::Strategy::default() {
+                let why = "the pipeline schemes run the plain step (float32, no accumulation or \
+                           checkpointing)";
+                return Err((Error::Setup(why.into()), Vec::new()));
+            }
+            return match Pipeline::new(devices, config, schedule, seed) {
+                Ok(p) => {
+                    group.pipeline = Some(p);
+                    Ok(group)
+                }
+                Err(errors) => {
+                    let errors = errors.into_iter().map(|(c, e)| (c, e, Pass::Model, 0));
+                    Err(first_error(errors.collect()).expect("a failed pipeline has an error"))
+                }
+            };
+        }
         let mut errors = Vec::new();
         for (card, device) in devices.iter().enumerate() {
-            device.set_index(card);
             match group.add_card(device, config, seed, card, n) {
                 Ok(c) => group.cards.push(c),
                 Err(e) => errors.push((card, e, Pass::Model, 0)),
@@ -155,6 +179,11 @@ impl Group {
                 let owned = owners.iter().map(|&o| o == card).collect();
                 Wrapper::Ddp(Rc::new(RefCell::new(Ddp::new(&mlp, true, Some(owned))?)))
             }
+            Scheme::PipelineGpipe | Scheme::Pipeline1f1b => {
+                return Err(Error::Setup(
+                    "a pipeline's stages are not data-parallel cards".into(),
+                ));
+            }
             Scheme::Zero2 | Scheme::Zero3 => {
                 let reshard = self.scheme == Scheme::Zero3;
                 let fsdp = Fsdp::shard(
@@ -180,21 +209,27 @@ impl Group {
     }
 
     pub fn len(&self) -> usize {
-        self.cards.len()
+        self.pipeline
+            .as_ref()
+            .map_or(self.cards.len(), |p| p.stages.len())
     }
 
     pub fn is_empty(&self) -> bool {
-        self.cards.is_empty()
+        self.len() == 0
     }
 
     /// Card `i`'s device.
     pub fn device(&self, i: usize) -> &Device {
-        self.cards[i].mlp.device()
+        self.network(i).device()
     }
 
-    /// Card `i`'s network (under ZeRO-2/3 its layers hold this card's shards).
+    /// Card `i`'s network (under ZeRO-2/3 its layers hold this card's shards; in a pipeline,
+    /// its stage's layers).
     pub fn network(&self, i: usize) -> &Mlp {
-        &self.cards[i].mlp
+        match &self.pipeline {
+            Some(p) => &p.stages[i],
+            None => &self.cards[i].mlp,
+        }
     }
 
     /// The whole network's parameters after the last step, in `model.parameters()` order
@@ -209,8 +244,12 @@ impl Group {
                 .flat_map(|(w, b)| w.iter().chain(b).copied())
                 .collect());
         }
+        let holders: Vec<&Mlp> = match &self.pipeline {
+            Some(p) => p.stages.iter().collect(),
+            None => vec![&self.cards[0].mlp],
+        };
         let mut out = Vec::new();
-        for l in self.cards[0].mlp.layers() {
+        for l in holders.iter().flat_map(|m| m.layers()) {
             out.extend(l.weight.read::<f32>()?);
             out.extend(l.bias.read::<f32>()?);
         }
@@ -225,7 +264,7 @@ impl Group {
     /// The rows of `rows` each card takes: contiguous, as equal as possible (the first
     /// cards one row more).
     pub fn split_rows(&self, rows: u64) -> Result<Vec<(u64, u64)>, Error> {
-        let n = self.cards.len() as u64;
+        let n = self.len() as u64;
         if rows < n {
             return Err(Error::Setup(format!(
                 "a batch of {rows} rows cannot give each of {n} cards a row"
@@ -238,6 +277,9 @@ impl Group {
     /// its rows, the gradients reduced, every card's update. An out-of-memory error is the
     /// card that ran out first (all that ran out are in the second value).
     pub fn train_step(&mut self, batch: Batch<'_>) -> Result<GroupStep, (Error, Vec<CardFailure>)> {
+        if let Some(p) = &mut self.pipeline {
+            return pipeline_step(p, batch, &self.comm);
+        }
         let parts = self.split_rows(batch.rows()).map_err(|e| (e, Vec::new()))?;
         let splits: Vec<Option<Split>> = parts
             .iter()
@@ -425,4 +467,25 @@ impl Group {
 /// Blocks handed out on `device` so far.
 fn allocations(device: &Device) -> u64 {
     device.memory_stats().allocation.all.allocated
+}
+
+/// A pipeline's step: the stage that failed is the group's failure (the stages wait on each
+/// other, so the first failure stops them all).
+fn pipeline_step(
+    p: &mut Pipeline,
+    batch: Batch<'_>,
+    comm: &Rc<RefCell<Comm>>,
+) -> Result<GroupStep, (Error, Vec<CardFailure>)> {
+    let before: Vec<u64> = p.stages.iter().map(|s| allocations(s.device())).collect();
+    match p.train_step(batch, comm) {
+        Ok(loss) => Ok(GroupStep {
+            cards: Vec::new(),
+            loss,
+        }),
+        Err((card, e)) => {
+            let made = allocations(p.stages[card].device()) - before[card];
+            let pass = p.stages[card].pass();
+            Err(first_error(vec![(card, e, pass, made)]).expect("one error"))
+        }
+    }
 }

@@ -76,7 +76,7 @@ pub fn measure_group(
     if cards == 0 {
         return Err(Error::Setup("a group needs at least one card".into()));
     }
-    if batch < cards as u64 {
+    if batch < cards as u64 && scheme.pipeline().is_none() {
         return Err(Error::Setup(format!(
             "a batch of {batch} rows cannot give each of {cards} cards a row"
         )));
@@ -110,7 +110,11 @@ pub fn measure_group(
         Err((Error::OutOfMemory(_), f)) => failures = f,
         Err((e, _)) => return Err(e),
     }
-    let rows = crate::mlp::micro_batches(batch, cards as u64);
+    // A pipeline's every stage sees every row; the others split the batch.
+    let rows = match scheme.pipeline() {
+        Some(_) => vec![(0, batch); cards],
+        None => crate::mlp::micro_batches(batch, cards as u64),
+    };
     let cards = devices
         .iter()
         .enumerate()

@@ -15,6 +15,7 @@ mod ddp;
 mod fsdp;
 mod group;
 mod measure;
+mod pipeline;
 mod scheme;
 mod zero1;
 
@@ -22,6 +23,7 @@ pub use category::{Category, CategoryBytes};
 pub use comm::CommBytes;
 pub use group::{CardFailure, Group, GroupStep};
 pub use measure::{CardMemory, GroupMemory, fewest_cards, measure_group};
+pub use pipeline::{MICRO_BATCHES_PER_STAGE, Schedule, stage_layers};
 pub use scheme::Scheme;
 pub use zero1::owned_count as zero1_owned;
 

@@ -24,15 +24,22 @@ pub enum Scheme {
     /// ZeRO-3: `fully_shard` (FSDP2) — each layer gathered when it runs and freed after,
     /// gathered again in the backward pass.
     Zero3,
+    /// Pipeline parallel, `ScheduleGPipe`: the layers split into one stage per card, every
+    /// micro-batch forward, then every one backward.
+    PipelineGpipe,
+    /// Pipeline parallel, `Schedule1F1B`: backward passes start as soon as they can.
+    Pipeline1f1b,
 }
 
 impl Scheme {
-    pub const ALL: [Scheme; 5] = [
+    pub const ALL: [Scheme; 7] = [
         Scheme::Ddp,
         Scheme::DdpBucketView,
         Scheme::Zero1,
         Scheme::Zero2,
         Scheme::Zero3,
+        Scheme::PipelineGpipe,
+        Scheme::Pipeline1f1b,
     ];
 
     /// The name on the command line and in JSON.
@@ -43,6 +50,8 @@ impl Scheme {
             Scheme::Zero1 => "zero1",
             Scheme::Zero2 => "zero2",
             Scheme::Zero3 => "zero3",
+            Scheme::PipelineGpipe => "pipeline-gpipe",
+            Scheme::Pipeline1f1b => "pipeline-1f1b",
         }
     }
 
@@ -54,12 +63,24 @@ impl Scheme {
             Scheme::Zero1 => "ZeroRedundancyOptimizer + DDP(gradient_as_bucket_view=True)",
             Scheme::Zero2 => "fully_shard(layer, reshard_after_forward=False)",
             Scheme::Zero3 => "fully_shard(layer)",
+            Scheme::PipelineGpipe => "ScheduleGPipe(PipelineStage(stage, …), n_microbatches)",
+            Scheme::Pipeline1f1b => "Schedule1F1B(PipelineStage(stage, …), n_microbatches)",
         }
     }
 
     /// Whether parameters, gradients and optimizer state are sharded (FSDP).
     pub(crate) fn shards_parameters(self) -> bool {
         matches!(self, Scheme::Zero2 | Scheme::Zero3)
+    }
+
+    /// The pipeline schedule, for the pipeline schemes.
+    pub fn pipeline(self) -> Option<super::pipeline::Schedule> {
+        use super::pipeline::Schedule;
+        match self {
+            Scheme::PipelineGpipe => Some(Schedule::GPipe),
+            Scheme::Pipeline1f1b => Some(Schedule::OneFOneB),
+            _ => None,
+        }
     }
 }
 
@@ -76,6 +97,8 @@ impl FromStr for Scheme {
         let alias = match wanted.as_str() {
             "fsdp" => "zero3",
             "ddp-view" => "ddp-bucket-view",
+            "gpipe" => "pipeline-gpipe",
+            "1f1b" => "pipeline-1f1b",
             other => other,
         };
         Scheme::ALL

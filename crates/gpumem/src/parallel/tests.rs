@@ -62,7 +62,9 @@ fn every_scheme_trains_as_one_card_does_when_the_batch_splits_evenly() {
             "the steps move the weights"
         );
         for scheme in Scheme::ALL {
-            for cards in [1, 2, 3, 4] {
+            // A pipeline gives each card at least one of the network's three layers.
+            let most = if scheme.pipeline().is_some() { 3 } else { 4 };
+            for cards in 1..=most {
                 let g = group(&config, scheme, cards, 24, 2);
                 let gap = largest_gap(&g.parameters().unwrap(), &alone);
                 assert!(
@@ -131,4 +133,28 @@ fn impossible_groups_are_refused() {
     let rows = measure_group(&options, &config, Scheme::Zero3, 4, 3, 0).unwrap_err();
     assert!(matches!(rows, Error::Setup(_)), "{rows}");
     assert!(rows.to_string().contains("3 rows"), "{rows}");
+}
+
+#[test]
+fn a_pipeline_needs_a_layer_per_card() {
+    let config = config(Optimizer::sgd(0.1));
+    let options = crate::lesson::planning_unlimited();
+    let err = measure_group(&options, &config, Scheme::PipelineGpipe, 4, 64, 0).unwrap_err();
+    assert!(err.to_string().contains("needs at least 4 layers"), "{err}");
+    let fits = measure_group(&options, &config, Scheme::Pipeline1f1b, 3, 64, 0).unwrap();
+    assert!(fits.fits());
+}
+
+/// GPipe keeps every micro-batch's activations on the first stage; 1F1B at most as many as
+/// there are stages, so its first stage peaks lower once micro-batches outnumber stages.
+#[test]
+fn one_forward_one_backward_holds_fewer_micro_batches_than_gpipe() {
+    let config = MlpConfig::lesson(256).with_layers(3);
+    let options = crate::lesson::planning_unlimited();
+    let peak = |scheme| {
+        let m = measure_group(&options, &config, scheme, 2, 4096, 0).unwrap();
+        m.cards[0].at_peak.activations
+    };
+    let (gpipe, one_f_one_b) = (peak(Scheme::PipelineGpipe), peak(Scheme::Pipeline1f1b));
+    assert!(one_f_one_b < gpipe, "1F1B {one_f_one_b} B, GPipe {gpipe} B");
 }
