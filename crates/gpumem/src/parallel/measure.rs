@@ -141,7 +141,8 @@ pub fn measure_group(
 }
 
 /// The fewest cards, up to `max_cards`, on which `scheme` fits `config` with a global batch
-/// of `batch` rows (`None`: not even `max_cards`).
+/// of `batch` rows (`None`: not even `max_cards`, or not on as many cards as the scheme can
+/// use).
 pub fn fewest_cards(
     options: &DeviceOptions,
     config: &MlpConfig,
@@ -149,7 +150,12 @@ pub fn fewest_cards(
     batch: u64,
     max_cards: usize,
 ) -> Result<Option<usize>, Error> {
-    for cards in 1..=max_cards.min(batch as usize) {
+    // A pipeline has at most one card per layer; the others at most one per row.
+    let most = match scheme.pipeline() {
+        Some(_) => config.layers as usize + 1,
+        None => batch as usize,
+    };
+    for cards in 1..=max_cards.min(most) {
         if measure_group(options, config, scheme, cards, batch, 0)?.fits() {
             return Ok(Some(cards));
         }
