@@ -18,6 +18,10 @@ pub struct CardMemory {
     pub card: usize,
     /// Rows of the batch this card trained on.
     pub rows: u64,
+    /// `memory_allocated()` after the last step (or the failure).
+    pub allocated: u64,
+    /// `memory_reserved()` then.
+    pub reserved: u64,
     /// `max_memory_allocated()`.
     pub peak_allocated: u64,
     /// `max_memory_reserved()`.
@@ -123,6 +127,8 @@ pub fn measure_group(
             CardMemory {
                 card,
                 rows: rows[card].1,
+                allocated: stats.allocated_bytes.all.current,
+                reserved: stats.reserved_bytes.all.current,
                 peak_allocated: stats.allocated_bytes.all.peak,
                 peak_reserved: stats.reserved_bytes.all.peak,
                 peak_requested: stats.requested_bytes.all.peak,
