@@ -97,6 +97,7 @@ pub fn measure_group(
         None => Batch::Planned(batch),
     };
     let (mut failures, mut loss, mut comm) = (Vec::new(), None, vec![CommBytes::default(); cards]);
+    let mut ends = vec![(0, 0); cards];
     match Group::new(&devices, config, scheme, seed) {
         Ok(mut group) => {
             for _ in 0..STEPS {
@@ -110,6 +111,11 @@ pub fn measure_group(
                 }
             }
             comm = group.comm_bytes();
+            // Read while the group (its networks) still holds its memory.
+            ends = devices
+                .iter()
+                .map(|d| (d.memory_allocated(), d.memory_reserved()))
+                .collect();
         }
         Err((Error::OutOfMemory(_), f)) => failures = f,
         Err((e, _)) => return Err(e),
@@ -127,8 +133,8 @@ pub fn measure_group(
             CardMemory {
                 card,
                 rows: rows[card].1,
-                allocated: stats.allocated_bytes.all.current,
-                reserved: stats.reserved_bytes.all.current,
+                allocated: ends[card].0,
+                reserved: ends[card].1,
                 peak_allocated: stats.allocated_bytes.all.peak,
                 peak_reserved: stats.reserved_bytes.all.peak,
                 peak_requested: stats.requested_bytes.all.peak,
