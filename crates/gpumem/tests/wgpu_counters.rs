@@ -88,3 +88,23 @@ fn cached_bind_groups_do_not_outlive_their_segments() {
         );
     }
 }
+
+/// Timestamp queries, where the adapter has them, time every step's compute pass: a step
+/// timed gives some device time in at least one pass; untimed devices report none.
+#[test]
+fn timed_kernels_report_the_devices_own_time() {
+    let Some(gpu) = gpu() else { return };
+    let data = Dataset::generate(32, 5).train;
+    let device = gpu.device(CARD);
+    let mut mlp = Mlp::new(&device, &MlpConfig::lesson(200), 1).unwrap();
+    mlp.train_step(Batch::Data(&data)).unwrap();
+    assert_eq!(device.kernel_time(), None, "not timed until asked");
+    if !device.time_kernels() {
+        let has = gpu.gpu().device.features();
+        assert!(!has.contains(wgpu::Features::TIMESTAMP_QUERY));
+        return;
+    }
+    mlp.train_step(Batch::Data(&data)).unwrap();
+    let t = device.kernel_time().unwrap();
+    assert!(t.passes >= 1 && t.nanoseconds > 0.0, "{t:?}");
+}

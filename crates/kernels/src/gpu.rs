@@ -88,8 +88,11 @@ impl Gpu {
             });
         };
 
-        let optional =
-            wgpu::Features::SHADER_F16 | wgpu::Features::SHADER_F64 | wgpu::Features::SUBGROUP;
+        // Timestamp queries cost nothing until a bench asks for them (`StepCache::time_kernels`).
+        let optional = wgpu::Features::SHADER_F16
+            | wgpu::Features::SHADER_F64
+            | wgpu::Features::SUBGROUP
+            | wgpu::Features::TIMESTAMP_QUERY;
         let required_features = if options.skip_optional_features {
             wgpu::Features::empty()
         } else {

@@ -68,6 +68,7 @@ mod support;
 pub mod ternary;
 #[cfg(feature = "testing")]
 pub mod testing;
+pub mod timing;
 #[cfg(test)]
 mod variants;
 pub mod view;
@@ -81,4 +82,5 @@ pub use limits::KernelLimits;
 pub use matmul::{Gemm, MatmulKernel};
 pub use optim::Adam;
 pub use step_cache::StepCache;
+pub use timing::KernelTime;
 pub use view::{DType, Matrix, Part};

@@ -13,6 +13,7 @@ use std::collections::HashMap;
 use std::sync::{Mutex, PoisonError};
 
 use crate::counters::{Counter, Counters, WgpuCounters};
+use crate::timing::{KernelTime, Timing};
 
 /// At most this many bind groups are kept; past it the cache starts over (a bound, not a
 /// tuning: the lesson's step uses a few dozen).
@@ -57,6 +58,8 @@ pub struct StepCache {
     /// reused in a later submission gave results off by ~1e-4 relative (as if it read
     /// an earlier submission's parameters; not root-caused), where new ones are exact.
     per_submission: bool,
+    /// Timestamps around each pass, when asked for ([`StepCache::time_kernels`]).
+    timing: Mutex<Option<Timing>>,
 }
 
 impl StepCache {
@@ -118,6 +121,40 @@ impl StepCache {
         self.count(Counter::BufferWrite, writes);
     }
 
+    /// Times every shared compute pass from now on with timestamp queries (the device's own
+    /// clock), if the device has them; returns whether it does. Each submission then waits
+    /// for the device: for measuring, not for training.
+    pub fn time_kernels(&self, device: &wgpu::Device, queue: &wgpu::Queue) -> bool {
+        let mut timing = self.timing.lock().unwrap_or_else(PoisonError::into_inner);
+        if timing.is_none() {
+            *timing = Timing::new(device, queue);
+        }
+        timing.is_some()
+    }
+
+    /// Device time inside the timed passes so far (`None` when not timing).
+    pub fn kernel_time(&self) -> Option<KernelTime> {
+        let timing = self.timing.lock().unwrap_or_else(PoisonError::into_inner);
+        timing.as_ref().map(Timing::totals)
+    }
+
+    /// Records the resolve of this submission's timestamps into `encoder`: call after
+    /// [`StepCache::before_submit`], before finishing the encoder.
+    pub fn resolve_timing(&self, encoder: &mut wgpu::CommandEncoder) {
+        let timing = self.timing.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some(t) = timing.as_ref() {
+            t.resolve(encoder);
+        }
+    }
+
+    /// After a submission: adds its passes' time (waits for the device when timing).
+    pub fn collect_timing(&self, device: &wgpu::Device) {
+        let mut timing = self.timing.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some(t) = timing.as_mut() {
+            t.collect(device);
+        }
+    }
+
     /// Ends the shared compute pass, if one is open. The encoder is locked while it is:
     /// call this before recording anything but kernels into it (copies, clears) and
     /// before finishing it ([`StepCache::before_submit`] does).
@@ -139,10 +176,11 @@ impl StepCache {
     ) {
         let mut slot = self.pass.lock().unwrap_or_else(PoisonError::into_inner);
         let pass = slot.get_or_insert_with(|| {
+            let mut timing = self.timing.lock().unwrap_or_else(PoisonError::into_inner);
             encoder
                 .begin_compute_pass(&wgpu::ComputePassDescriptor {
                     label: Some("gpumem-kernels step"),
-                    timestamp_writes: None,
+                    timestamp_writes: timing.as_mut().and_then(Timing::next_pass),
                 })
                 .forget_lifetime()
         });

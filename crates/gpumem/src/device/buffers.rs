@@ -125,6 +125,16 @@ impl BufferStore {
         self.step.len()
     }
 
+    /// Starts timing this store's kernels with timestamp queries, if the adapter has them.
+    pub fn time_kernels(&self) -> bool {
+        self.step.time_kernels(&self.gpu.device, &self.gpu.queue)
+    }
+
+    /// Device time inside the timed kernels so far.
+    pub fn kernel_time(&self) -> Option<gpumem_kernels::KernelTime> {
+        self.step.kernel_time()
+    }
+
     pub(crate) fn count(&self, counter: Counter, n: u64) {
         self.step.count(counter, n);
     }
@@ -165,10 +175,12 @@ impl BufferStore {
     /// Submits what was recorded (if anything), and reports any error the GPU raised so
     /// far — a lost device, or a failure inside the driver — as an error value.
     pub(crate) fn flush(&self) -> Result<(), Error> {
-        if let Some(encoder) = self.pending.borrow_mut().take() {
+        if let Some(mut encoder) = self.pending.borrow_mut().take() {
             self.step.before_submit(&self.gpu.queue);
+            self.step.resolve_timing(&mut encoder);
             self.gpu.queue.submit([encoder.finish()]);
             self.count(Counter::Submit, 1);
+            self.step.collect_timing(&self.gpu.device);
         }
         self.check()
     }
@@ -300,6 +312,24 @@ impl crate::Device {
     pub fn wgpu_counters(&self) -> Option<WgpuCounters> {
         match self.borrow().alloc.store() {
             crate::device::Backing::Wgpu(store) => Some(store.counters()),
+            _ => None,
+        }
+    }
+
+    /// Times the wgpu backing's kernels with timestamp queries from now on (each submission
+    /// then waits for the device); false where the adapter has none or the backing is not
+    /// wgpu. For benches.
+    pub fn time_kernels(&self) -> bool {
+        match self.borrow().alloc.store() {
+            crate::device::Backing::Wgpu(store) => store.time_kernels(),
+            _ => false,
+        }
+    }
+
+    /// Device time inside the timed kernels so far (see [`crate::Device::time_kernels`]).
+    pub fn kernel_time(&self) -> Option<gpumem_kernels::KernelTime> {
+        match self.borrow().alloc.store() {
+            crate::device::Backing::Wgpu(store) => store.kernel_time(),
             _ => None,
         }
     }
