@@ -16,8 +16,8 @@ pub(crate) struct StageForward {
     /// The activation sent to the next stage, or on the last stage the micro-batch's loss.
     pub(crate) output: Tensor,
     /// The last stage's logits for this micro-batch: the schedule keeps each micro-batch's
-    /// output to return them.
-    pub(crate) _logits: Option<Tensor>,
+    /// output until its next step, to return them.
+    pub(crate) logits: Option<Tensor>,
 }
 
 impl Mlp {
@@ -51,13 +51,13 @@ impl Mlp {
                 Ok(StageForward {
                     tape,
                     output: loss,
-                    _logits: Some(h),
+                    logits: Some(h),
                 })
             }
             _ => Ok(StageForward {
                 tape,
                 output: h,
-                _logits: None,
+                logits: None,
             }),
         }
     }
@@ -81,7 +81,11 @@ impl Mlp {
             }
         };
         drop(output);
+        // The schedule holds the received gradient (or the seed) until the micro-batch's
+        // backward pass is over.
+        let held = seed.clone();
         let (_, input_grad) = self.backward_to_input(tape, seed)?;
+        drop(held);
         Ok(input_grad)
     }
 

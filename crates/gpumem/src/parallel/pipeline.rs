@@ -12,6 +12,7 @@
 use super::comm::Comm;
 use crate::device::Device;
 use crate::error::Error;
+use crate::exec::ops;
 use crate::mlp::{Batch, Mlp, MlpConfig, StageForward, micro_batches};
 use crate::tensor::{DType, Tensor};
 use std::cell::RefCell;
@@ -91,6 +92,35 @@ pub fn stage_layers(
 pub(crate) struct Pipeline {
     pub(crate) stages: Vec<Mlp>,
     schedule: Schedule,
+    /// The last stage's results of the last step, alive until the next.
+    kept: Kept,
+}
+
+/// What the loop and the schedule keep of a step on the last stage: each micro-batch's loss
+/// (the loop's `losses` list), its logits (the schedule's output chunks, cleared when the
+/// next step starts) and the logits merged into one tensor (what `schedule.step` returned,
+/// kept by the loop until the next step's replaces it).
+#[derive(Debug, Default)]
+struct Kept {
+    losses: Vec<Tensor>,
+    chunks: Vec<Tensor>,
+    merged: Option<Tensor>,
+}
+
+/// One step in progress: the micro-batches, what crossed between cards, and each card's
+/// micro-batches between their forward and backward passes (with their inputs, which the
+/// schedule holds until the backward pass is over).
+struct Step<'a> {
+    comm: &'a Rc<RefCell<Comm>>,
+    parts: Vec<(u64, u64)>,
+    x: Tensor,
+    y: Tensor,
+    forward_in: Vec<Vec<Mailbox>>,
+    backward_in: Vec<Vec<Mailbox>>,
+    in_flight: Vec<Vec<Option<(StageForward, Tensor)>>>,
+    /// Each micro-batch's loss times its rows (kernels ran).
+    loss_sum: f32,
+    executes: bool,
 }
 
 impl Pipeline {
@@ -110,14 +140,17 @@ impl Pipeline {
                 Err(e) => errors.push((card, e)),
             }
         }
-        if errors.is_empty() {
-            Ok(Pipeline { stages, schedule })
-        } else {
-            Err(errors)
+        if !errors.is_empty() {
+            return Err(errors);
         }
+        Ok(Pipeline {
+            stages,
+            schedule,
+            kept: Kept::default(),
+        })
     }
 
-    /// One step on `batch`: returns each stage's failure, if any, and the loss (kernels ran).
+    /// One step on `batch`: the loss (kernels ran), or the card that failed and why.
     pub(crate) fn train_step(
         &mut self,
         batch: Batch<'_>,
@@ -125,96 +158,43 @@ impl Pipeline {
     ) -> Result<Option<f32>, (usize, Error)> {
         let n = self.stages.len();
         let rows = batch.rows();
-        let m = (MICRO_BATCHES_PER_STAGE * n as u64).min(rows);
-        let parts = micro_batches(rows, m);
+        let parts = micro_batches(rows, (MICRO_BATCHES_PER_STAGE * n as u64).min(rows));
         let m = parts.len();
         for (card, s) in self.stages.iter_mut().enumerate() {
             s.stage_zero_grad().map_err(|e| (card, e))?;
         }
+        // The loop's new `losses` list, then the schedule clearing its output chunks.
+        self.kept.losses.clear();
+        self.kept.chunks.clear();
         let (x, y) = self.upload(batch)?;
+        let mut step = Step {
+            comm,
+            parts,
+            x,
+            y,
+            forward_in: vec![vec![Mailbox::default(); m]; n],
+            backward_in: vec![vec![Mailbox::default(); m]; n],
+            in_flight: (0..n).map(|_| (0..m).map(|_| None).collect()).collect(),
+            loss_sum: 0.0,
+            executes: self.stages[0].device().info().executes,
+        };
         let mut queues: Vec<VecDeque<Action>> =
             (0..n).map(|s| actions(self.schedule, s, n, m)).collect();
-        let mut forward_in = vec![vec![Mailbox::default(); m]; n];
-        let mut backward_in = vec![vec![Mailbox::default(); m]; n];
-        let mut kept: Vec<Vec<Option<StageForward>>> =
-            (0..n).map(|_| (0..m).map(|_| None).collect()).collect();
-        let mut losses = Vec::new();
-        let executes = self.stages[0].device().info().executes;
-        loop {
+        while !queues.iter().all(VecDeque::is_empty) {
             let mut progressed = false;
-            for s in 0..n {
-                while let Some(&action) = queues[s].front() {
-                    let ready = match action {
-                        Action::Forward(mb) => s == 0 || forward_in[s][mb].sent,
-                        Action::Backward(mb) => s == n - 1 || backward_in[s][mb].sent,
-                    };
-                    if !ready {
+            for (s, queue) in queues.iter_mut().enumerate() {
+                while let Some(&action) = queue.front() {
+                    if !step.ready(s, n, action) {
                         break;
                     }
-                    queues[s].pop_front();
+                    queue.pop_front();
                     progressed = true;
-                    let (start, len) = parts_of(&parts, action);
-                    let stage = &mut self.stages[s];
-                    let fail = |e| (s, e);
                     match action {
-                        Action::Forward(mb) => {
-                            let input = if s == 0 {
-                                x.rows_view(start, len).map_err(fail)?
-                            } else {
-                                received(stage, len, &forward_in[s][mb], "activation (received)")
-                                    .map_err(fail)?
-                            };
-                            let labels = if s == n - 1 {
-                                Some(y.rows_view(start, len).map_err(fail)?)
-                            } else {
-                                None
-                            };
-                            let out = stage.stage_forward(&input, labels.as_ref()).map_err(fail)?;
-                            drop((input, labels));
-                            if s + 1 < n {
-                                comm.borrow_mut()
-                                    .point_to_point(s, s + 1, out.output.bytes());
-                                forward_in[s + 1][mb] =
-                                    sent(&out.output, executes).map_err(fail)?;
-                            } else if executes {
-                                losses
-                                    .push(out.output.read::<f32>().map_err(fail)?[0] * len as f32);
-                            }
-                            kept[s][mb] = Some(out);
-                        }
-                        Action::Backward(mb) => {
-                            let Some(forward) = kept[s][mb].take() else {
-                                return Err((
-                                    s,
-                                    Error::Shape(format!(
-                                        "stage {s}: backward of micro-batch {mb} before its forward"
-                                    )),
-                                ));
-                            };
-                            let grad = if s + 1 < n {
-                                Some(
-                                    received(
-                                        stage,
-                                        len,
-                                        &backward_in[s][mb],
-                                        "gradient (received)",
-                                    )
-                                    .map_err(fail)?,
-                                )
-                            } else {
-                                None
-                            };
-                            let input_grad = stage.stage_backward(forward, grad).map_err(fail)?;
-                            if let (Some(g), true) = (&input_grad, s > 0) {
-                                comm.borrow_mut().point_to_point(s, s - 1, g.bytes());
-                                backward_in[s - 1][mb] = sent(g, executes).map_err(fail)?;
-                            }
-                        }
+                        Action::Forward(mb) => step.forward(self, s, mb),
+                        Action::Backward(mb) => step.backward(&mut self.stages[s], s, mb),
                     }
+                    .map_err(|e| (s, e))?;
                 }
-            }
-            if queues.iter().all(VecDeque::is_empty) {
-                break;
             }
             if !progressed {
                 return Err((0, Error::Shape("the pipeline's schedule is stuck".into())));
@@ -222,10 +202,30 @@ impl Pipeline {
         }
         for (card, s) in self.stages.iter_mut().enumerate() {
             s.scale_grads(m as u64).map_err(|e| (card, e))?;
+        }
+        self.merge_outputs().map_err(|e| (n - 1, e))?;
+        for (card, s) in self.stages.iter_mut().enumerate() {
             s.stage_update().map_err(|e| (card, e))?;
         }
-        drop((x, y));
-        Ok(executes.then(|| losses.iter().sum::<f32>() / rows as f32))
+        let loss = step.executes.then(|| step.loss_sum / rows as f32);
+        drop(step);
+        Ok(loss)
+    }
+
+    /// The last stage's micro-batch logits merged into one tensor (`torch.cat`), which the
+    /// loop keeps until the next step's replaces it.
+    fn merge_outputs(&mut self) -> Result<(), Error> {
+        let last = &self.stages[self.stages.len() - 1];
+        let rows = self.kept.chunks.iter().map(Tensor::rows).sum::<u64>();
+        let classes = last.config().classes;
+        let merged = Tensor::new(last.device(), rows, classes, DType::F32, "y_pred (merged)")?;
+        let mut at = 0;
+        for chunk in &self.kept.chunks {
+            ops::copy(chunk, &merged.rows_view(at, chunk.rows())?)?;
+            at += chunk.rows();
+        }
+        self.kept.merged = Some(merged);
+        Ok(())
     }
 
     /// `x` on the first card and `y` on the last, as the loop makes them.
@@ -246,9 +246,64 @@ impl Pipeline {
     }
 }
 
-fn parts_of(parts: &[(u64, u64)], action: Action) -> (u64, u64) {
-    match action {
-        Action::Forward(mb) | Action::Backward(mb) => parts[mb],
+impl Step<'_> {
+    /// Whether card `s` of `n` has what `action` needs.
+    fn ready(&self, s: usize, n: usize, action: Action) -> bool {
+        match action {
+            Action::Forward(mb) => s == 0 || self.forward_in[s][mb].sent,
+            Action::Backward(mb) => s == n - 1 || self.backward_in[s][mb].sent,
+        }
+    }
+
+    /// Micro-batch `mb`'s forward pass on card `s`: its input (a slice of `x`, or the
+    /// activation received), the stage, and its output sent on (or, on the last card, its
+    /// loss and logits kept).
+    fn forward(&mut self, p: &mut Pipeline, s: usize, mb: usize) -> Result<(), Error> {
+        let (start, len) = self.parts[mb];
+        let last = s + 1 == p.stages.len();
+        let stage = &mut p.stages[s];
+        let input = match s {
+            0 => self.x.rows_view(start, len)?,
+            _ => received(stage, len, &self.forward_in[s][mb], "activation (received)")?,
+        };
+        let labels = last.then(|| self.y.rows_view(start, len)).transpose()?;
+        let mut out = stage.stage_forward(&input, labels.as_ref())?;
+        drop(labels);
+        if last {
+            if self.executes {
+                self.loss_sum += out.output.read::<f32>()?[0] * len as f32;
+            }
+            p.kept.losses.push(out.output.clone());
+            p.kept.chunks.extend(out.logits.take());
+        } else {
+            self.comm
+                .borrow_mut()
+                .point_to_point(s, s + 1, out.output.bytes());
+            self.forward_in[s + 1][mb] = sent(&out.output, self.executes)?;
+        }
+        self.in_flight[s][mb] = Some((out, input));
+        Ok(())
+    }
+
+    /// Micro-batch `mb`'s backward pass on card `s` (from its loss on the last card, else
+    /// from the gradient received), its input's gradient sent back.
+    fn backward(&mut self, stage: &mut Mlp, s: usize, mb: usize) -> Result<(), Error> {
+        let (_, len) = self.parts[mb];
+        let Some((forward, input)) = self.in_flight[s][mb].take() else {
+            let why = format!("stage {s}: backward of micro-batch {mb} before its forward");
+            return Err(Error::Shape(why));
+        };
+        let grad = match self.backward_in[s].get(mb).filter(|m| m.sent) {
+            Some(mail) => Some(received(stage, len, mail, "gradient (received)")?),
+            None => None,
+        };
+        let input_grad = stage.stage_backward(forward, grad)?;
+        if let (Some(g), true) = (&input_grad, s > 0) {
+            self.comm.borrow_mut().point_to_point(s, s - 1, g.bytes());
+            self.backward_in[s - 1][mb] = sent(g, self.executes)?;
+        }
+        drop((input_grad, input));
+        Ok(())
     }
 }
 
