@@ -5,10 +5,12 @@
 //! serves both the book and any run that records a trace (challenge 3's demo). What a chart
 //! shows — which run, which title — is up to its caller; this crate only draws.
 
+pub mod per_card;
 pub mod style;
 pub mod tensor_timeline;
 pub mod timeline;
 
+pub use per_card::{PerCardChart, per_card_svg};
 pub use tensor_timeline::{TensorTimelineChart, tensor_timeline_svg};
 pub use timeline::{TimelineChart, timeline_svg};
 

@@ -97,9 +97,18 @@ pub fn svg(
     title: &str,
     draw: impl FnOnce(&DrawingArea<SVGBackend<'_>, Shift>) -> Result<()>,
 ) -> Result<String> {
+    svg_sized(SIZE, title, draw)
+}
+
+/// [`svg`] at another size: the column's width, taller for a chart of several panels.
+pub fn svg_sized(
+    size: (u32, u32),
+    title: &str,
+    draw: impl FnOnce(&DrawingArea<SVGBackend<'_>, Shift>) -> Result<()>,
+) -> Result<String> {
     let mut out = String::new();
     {
-        let root = SVGBackend::with_string(&mut out, SIZE).into_drawing_area();
+        let root = SVGBackend::with_string(&mut out, size).into_drawing_area();
         root.fill(&BACKGROUND)?;
         draw(&root)?;
         root.present()?;

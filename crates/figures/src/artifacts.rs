@@ -67,6 +67,11 @@ pub const ARTIFACTS: &[Artifact] = &[
         render: charts::strategies::challenge4_deep,
     },
     Artifact {
+        path: "figures/per_card.svg",
+        about: "more than one card: the fullest card by category vs 1, 2, 4, 8 cards, one panel per scheme, capacity",
+        render: charts::per_card::per_card,
+    },
+    Artifact {
         path: "generated/estimate_table.md",
         about: "table: the equation's peak vs the measured peak for every reference setup",
         render: pages::memory_equation::estimate_table,
@@ -125,6 +130,26 @@ pub const ARTIFACTS: &[Artifact] = &[
         path: "generated/figure_alts.md",
         about: "list: every figure's alt text",
         render: pages::figure_alts,
+    },
+    Artifact {
+        path: "generated/alt_per_card.md",
+        about: "inline: alt text of per_card.svg",
+        render: charts::per_card::alt_per_card,
+    },
+    Artifact {
+        path: "generated/per_card_table.md",
+        about: "table: each scheme's fullest card on 1, 2, 4, 8 cards (Adam, one layer too deep for one card), fits, fewest cards",
+        render: pages::more_than_one_card::per_card_table,
+    },
+    Artifact {
+        path: "generated/per_card_categories.md",
+        about: "table: on the most cards, each scheme's fullest card by category at its peak, and the bytes it sends",
+        render: pages::more_than_one_card::categories_table,
+    },
+    Artifact {
+        path: "generated/deepspeed_table.md",
+        about: "table: DeepSpeed's ZeRO-2/ZeRO-3 estimators beside the engine's fullest card, mixed precision, two batches",
+        render: pages::deepspeed::deepspeed_table,
     },
     Artifact {
         path: "generated/alt_memory_vs_batch.md",

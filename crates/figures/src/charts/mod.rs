@@ -6,6 +6,7 @@
 pub mod batch;
 pub mod batch_log;
 pub mod depth;
+pub mod per_card;
 pub mod strategies;
 pub mod timeline;
 pub mod width;
@@ -53,5 +54,6 @@ pub fn alts() -> Result<Vec<(&'static str, String)>> {
         ),
         ("challenge4_strategies", strategies::alt(0)?),
         ("challenge4_deep", strategies::alt(1)?),
+        ("per_card", per_card::alt_per_card()?),
     ])
 }

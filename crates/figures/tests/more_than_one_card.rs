@@ -1,0 +1,83 @@
+//! Claims of the multi-card page (`more-than-one-card.md`), checked on the engine's runs.
+
+use figures::pages::deepspeed::{self, zero2_bytes, zero3_bytes};
+use figures::pages::more_than_one_card::{CARD_COUNTS, cell, fewest, setup};
+use gpumem::parallel::Scheme;
+
+/// Bytes of Adam's float32 model states per parameter: weight, gradient, two moments.
+const WEIGHT: u64 = 4;
+
+#[test]
+fn on_one_card_no_scheme_fits_the_page_s_network() {
+    for s in Scheme::ALL {
+        assert!(!cell(s, 1).unwrap().fits(), "{s} fits on one card");
+    }
+}
+
+#[test]
+fn data_parallel_keeps_the_whole_model_on_every_card_whatever_the_group() {
+    let p = setup().unwrap().parameter_count();
+    for s in [Scheme::Ddp, Scheme::DdpBucketView] {
+        for n in CARD_COUNTS {
+            let c = cell(s, n).unwrap();
+            for card in &c.wants.cards {
+                let at = card.at_peak;
+                assert!(
+                    at.parameters >= WEIGHT * p,
+                    "{s} on {n}: card {}",
+                    card.card
+                );
+                assert!(at.optimizer_state >= 2 * WEIGHT * p, "{s} on {n}");
+            }
+            assert!(!c.fits(), "{s} fits on {n} cards");
+        }
+    }
+    assert!(
+        fewest()
+            .unwrap()
+            .iter()
+            .any(|(s, n)| *s == Scheme::Ddp && n.is_none())
+    );
+}
+
+#[test]
+fn sharding_shrinks_the_fullest_card_as_cards_are_added() {
+    for s in [Scheme::Zero1, Scheme::Zero2, Scheme::Zero3] {
+        let peaks: Vec<u64> = CARD_COUNTS
+            .iter()
+            .map(|&n| cell(s, n).unwrap().fullest().unwrap().peak_requested)
+            .collect();
+        assert!(peaks.windows(2).all(|w| w[1] < w[0]), "{s}: {peaks:?}");
+        let ddp = cell(Scheme::Ddp, 8)
+            .unwrap()
+            .fullest()
+            .unwrap()
+            .peak_requested;
+        assert!(peaks[peaks.len() - 1] < ddp / 2, "{s} on 8 cards");
+    }
+}
+
+#[test]
+fn deepspeed_s_formulas_are_its_source_s() {
+    // stage_1_and_2.py: 4 * total_params + int(16 * total_params / total_gpus)
+    assert_eq!(zero2_bytes(1000, 8), 4000 + 2000);
+    assert_eq!(zero2_bytes(1000, 3), 4000 + 5333);
+    // stage3.py: 4 * largest_layer_params + int(18 * total_params / total_gpus)
+    assert_eq!(zero3_bytes(1000, 100, 8), 400 + 2250);
+    let config = setup().unwrap();
+    let p = config.parameter_count();
+    let one = deepspeed::deepspeed_bytes(&config, Scheme::Zero2, 1).unwrap();
+    assert_eq!(one, 20 * p);
+    assert!(deepspeed::deepspeed_bytes(&config, Scheme::Ddp, 1).is_err());
+}
+
+#[test]
+fn deepspeed_leaves_out_what_a_large_batch_adds() {
+    use deepspeed::{LARGE_BATCH, engine_card, model_states};
+    let small = engine_card(Scheme::Zero3, 8, figures::data::DEEP_BATCH).unwrap();
+    let large = engine_card(Scheme::Zero3, 8, LARGE_BATCH).unwrap();
+    let config = deepspeed::mixed().unwrap();
+    let ds = deepspeed::deepspeed_bytes(&config, Scheme::Zero3, 8).unwrap();
+    assert!(large.peak_requested > small.peak_requested);
+    assert!(large.peak_requested - model_states(&large) > ds / 2);
+}
