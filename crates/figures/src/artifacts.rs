@@ -152,6 +152,36 @@ pub const ARTIFACTS: &[Artifact] = &[
         render: pages::deepspeed::deepspeed_table,
     },
     Artifact {
+        path: "generated/deepspeed_notes.md",
+        about: "paragraph: where DeepSpeed's ZeRO-3 figure and the engine's part on 8 cards",
+        render: pages::deepspeed::deepspeed_notes,
+    },
+    Artifact {
+        path: "generated/parallel_fixture.md",
+        about: "paragraph: the engine's per-card peaks against PyTorch's parallel fixture (DDP, ZeRO-1, FSDP2)",
+        render: pages::parallel_fixture::parallel_fixture,
+    },
+    Artifact {
+        path: "generated/per_card_setup.md",
+        about: "inline: the multi-card page's network (Challenge 2's, one layer too deep with Adam)",
+        render: pages::more_than_one_card::setup_inline,
+    },
+    Artifact {
+        path: "generated/pipeline_micro_batches.md",
+        about: "inline: micro-batches per pipeline stage",
+        render: pages::more_than_one_card::micro_batches_inline,
+    },
+    Artifact {
+        path: "generated/ddp_twice.md",
+        about: "inline: DDP's gradients and buckets on the fullest card of 8",
+        render: pages::more_than_one_card::ddp_twice,
+    },
+    Artifact {
+        path: "generated/deepspeed_large_batch.md",
+        about: "inline: the large batch of the DeepSpeed comparison",
+        render: || Ok(crate::style::grouped(pages::deepspeed::LARGE_BATCH)),
+    },
+    Artifact {
         path: "generated/alt_memory_vs_batch.md",
         about: "inline: alt text of memory_vs_batch.svg",
         render: charts::batch::alt_memory_vs_batch,

@@ -4,8 +4,8 @@ use figures::pages::deepspeed::{self, zero2_bytes, zero3_bytes};
 use figures::pages::more_than_one_card::{CARD_COUNTS, cell, fewest, setup};
 use gpumem::parallel::Scheme;
 
-/// Bytes of Adam's float32 model states per parameter: weight, gradient, two moments.
-const WEIGHT: u64 = 4;
+/// Bytes of one float32 value: a weight, its gradient, one of Adam's moments.
+const WEIGHT: u64 = gpumem::tensor::DType::F32.size();
 
 #[test]
 fn on_one_card_no_scheme_fits_the_page_s_network() {
@@ -80,4 +80,24 @@ fn deepspeed_leaves_out_what_a_large_batch_adds() {
     let ds = deepspeed::deepspeed_bytes(&config, Scheme::Zero3, 8).unwrap();
     assert!(large.peak_requested > small.peak_requested);
     assert!(large.peak_requested - model_states(&large) > ds / 2);
+}
+
+#[test]
+fn every_scheme_but_data_parallel_fits_from_two_cards() {
+    for (s, n) in fewest().unwrap() {
+        let want = match s {
+            Scheme::Ddp | Scheme::DdpBucketView => None,
+            _ => Some(2),
+        };
+        assert_eq!(n, want, "{s}");
+    }
+}
+
+#[test]
+fn adam_s_square_roots_are_data_parallel_s_temporaries_and_zero3_peaks_while_built() {
+    let p = setup().unwrap().parameter_count();
+    let ddp = cell(Scheme::Ddp, 8).unwrap().fullest().unwrap().at_peak;
+    assert!(ddp.activations >= WEIGHT * p, "{ddp:?}");
+    let z3 = cell(Scheme::Zero3, 8).unwrap().fullest().unwrap().at_peak;
+    assert_eq!(z3.total(), z3.parameters, "{z3:?}");
 }

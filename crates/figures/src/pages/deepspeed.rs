@@ -12,6 +12,7 @@ use gpumem::lesson::planning_unlimited;
 use gpumem::mlp::{MlpConfig, Precision, Strategy};
 use gpumem::parallel::{CardMemory, Category, Scheme, measure_group};
 use gpumem::size::format_bytes;
+use gpumem::tensor::DType;
 use std::fmt::Write as _;
 
 /// A batch large enough for the activations to outweigh the sharded model states on 8
@@ -110,5 +111,48 @@ pub fn deepspeed_table() -> Result<String> {
             )?;
         }
     }
+    Ok(out)
+}
+
+/// Where DeepSpeed's ZeRO-3 figure and the engine's part on the most cards: the whole
+/// network built before it is sharded, and what a large batch adds.
+pub fn deepspeed_notes() -> Result<String> {
+    let n = CARD_COUNTS[CARD_COUNTS.len() - 1];
+    let config = mixed()?;
+    let ds = deepspeed_bytes(&config, Scheme::Zero3, n as u64)?;
+    let small = engine_card(Scheme::Zero3, n, DEEP_BATCH)?;
+    let large = engine_card(Scheme::Zero3, n, LARGE_BATCH)?;
+    let at = small.at_peak;
+    let mut out = String::new();
+    if at.gradients == 0 && at.optimizer_state == 0 && at.activations == 0 {
+        write!(
+            out,
+            "On {n} cards at {DEEP_BATCH} rows, the engine's ZeRO-3 card peaks at {} before \
+             its first step, holding nothing but parameters: every card builds the whole \
+             float32 network ({} of it) and only then does `fully_shard` cut it into shards. \
+             PyTorch does the same when the model is built on the card. DeepSpeed's formula \
+             ({}) has no term for a whole model on one card. ",
+            format_bytes(small.peak_requested),
+            format_bytes(DType::F32.size() * config.parameter_count()),
+            format_bytes(ds),
+        )?;
+    } else {
+        write!(
+            out,
+            "On {n} cards at {DEEP_BATCH} rows, the engine's ZeRO-3 card peaks at {} against \
+             DeepSpeed's {}. ",
+            format_bytes(small.peak_requested),
+            format_bytes(ds),
+        )?;
+    }
+    let other = large.peak_requested - model_states(&large);
+    writeln!(
+        out,
+        "With {} rows the activations, temporaries and buffers on each of the {n} cards come \
+         to {}, {:.0} % of DeepSpeed's whole figure, and DeepSpeed counts none of them.",
+        grouped(LARGE_BATCH),
+        format_bytes(other),
+        100.0 * other as f64 / ds as f64,
+    )?;
     Ok(out)
 }

@@ -17,6 +17,7 @@ pub mod more_than_one_card;
 pub mod networks;
 pub mod oom_message;
 pub mod other_framework;
+pub mod parallel_fixture;
 
 use crate::data::{self, LESSON_WIDTH, LargestBatch, measure};
 use anyhow::{Result, anyhow};

@@ -195,3 +195,25 @@ pub fn failure_words(scheme: Scheme, cards: usize) -> Result<String> {
         None => format!("every card fits on {cards} cards"),
     })
 }
+
+/// `35 hidden layers of 5 000` (inline).
+pub fn setup_inline() -> Result<String> {
+    setup_words()
+}
+
+/// The pipeline's micro-batches per stage (inline).
+pub fn micro_batches_inline() -> Result<String> {
+    Ok(gpumem::parallel::MICRO_BATCHES_PER_STAGE.to_string())
+}
+
+/// DDP's two copies of the gradients on the most cards, in words (inline): the `.grad`
+/// tensors and the buckets.
+pub fn ddp_twice() -> Result<String> {
+    let n = CARD_COUNTS[CARD_COUNTS.len() - 1];
+    let at = cell(Scheme::Ddp, n)?.fullest()?.at_peak;
+    Ok(format!(
+        "{} of gradients and {} of buckets",
+        format_bytes(at.gradients),
+        format_bytes(at.comm_buffers)
+    ))
+}
