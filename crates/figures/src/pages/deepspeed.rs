@@ -4,7 +4,7 @@
 //! function) with `cpu_offload=False`, and evaluated on the parameter count of the page's
 //! network. They count model states only, for mixed-precision Adam.
 
-use super::more_than_one_card::{CARD_COUNTS, setup};
+use super::more_than_one_card::{CARD_COUNTS, in_gib, setup};
 use crate::data::{DEEP_BATCH, SEED};
 use crate::style::grouped;
 use anyhow::{Context, Result, anyhow};
@@ -86,12 +86,13 @@ pub fn model_states(card: &CardMemory) -> u64 {
 pub fn deepspeed_table() -> Result<String> {
     let config = mixed()?;
     let mut out = format!(
-        "The page's network ({} parameters), Adam, mixed precision; the engine's figures are \
-         its fullest card, bytes asked for:\n\n\
-         | scheme | cards | DeepSpeed's estimate | engine: model states at the peak | engine: \
-         peak, batch {} | engine: peak, batch {} | of which activations and buffers |\n\
+        "The page's network ({} parameters), Adam, mixed precision, in GiB per card; the \
+         engine's figures are its fullest card, bytes asked for:\n\n\
+         | scheme | cards | DeepSpeed | engine: model states, {} rows | engine: peak, {} rows | engine: \
+         peak, {} rows | of which not model states |\n\
          | :--- | ---: | ---: | ---: | ---: | ---: | ---: |\n",
         grouped(config.parameter_count()),
+        grouped(DEEP_BATCH),
         grouped(DEEP_BATCH),
         grouped(LARGE_BATCH),
     );
@@ -103,11 +104,11 @@ pub fn deepspeed_table() -> Result<String> {
             writeln!(
                 out,
                 "| `{scheme}` | {n} | {} | {} | {} | {} | {} |",
-                format_bytes(deepspeed_bytes(&config, scheme, n as u64)?),
-                format_bytes(model_states(&small)),
-                format_bytes(small.peak_requested),
-                format_bytes(large.peak_requested),
-                format_bytes(other),
+                in_gib(deepspeed_bytes(&config, scheme, n as u64)?),
+                in_gib(model_states(&small)),
+                in_gib(small.peak_requested),
+                in_gib(large.peak_requested),
+                in_gib(other),
             )?;
         }
     }
@@ -129,7 +130,7 @@ pub fn deepspeed_notes() -> Result<String> {
             out,
             "On {n} cards at {DEEP_BATCH} rows, the engine's ZeRO-3 card peaks at {} before \
              its first step, holding nothing but parameters: every card builds the whole \
-             float32 network ({} of it) and only then does `fully_shard` cut it into shards. \
+             float32 network, {}, and only then does `fully_shard` cut it into shards. \
              PyTorch does the same when the model is built on the card. DeepSpeed's formula \
              ({}) has no term for a whole model on one card. ",
             format_bytes(small.peak_requested),

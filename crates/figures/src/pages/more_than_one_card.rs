@@ -19,6 +19,11 @@ use gpumem::size::format_bytes;
 use std::fmt::Write as _;
 use std::sync::OnceLock;
 
+/// Bytes as GiB with two decimals, for tables whose header names the unit.
+pub fn in_gib(bytes: u64) -> String {
+    format!("{:.2}", crate::style::gib(bytes))
+}
+
 /// The group sizes the page and the chart show.
 pub const CARD_COUNTS: [usize; 4] = [1, 2, 4, 8];
 
@@ -122,8 +127,8 @@ pub fn per_card_table() -> Result<String> {
     let config = setup()?;
     let mut out = format!(
         "{} ({} parameters), a global batch of {DEEP_BATCH} rows, Adam: the peak reserved of \
-         the fullest card, ✓ where every card fits in {}, ✗ where one runs out (on cards without \
-         a limit).\n\n| scheme |",
+         the fullest card in GiB (on cards without a limit), ✓ where every card fits in {}, ✗ \
+         where one runs out.\n\n| scheme |",
         setup_words()?,
         grouped(config.parameter_count()),
         format_bytes(CARD_BYTES),
@@ -158,30 +163,41 @@ pub fn per_card_table() -> Result<String> {
 pub fn categories_table() -> Result<String> {
     let cards = CARD_COUNTS[CARD_COUNTS.len() - 1];
     let mut out = format!(
-        "On {cards} cards, the fullest card at its peak (bytes asked for, before the \
-         allocator's rounding), and what it sends to the others over the {STEPS} measured \
+        "On {cards} cards, the fullest card at its peak in GiB (bytes asked for, before the \
+         allocator's rounding), and what it sends to the others (with its unit) over the {STEPS} measured \
          steps (DDP's first broadcast of the weights included):\n\n| scheme |"
     );
     for c in Category::ALL {
-        write!(out, " {} |", c.name())?;
+        write!(out, " {} |", short_name(c))?;
     }
     out.push_str(" peak | sent |\n| :--- |");
     out.push_str(&" ---: |".repeat(Category::ALL.len() + 2));
     out.push('\n');
     for scheme in Scheme::ALL {
         let card = cell(scheme, cards)?.fullest()?;
-        write!(out, "| `{scheme}` (card {}) |", card.card)?;
+        write!(out, "| `{scheme}` |")?;
         for c in Category::ALL {
-            write!(out, " {} |", format_bytes(card.at_peak.get(c)))?;
+            write!(out, " {} |", in_gib(card.at_peak.get(c)))?;
         }
         writeln!(
             out,
             " {} | {} |",
-            format_bytes(card.peak_requested),
+            in_gib(card.peak_requested),
             format_bytes(card.comm.sent)
         )?;
     }
     Ok(out)
+}
+
+/// A category's name for a narrow table column.
+fn short_name(c: Category) -> &'static str {
+    match c {
+        Category::Parameters => "param&shy;eters",
+        Category::Gradients => "gradi&shy;ents",
+        Category::OptimizerState => "optimizer state",
+        Category::Activations => "activations, temporaries",
+        Category::CommBuffers => "buffers",
+    }
 }
 
 /// Which card of `cards` runs out first under `scheme`, where and on what: in words.
