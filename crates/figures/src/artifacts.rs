@@ -471,4 +471,9 @@ pub const ARTIFACTS: &[Artifact] = &[
         about: "quiz (mdbook-quiz): predict-then-check questions for challenge-4.md, numbers from the engine",
         render: || crate::quizzes::render("challenge-4"),
     },
+    Artifact {
+        path: "generated/quizzes/more-than-one-card.toml",
+        about: "quiz: what DDP and ZeRO-3 keep on each card",
+        render: || crate::quizzes::render("more-than-one-card"),
+    },
 ];

@@ -8,6 +8,7 @@
 
 mod challenges;
 mod lesson;
+mod more_than_one_card;
 
 use anyhow::{Result, bail};
 use std::fmt::Write as _;
@@ -81,6 +82,10 @@ pub const QUIZZES: &[Quiz] = &[
     Quiz {
         page: "challenge-4",
         questions: challenges::challenge_4,
+    },
+    Quiz {
+        page: "more-than-one-card",
+        questions: more_than_one_card::more_than_one_card,
     },
 ];
 
