@@ -101,3 +101,12 @@ fn adam_s_square_roots_are_data_parallel_s_temporaries_and_zero3_peaks_while_bui
     let z3 = cell(Scheme::Zero3, 8).unwrap().fullest().unwrap().at_peak;
     assert_eq!(z3.total(), z3.parameters, "{z3:?}");
 }
+
+#[test]
+fn zero3_sends_about_half_as_much_again_as_ddp() {
+    use figures::pages::more_than_one_card::sent_per_step;
+    let ddp = sent_per_step(Scheme::Ddp, 8, 0).unwrap() as f64;
+    let zero3 = sent_per_step(Scheme::Zero3, 8, 0).unwrap() as f64;
+    let ratio = zero3 / ddp;
+    assert!((1.4..1.6).contains(&ratio), "{ratio}");
+}
