@@ -157,33 +157,34 @@ pub fn per_card_table() -> Result<String> {
     Ok(out)
 }
 
-/// On the most cards of [`CARD_COUNTS`]: each scheme's fullest card by category at its peak,
-/// and what one card sends over the run.
+/// On the most cards of [`CARD_COUNTS`]: each scheme's fullest card by category at its peak
+/// (the categories add up to the peak), and what the card sends in one step.
 pub fn categories_table() -> Result<String> {
     let cards = CARD_COUNTS[CARD_COUNTS.len() - 1];
     let mut out = format!(
         "On {cards} cards, the fullest card at its peak in GiB (bytes asked for, before the \
-         allocator's rounding), and what it sends to the others in one step, the second \
-         (with its unit):\n\n| scheme |"
+         allocator's rounding; the parts add up to the peak), and what it sends to the others \
+         in one step, the second (with its unit):\n\n| scheme |"
     );
     for c in Category::ALL {
         write!(out, " {} |", short_name(c))?;
     }
-    out.push_str(" peak | sent |\n| :--- |");
-    out.push_str(&" ---: |".repeat(Category::ALL.len() + 2));
+    out.push_str(" sent |\n| :--- |");
+    out.push_str(&" ---: |".repeat(Category::ALL.len() + 1));
     out.push('\n');
     for scheme in Scheme::ALL {
         let card = cell(scheme, cards)?.fullest()?;
+        if card.at_peak.total() != card.peak_requested {
+            return Err(anyhow!(
+                "{scheme}: the categories do not add up to the peak"
+            ));
+        }
         write!(out, "| `{scheme}` |")?;
         for c in Category::ALL {
             write!(out, " {} |", in_gib(card.at_peak.get(c)))?;
         }
-        writeln!(
-            out,
-            " {} | {} |",
-            in_gib(card.peak_requested),
-            format_bytes(sent_per_step(scheme, cards, card.card)?)
-        )?;
+        let sent = sent_per_step(scheme, cards, card.card)?;
+        writeln!(out, " {} |", format_bytes(sent))?;
     }
     Ok(out)
 }
