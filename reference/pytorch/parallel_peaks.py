@@ -11,6 +11,9 @@ choice on CUDA) under one of these schemes:
 * ``ddp_view``: the same with ``gradient_as_bucket_view=True``;
 * ``fsdp``: FSDP2, ``fully_shard`` on every ``nn.Linear`` and then on the whole model, with the
   default ``reshard_after_forward=True``;
+* ``fsdp_no_reshard``: the same with ``reshard_after_forward=False`` everywhere (PyTorch's
+  SHARD_GRAD_OP, DeepSpeed's ZeRO-2: each layer's gathered parameters stay from its forward
+  pass to its backward pass);
 * ``zero1``: ``DistributedDataParallel(gradient_as_bucket_view=True)`` with
   ``torch.distributed.optim.ZeroRedundancyOptimizer`` (each rank keeps the optimizer state of
   its share of the parameters).
@@ -84,6 +87,10 @@ STEPS = 2
 FIXTURE = "crates/gpumem/tests/fixtures/pytorch_parallel_peaks.json"
 RANK = 0
 SCHEMES = ("ddp", "ddp_view", "fsdp", "zero1")
+# Schemes added later, whose setups come after the others' so that older fixtures diff as
+# additions only.
+LATER_SCHEMES = ("fsdp_no_reshard",)
+FSDP_SCHEMES = ("fsdp", "fsdp_no_reshard")
 WORLD_SIZES = (1, 2, 4, 8)
 PHASES = ("zero_grad", "forward", "backward", "optimizer")
 
@@ -131,12 +138,14 @@ def make_setups() -> list[dict]:
     # parameter; FSDP's last rank holds the padding.
     out += [par_setup("zero1", 2, 64, 2, 16, adam(), rank=1), par_setup("zero1", 2, 2900, 2, 32, adam(), rank=1),
             par_setup("fsdp", 8, 1001, 2, 64, sgd(), rank=7)]
+    out += [par_setup(scheme, n, *net) for scheme in LATER_SCHEMES for net, sizes in plan for n in sizes]
+    out += [par_setup("fsdp_no_reshard", 8, 1001, 2, 64, sgd(), rank=7)]
     names = [s["name"] for s in out]
     assert len(names) == len(set(names)), "setup names must be unique"
     return out
 
 
-TRACE_SETUPS = [par_setup(scheme, 2, 64, 2, 16, adam()) for scheme in SCHEMES]
+TRACE_SETUPS = [par_setup(scheme, 2, 64, 2, 16, adam()) for scheme in SCHEMES + LATER_SCHEMES]
 
 # --------------------------------------------------------------------------------------------
 # The fake process group, DDP's hook, ZeRO.
@@ -288,15 +297,16 @@ class Run:
         with led:
             self.net = LessonNet(s, "cpu")
         self.names = {id(p): n for n, p in self.net.named_parameters()}
-        if self.scheme == "fsdp":
+        if self.scheme in FSDP_SCHEMES:
+            reshard = self.scheme == "fsdp"
             with led:
                 mesh = init_device_mesh("cpu", (s["world_size"],))
                 # The mesh's rank table is a CPU tensor on every machine, never on the card.
                 led.forget(mesh.mesh)
                 for m in self.net:
                     if isinstance(m, nn.Linear):
-                        fully_shard(m, mesh=mesh)
-                fully_shard(self.net, mesh=mesh)
+                        fully_shard(m, mesh=mesh, reshard_after_forward=reshard)
+                fully_shard(self.net, mesh=mesh, reshard_after_forward=reshard)
             self.names = {id(p): n for n, p in self.net.named_parameters()}
             self.model = self.net
             self.optimizer = make_optimizer(self.net, s["optimizer"])
@@ -509,7 +519,7 @@ def fsdp_info(run: Run) -> dict:
         shard = sum(torch.Size(p["padded_sharded_shape"]).numel() for p in params)
         groups.append({"parameters": params, "all_gather_input_numel": shard,
                        "all_gather_output_numel": shard * run.s["world_size"]})
-    return {"reshard_after_forward": True, "groups": groups}
+    return {"reshard_after_forward": run.scheme == "fsdp", "groups": groups}
 
 
 def zero_info(run: Run) -> dict:
@@ -554,7 +564,7 @@ def run_setup(s: dict, record: bool = False) -> tuple[dict, Run]:
         "end_bytes": led.total,
         "step_peaks": figures,
     })
-    if run.scheme == "fsdp":
+    if run.scheme in FSDP_SCHEMES:
         out["fsdp"] = fsdp_info(run)
     else:
         out["ddp"] = ddp_info(run)
@@ -569,7 +579,8 @@ METHOD = (
     "inputs -> layers x [nn.Linear(width), nn.ReLU()] -> nn.Linear(classes), wraps it "
     "(ddp: DistributedDataParallel defaults, bucket_cap_mb 25, gradient_as_bucket_view False; "
     "ddp_view: gradient_as_bucket_view True; fsdp: FSDP2 fully_shard on every nn.Linear then on "
-    "the model, reshard_after_forward True; zero1: DDP with gradient_as_bucket_view True and "
+    "the model, reshard_after_forward True; fsdp_no_reshard: the same with reshard_after_forward "
+    "False on every nn.Linear and the model; zero1: DDP with gradient_as_bucket_view True and "
     "torch.distributed.optim.ZeroRedundancyOptimizer over the same optimizer class), makes the "
     "optimizer (foreach=True) and rank 0's batch (rows_on_rank = ceil(batch / world_size) rows: "
     "x float32, y int64), and runs two steps of the lesson's loop [optimizer.zero_grad() "
@@ -578,7 +589,7 @@ METHOD = (
     "world_size and returns it (the fake group's future has no value). Memory: raw bytes of live "
     "tensor storages after each op, by torch.distributed._tools MemTracker (ddp, ddp_view, zero1; "
     "DDP's wrapper, optimizer and batch made inside it, the parameters by track_external) or "
-    "FSDPMemTracker (fsdp; made after fully_shard, batch inside it), entered anew for each step; "
+    "FSDPMemTracker (fsdp, fsdp_no_reshard; made after fully_shard, batch inside it), entered anew for each step; "
     "a dispatch-mode ledger that also follows UntypedStorage.resize_ agrees with the tracker to the "
     "byte on every step of every setup. peak_step2_bytes and categories: step 2 (the steady "
     "state); peak_run_bytes: the larger of the two steps' peaks. construct_peak_bytes: the "
