@@ -58,7 +58,7 @@ impl Cell {
 
     pub(crate) fn json(&self) -> Value {
         json!({
-            "scheme": self.scheme,
+            "scheme": self.scheme.name(),
             "cards": self.cards,
             "rows_per_card": self.rows(),
             "peak_reserved": self.wants.peak_reserved(),

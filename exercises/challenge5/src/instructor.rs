@@ -57,7 +57,7 @@ pub fn run(args: impl IntoIterator<Item = impl Into<OsString> + Clone>) -> anyho
             "config": config,
             "deepest_on_one_card": deepest,
             "cells": cells.iter().map(Cell::json).collect::<Vec<_>>(),
-            "fewest_cards": fewest.iter().map(|(s, n)| json!({"scheme": s, "cards": n})).collect::<Vec<_>>(),
+            "fewest_cards": fewest.iter().map(|(s, n)| json!({"scheme": s.name(), "cards": n})).collect::<Vec<_>>(),
         }));
     }
     if unfit {
@@ -156,10 +156,14 @@ fn print_network(config: &MlpConfig, deepest: u64, batch: u64, cells: &[Cell], o
         "{} inputs → {} hidden layers of {} → {} classes, {}, batch {batch}",
         config.inputs, config.layers, config.hidden, config.classes, config.optimizer
     ));
+    let fits = match deepest {
+        0 => "no hidden layer".to_string(),
+        1 => "1 hidden layer".to_string(),
+        n => format!("{n} hidden layers"),
+    };
     out.line(format!(
-        "One card fits {deepest} hidden layers (Challenge 2's search); this network has one \
-         more. The batch is split over the cards (a pipeline's stages each see every row, in \
-         micro-batches)."
+        "One card fits {fits} (Challenge 2's search); this network has one more. The batch is \
+         split over the cards (a pipeline's stages each see every row, in micro-batches)."
     ));
     let rows: Vec<Vec<String>> = cells.iter().map(Cell::table_row).collect();
     out.table(&grid::HEADERS, &rows);
