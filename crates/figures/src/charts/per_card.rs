@@ -35,7 +35,7 @@ pub fn alt_per_card() -> Result<String> {
             if b.fits() {
                 ""
             } else {
-                ", still over the line"
+                ", its peak reserved still over the line"
             }
         ));
     }
