@@ -110,3 +110,25 @@ fn zero3_sends_about_half_as_much_again_as_ddp() {
     let ratio = zero3 / ddp;
     assert!((1.4..1.6).contains(&ratio), "{ratio}");
 }
+
+#[test]
+fn bucket_views_ask_for_less_than_the_card_and_still_reserve_more() {
+    use gpumem::lesson::CARD_BYTES;
+    for n in CARD_COUNTS {
+        let card = cell(Scheme::DdpBucketView, n)
+            .unwrap()
+            .fullest()
+            .unwrap()
+            .clone();
+        assert!(
+            card.peak_requested < CARD_BYTES,
+            "{n}: {}",
+            card.peak_requested
+        );
+        assert!(
+            card.peak_reserved > CARD_BYTES,
+            "{n}: {}",
+            card.peak_reserved
+        );
+    }
+}
