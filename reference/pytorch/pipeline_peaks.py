@@ -45,6 +45,7 @@ import torch.nn.functional as F  # noqa: E402
 import torch.distributed._tools.mod_tracker as mod_tracker  # noqa: E402
 from torch.distributed._tools.mem_tracker import MemTracker  # noqa: E402
 from torch.distributed.pipelining import PipelineStage, Schedule1F1B, ScheduleGPipe  # noqa: E402
+from torch.distributed.pipelining._recv_buffers import _RecvInfo  # noqa: E402
 
 from parallel_peaks import _live_entry, dumps, use_world  # noqa: E402
 from step_peaks import Ledger, LessonNet, _snapshot, _storages, adam, describe, make_optimizer, setup, sgd  # noqa: E402
@@ -114,6 +115,27 @@ mod_tracker.register_multi_grad_hook = _register_and_keep
 def remove_hooks(chunk) -> None:
     for handle in HOOKS.pop(chunk, []):
         handle.remove()
+
+
+RUNNING: list = [None]  # the Run whose stage is receiving
+_allocate_buffer = _RecvInfo.allocate_buffer
+
+
+def _allocate_and_name(info, device):
+    """_RecvInfo.allocate_buffer, then name the buffer in the running stage's ledger: the stage
+    takes it out of its records before the actions end, so it cannot be named later."""
+    buf = _allocate_buffer(info, device)
+    run = RUNNING[0]
+    if run is not None:
+        st = run.stage
+        for kind, infos in (("activation", st.args_recv_info), ("gradient", st.grad_recv_info)):
+            for mb, recvs in infos.items():
+                if any(r is info for r in (recvs if isinstance(recvs, tuple) else ())):
+                    run.ledger.name(buf, f"recv {kind} mb{mb}")
+    return buf
+
+
+_RecvInfo.allocate_buffer = _allocate_and_name
 
 
 class PipeLedger(Ledger):
@@ -253,6 +275,13 @@ class Run:
         return figures
 
     def _schedule_step(self):
+        RUNNING[0] = self
+        try:
+            return self._schedule_call()
+        finally:
+            RUNNING[0] = None
+
+    def _schedule_call(self):
         if self.first:
             return self.schedule.step(self.x), None
         if self.last:
@@ -285,11 +314,12 @@ def run_setup(s: dict, record: bool = False) -> tuple[dict, Run]:
         f["forward_micro_batches_alive_at_peak"] = forwards_alive(live, f["step"])
         f["in_flight_at_peak"] = led.step_peak[f["step"]].get("in_flight", [])
     step2 = figures[-1]
-    step2["live"] = [_live_entry(i) for i in sorted(led.step_peak[2]["live"], key=lambda i: i["id"])]
+    best = max(figures, key=lambda f: (f["peak_bytes"], -f["step"]))
+    for f in {id(step2): step2, id(best): best}.values():
+        f["live"] = [_live_entry(i) for i in sorted(led.step_peak[f["step"]]["live"], key=lambda i: i["id"])]
     out = {k: s[k] for k in ("name", "scheme", "schedule", "world_size", "rank", "micro_batches",
                              "micro_batch_rows", "stage_linears", "inputs", "width", "layers", "classes",
                              "batch", "optimizer")}
-    best = max(figures, key=lambda f: (f["peak_bytes"], -f["step"]))
     out.update({
         "peak_step2_bytes": step2["peak_bytes"], "categories": step2["categories"],
         "peak_run_bytes": best["peak_bytes"], "peak_run_step": best["step"],
@@ -376,7 +406,8 @@ METHOD = (
     "forward_micro_batches_alive_at_peak: the micro-batches whose forward pass in that step made "
     "a storage alive at the peak (on the last stage these include its kept output chunks and "
     "losses); in_flight_at_peak: the micro-batches run forward whose backward action had not "
-    "finished at the peak. live (step 2): every storage alive at step 2's peak with labels."
+    "finished at the peak. live (step 2, and the run's peak step if it is step 1): every storage alive "
+    "at that peak with labels ('recv activation mbK' / 'recv gradient mbK': receive buffers)."
 )
 
 
