@@ -48,7 +48,7 @@ from torch.distributed.pipelining import PipelineStage, Schedule1F1B, ScheduleGP
 from torch.distributed.pipelining._recv_buffers import _RecvInfo  # noqa: E402
 
 from parallel_peaks import _live_entry, dumps, use_world  # noqa: E402
-from step_peaks import Ledger, LessonNet, _snapshot, _storages, adam, describe, make_optimizer, setup, sgd  # noqa: E402
+from step_peaks import Ledger, LessonNet, _snapshot, adam, describe, make_optimizer, setup, sgd  # noqa: E402
 
 STEPS = 2
 FIXTURE = "crates/gpumem/tests/fixtures/pytorch_pipeline_peaks.json"
