@@ -71,6 +71,13 @@ pub const PARALLEL_FIXTURE: &str = concat!(
     "/tests/fixtures/pytorch_parallel_peaks.json"
 );
 
+/// The committed per-stage fixture of the pipeline schedules
+/// (`reference/pytorch/pipeline_peaks.py`), in the per-card fixture's layout.
+pub const PIPELINE_FIXTURE: &str = concat!(
+    env!("CARGO_MANIFEST_DIR"),
+    "/tests/fixtures/pytorch_pipeline_peaks.json"
+);
+
 /// The per-card fixture file: one card (`rank`) of a group PyTorch ran on its fake process
 /// group.
 #[derive(Debug, Deserialize)]
@@ -84,11 +91,15 @@ pub struct ParallelFixture {
 #[derive(Debug, Deserialize)]
 pub struct ParallelSetup {
     pub name: String,
-    /// `ddp`, `ddp_view`, `fsdp` or `zero1`.
+    /// `ddp`, `ddp_view`, `fsdp`, `fsdp_no_reshard`, `zero1`, `pipeline_gpipe` or
+    /// `pipeline_1f1b`.
     pub scheme: String,
     pub world_size: usize,
     pub rank: usize,
-    pub rows_on_rank: u64,
+    /// Rows this card trained on (data-parallel schemes; a pipeline's every stage sees the
+    /// whole batch).
+    #[serde(default)]
+    pub rows_on_rank: Option<u64>,
     pub inputs: u64,
     pub width: u64,
     pub layers: u64,
@@ -96,17 +107,39 @@ pub struct ParallelSetup {
     /// The global batch, split over the cards.
     pub batch: u64,
     pub optimizer: SetupOptimizer,
+    /// The lesson's plain step when the fixture does not say (the pipeline fixture).
+    #[serde(default)]
     pub strategy: SetupStrategy,
     /// The largest total of live tensor bytes on this card over the two steps.
     pub peak_run_bytes: u64,
     /// The largest while the model, wrapper and optimizer were built.
     pub construct_peak_bytes: u64,
+    /// A pipeline's micro-batches per step.
+    #[serde(default)]
+    pub micro_batches: Option<u64>,
 }
 
 /// Reads and parses a fixture at `path`.
 fn load<T: serde::de::DeserializeOwned>(path: &std::path::Path) -> Result<T, String> {
     let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
     serde_json::from_str(&text).map_err(|e| format!("{}: {e}", path.display()))
+}
+
+impl Default for SetupStrategy {
+    /// The lesson's loop: float32, one micro-batch, no checkpointing, `zero_grad()` setting
+    /// the gradients to none.
+    fn default() -> Self {
+        SetupStrategy {
+            autocast: None,
+            autocast_loss: None,
+            grad_scaler: false,
+            accumulation: 1,
+            checkpoint_segment: 0,
+            checkpoint_last_segment: false,
+            relu_inplace: false,
+            zero_grad_set_to_none: true,
+        }
+    }
 }
 
 impl Fixture {

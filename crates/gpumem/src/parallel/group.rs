@@ -112,7 +112,11 @@ impl Group {
             .enumerate()
             .for_each(|(card, d)| d.set_index(card));
         if let Some(schedule) = scheme.pipeline() {
-            if config.strategy != crate::mlp::Strategy::default() {
+            let plain = crate::mlp::Strategy::default();
+            let st = &config.strategy;
+            if (st.precision, st.accumulation, st.checkpointing)
+                != (plain.precision, plain.accumulation, plain.checkpointing)
+            {
                 let why = "the pipeline schemes run the plain step (float32, no accumulation or \
                            checkpointing)";
                 return Err((Error::Setup(why.into()), Vec::new()));
@@ -206,6 +210,24 @@ impl Group {
 
     pub fn scheme(&self) -> Scheme {
         self.scheme
+    }
+
+    /// A pipeline's micro-batches per step (`n_microbatches`; by default
+    /// [`super::MICRO_BATCHES_PER_STAGE`] per stage). The other schemes have none to set.
+    pub fn set_micro_batches(&mut self, micro_batches: u64) -> Result<(), Error> {
+        match (&mut self.pipeline, micro_batches) {
+            (_, 0) => Err(Error::Setup(
+                "a pipeline needs at least one micro-batch".into(),
+            )),
+            (Some(p), m) => {
+                p.micro_batches = Some(m);
+                Ok(())
+            }
+            (None, _) => Err(Error::Setup(format!(
+                "{} splits the batch over cards, not into a pipeline's micro-batches",
+                self.scheme
+            ))),
+        }
     }
 
     pub fn len(&self) -> usize {

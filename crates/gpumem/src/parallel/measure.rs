@@ -77,6 +77,19 @@ pub fn measure_group(
     batch: u64,
     seed: u64,
 ) -> Result<GroupMemory, Error> {
+    measure_group_with(options, config, scheme, cards, batch, seed, None)
+}
+
+/// [`measure_group`] with a pipeline's micro-batches per step (`None`: the default).
+pub fn measure_group_with(
+    options: &DeviceOptions,
+    config: &MlpConfig,
+    scheme: Scheme,
+    cards: usize,
+    batch: u64,
+    seed: u64,
+    micro_batches: Option<u64>,
+) -> Result<GroupMemory, Error> {
     if cards == 0 {
         return Err(Error::Setup("a group needs at least one card".into()));
     }
@@ -100,6 +113,9 @@ pub fn measure_group(
     let mut ends = vec![(0, 0); cards];
     match Group::new(&devices, config, scheme, seed) {
         Ok(mut group) => {
+            if let Some(m) = micro_batches {
+                group.set_micro_batches(m)?;
+            }
             for _ in 0..STEPS {
                 match group.train_step(rows) {
                     Ok(step) => loss = step.loss,

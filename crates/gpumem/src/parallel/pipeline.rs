@@ -92,17 +92,22 @@ pub fn stage_layers(
 pub(crate) struct Pipeline {
     pub(crate) stages: Vec<Mlp>,
     schedule: Schedule,
+    /// Micro-batches per step (`n_microbatches`); `None`: [`MICRO_BATCHES_PER_STAGE`] per
+    /// stage.
+    pub(crate) micro_batches: Option<u64>,
     /// The last stage's results of the last step, alive until the next.
     kept: Kept,
 }
 
 /// What the loop and the schedule keep of a step on the last stage: each micro-batch's loss
-/// (the loop's `losses` list), its logits (the schedule's output chunks, cleared when the
-/// next step starts) and the logits merged into one tensor (what `schedule.step` returned,
-/// kept by the loop until the next step's replaces it).
+/// (the loop's `losses` list) with the activation it received (the loss's autograd graph
+/// ends in that input's `AccumulateGrad`, which holds it), its logits (the schedule's output
+/// chunks, cleared when the next step starts) and the logits merged into one tensor (what
+/// `schedule.step` returned). The loop keeps `out` and `losses` until the next step's
+/// `schedule.step` returns and they are rebound.
 #[derive(Debug, Default)]
 struct Kept {
-    losses: Vec<Tensor>,
+    losses: Vec<(Tensor, Option<Tensor>)>,
     chunks: Vec<Tensor>,
     merged: Option<Tensor>,
 }
@@ -118,6 +123,12 @@ struct Step<'a> {
     forward_in: Vec<Vec<Mailbox>>,
     backward_in: Vec<Vec<Mailbox>>,
     in_flight: Vec<Vec<Option<(StageForward, Tensor)>>>,
+    /// Under 1F1B, each card's last input gradient sent back: its send is let go only when
+    /// the card's next backward pass is over (or the step ends).
+    sending: Vec<Option<Tensor>>,
+    /// This step's losses on the last card (see [`Kept`]).
+    losses: Vec<(Tensor, Option<Tensor>)>,
+    schedule: Schedule,
     /// Each micro-batch's loss times its rows (kernels ran).
     loss_sum: f32,
     executes: bool,
@@ -146,6 +157,7 @@ impl Pipeline {
         Ok(Pipeline {
             stages,
             schedule,
+            micro_batches: None,
             kept: Kept::default(),
         })
     }
@@ -158,13 +170,15 @@ impl Pipeline {
     ) -> Result<Option<f32>, (usize, Error)> {
         let n = self.stages.len();
         let rows = batch.rows();
-        let parts = micro_batches(rows, (MICRO_BATCHES_PER_STAGE * n as u64).min(rows));
+        let m = self
+            .micro_batches
+            .unwrap_or(MICRO_BATCHES_PER_STAGE * n as u64);
+        let parts = micro_batches(rows, m.min(rows));
         let m = parts.len();
         for (card, s) in self.stages.iter_mut().enumerate() {
             s.stage_zero_grad().map_err(|e| (card, e))?;
         }
-        // The loop's new `losses` list, then the schedule clearing its output chunks.
-        self.kept.losses.clear();
+        // The schedule clears its output chunks as the step starts.
         self.kept.chunks.clear();
         let (x, y) = self.upload(batch)?;
         let mut step = Step {
@@ -175,6 +189,9 @@ impl Pipeline {
             forward_in: vec![vec![Mailbox::default(); m]; n],
             backward_in: vec![vec![Mailbox::default(); m]; n],
             in_flight: (0..n).map(|_| (0..m).map(|_| None).collect()).collect(),
+            sending: vec![None; n],
+            losses: Vec::new(),
+            schedule: self.schedule,
             loss_sum: 0.0,
             executes: self.stages[0].device().info().executes,
         };
@@ -203,7 +220,10 @@ impl Pipeline {
         for (card, s) in self.stages.iter_mut().enumerate() {
             s.scale_grads(m as u64).map_err(|e| (card, e))?;
         }
+        step.sending.clear();
         self.merge_outputs().map_err(|e| (n - 1, e))?;
+        // The loop rebinds `losses`: last step's (and what their graphs hold) are let go.
+        self.kept.losses = std::mem::take(&mut step.losses);
         for (card, s) in self.stages.iter_mut().enumerate() {
             s.stage_update().map_err(|e| (card, e))?;
         }
@@ -273,7 +293,8 @@ impl Step<'_> {
             if self.executes {
                 self.loss_sum += out.output.read::<f32>()?[0] * len as f32;
             }
-            p.kept.losses.push(out.output.clone());
+            let received = (s > 0).then(|| input.clone());
+            self.losses.push((out.output.clone(), received));
             p.kept.chunks.extend(out.logits.take());
         } else {
             self.comm
@@ -302,7 +323,11 @@ impl Step<'_> {
             self.comm.borrow_mut().point_to_point(s, s - 1, g.bytes());
             self.backward_in[s - 1][mb] = sent(g, self.executes)?;
         }
-        drop((input_grad, input));
+        drop(input);
+        if self.schedule == Schedule::OneFOneB {
+            // The previous backward's send is let go now; this one's at the next.
+            self.sending[s] = input_grad;
+        }
         Ok(())
     }
 }
