@@ -1,7 +1,7 @@
 //! Challenge 5 — a reference solution.
 #![allow(unused_imports)]
 
-use challenge5::grader::{MAX_CARDS, Scheme, terms};
+use challenge5::grader::{MAX_CARDS, Scheme, largest_share, terms};
 use grading::Setup;
 
 // ANCHOR: card_bytes
@@ -16,27 +16,35 @@ pub fn card_bytes(setup: Setup, scheme: Scheme, cards: u64) -> u64 {
     // Each moment: parameters + gradients + optimizer state, and on top either the
     // activations (before the update) or the update's temporaries.
     match scheme {
-        // Every card holds everything; plain DDP's buckets are a second copy of the
-        // gradients.
-        Scheme::Ddp => 3 * p + state + acts.max(temps),
-        // The gradients are views of the buckets; a layer's fresh gradient waits to be
-        // copied into its bucket.
-        Scheme::DdpBucketView => 2 * p + state + (acts + layer).max(temps),
-        // ZeRO-1: only the optimizer state (and so its update) is divided.
-        Scheme::Zero1 => 2 * p + state / n + (acts + layer).max(temps / n),
-        // ZeRO-2: shards at rest, but every layer gathered in the forward pass stays whole
-        // until its backward pass; its all-gather and reduce-scatter buffers beside.
-        Scheme::Zero2 => {
-            let backward = p / n + p + state / n + acts + 2 * layer;
-            backward.max((2 * p + state + temps) / n)
+        // Every card runs the whole single-card step; plain DDP's buckets are a second
+        // copy of the gradients, there all the time.
+        Scheme::Ddp => t.step_peak + p,
+        // The gradients are views of the buckets, so they exist all step long.
+        Scheme::DdpBucketView => 2 * p + state + acts.max(temps),
+        // ZeRO-1: only the optimizer state (and so its update) is divided, in whole
+        // parameters: the fullest card updates `largest_share` of them.
+        Scheme::Zero1 => {
+            let share = largest_share(setup, n) as f64 / p as f64;
+            let part = |bytes: u64| (bytes as f64 * share) as u64;
+            2 * p + part(state) + acts.max(part(temps))
         }
-        // ZeRO-3: the running layer gathered, the next one prefetched, a buffer for the
-        // gradient; the model is built whole on the card before it is sharded.
+        // ZeRO-2: shards at rest. At the top of the backward pass every layer gathered in
+        // the forward pass is still whole; at its bottom the gradients' shards exist, and
+        // the last layer is whole with its fresh gradient and a reduce-scatter buffer.
+        Scheme::Zero2 => {
+            let top = p / n + p + state / n + acts;
+            let bottom = 2 * p / n + state / n + 3 * layer;
+            top.max(bottom).max((2 * p + state + temps) / n)
+        }
+        // ZeRO-3: the running layer gathered whole and the next one prefetched; at the
+        // bottom of the backward pass the gradients' shards, a fresh gradient and a
+        // reduce-scatter buffer. The model is built whole on the card before it is sharded.
         Scheme::Zero3 => {
-            let backward = 2 * p / n + state / n + acts + 3 * layer;
+            let top = p / n + state / n + acts + 2 * layer;
+            let bottom = 2 * p / n + state / n + 3 * layer;
             let update = (2 * p + state + temps) / n;
             let construction = p + layer / n;
-            backward.max(update).max(construction)
+            top.max(bottom).max(update).max(construction)
         }
         // Not graded: a pipeline splits the layers, not the batch.
         _ => 2 * p + state + acts.max(temps),

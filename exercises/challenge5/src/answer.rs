@@ -8,7 +8,7 @@
 //! To start again from the stub: `git checkout -- exercises/challenge5/src/answer.rs`.
 #![allow(unused_variables, unused_imports)]
 
-use challenge5::grader::{MAX_CARDS, Scheme, terms};
+use challenge5::grader::{MAX_CARDS, Scheme, largest_share, terms};
 use grading::Setup;
 
 // ANCHOR: card_bytes

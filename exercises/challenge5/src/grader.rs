@@ -15,7 +15,7 @@ use grading::{NoValue, Report, Setup, attempt, card};
 use rand::{RngExt, SeedableRng};
 
 pub use gpumem::parallel::Scheme;
-pub use terms::{Terms, terms};
+pub use terms::{Terms, largest_share, terms};
 
 /// The learner's functions.
 #[derive(Debug, Clone, Copy)]
@@ -38,14 +38,31 @@ macro_rules! answers_of {
 /// The most cards `fewest_cards` tries.
 pub const MAX_CARDS: u64 = 8;
 
-/// How far a `card_bytes` answer may be from the engine's peak, as a fraction of it. The
-/// engine counts what a sum of terms leaves out: DDP's broadcast of the parameters when it
-/// is built, the allocations of a layer's gradient before its bucket takes it, FSDP's padded
-/// shards, the moment of the step at which the peak falls. The reference solution, a sum of
-/// the terms per moment, is at most TOLERANCE_MEASURED off on every case graded (lesson and
-/// random, several seeds); the tolerance leaves room above that, and stays well below what
-/// each plausible mistake costs.
-pub const TOLERANCE: f64 = 0.02;
+/// How far a `card_bytes` answer may be from the engine's peak, as a fraction of it. A sum
+/// of terms taken at a few moments (the top and the bottom of the backward pass, the update,
+/// building the model) is what the exercise asks for; the engine's peak can fall between
+/// those moments. Measured (`cargo run -p challenge5 --example calibrate`: the lesson's
+/// setups and 25 random ones for each of six seeds, every graded scheme on 1, 2, 3, 4 and 8
+/// cards), the reference solution is within 0.3 % under DDP and ZeRO-1, 8.1 % under ZeRO-2
+/// and 12.1 % under ZeRO-3 (a ZeRO-3 card partway through its backward pass, holding some
+/// of its gradient shards and some of its activations). Each mistake the proofs make costs
+/// more than this on some lesson setup.
+pub const TOLERANCE: f64 = 0.15;
+
+/// The lesson's setups and `count` random ones drawn from `seed` as [`grade`] draws them:
+/// for measuring how far an answer is (`examples/calibrate.rs`).
+pub fn calibration_setups(seed: u64, count: usize) -> Vec<Setup> {
+    let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(seed);
+    let mut setups = lesson_setups();
+    setups.extend((0..count).map(|_| random_setup(&mut rng)));
+    setups
+}
+
+/// The engine's peak for `setup` (its per-card batch) under `scheme` on `cards` cards: the
+/// fullest card's peak of requested bytes, what `card_bytes` is graded against.
+pub fn measured_peak(setup: Setup, scheme: Scheme, cards: u64) -> u64 {
+    wants(setup, scheme, cards)
+}
 
 /// Group sizes the lesson's setups are graded on.
 const LESSON_CARDS: [u64; 4] = [1, 2, 4, 8];

@@ -56,10 +56,8 @@ mod activations_sharded {
         let full = crate::solution::card_bytes(setup, scheme, cards);
         let t = terms(setup);
         match scheme {
+            // The same moments with a card's activations divided by the cards.
             Scheme::Zero1 | Scheme::Zero2 | Scheme::Zero3 => {
-                let sharded = Setup { ..setup };
-                let _ = sharded;
-                // The same moments with a card's activations divided by the cards.
                 full.saturating_sub(t.activations - t.activations / cards)
             }
             _ => full,
