@@ -63,11 +63,7 @@ fn the_defaults_show_that_ddp_adds_no_memory_and_sharding_does() {
             [zero3(1), zero3(2)]
         );
     }
-    assert_eq!(
-        v["networks"][1]["config"]["optimizer"]["adam"].is_object(),
-        true,
-        "{v}"
-    );
+    assert_eq!(v["networks"][1]["config"]["optimizer"]["name"], "adam");
     let t = text(&DEMO.run(&[]));
     for part in [
         "One card fits",
@@ -168,13 +164,12 @@ fn bad_input_is_a_clear_error() {
 }
 
 /// A card smaller than one layer of 5000 (ZeRO-3 builds the whole model on each card first),
-/// so no scheme fits on up to --max-cards:
-/// the table is printed, then the error.
+/// so no scheme fits on up to --max-cards: the table is printed, then the error.
 #[test]
 fn a_card_too_small_for_every_scheme_is_refused_after_the_table() {
     let args = [
         "--device-memory",
-        "300MiB",
+        "64MiB",
         "--max-cards",
         "2",
         "--cards",
