@@ -95,8 +95,8 @@ pub(crate) const HEADERS: [&str; 7] = [
     "scheme",
     "cards",
     "rows/card",
-    "fullest card (reserved)",
-    "allocated",
+    "fullest card wants (reserved)",
+    "(allocated)",
     "fits?",
     "first to run out",
 ];

@@ -25,6 +25,12 @@ pub fn run(args: impl IntoIterator<Item = impl Into<OsString> + Clone>) -> anyho
                  depth that does not fit on one card",
             )
         })
+        .mut_arg("batch", |a| {
+            a.help(
+                "Rows per step for the whole group, split over the cards (each pipeline stage \
+                 sees them all, in micro-batches), or `full` for the whole training set",
+            )
+        })
         .mut_arg("backend", |a| {
             a.help("Ignored here: full-size cards are always planned on the plan backing")
         });
