@@ -158,7 +158,7 @@ pub const ARTIFACTS: &[Artifact] = &[
     },
     Artifact {
         path: "generated/parallel_fixture.md",
-        about: "paragraph: the engine's per-card peaks against PyTorch's parallel fixture (DDP, ZeRO-1, FSDP2)",
+        about: "paragraph: the engine's per-card peaks against PyTorch's parallel and pipeline fixtures",
         render: pages::parallel_fixture::parallel_fixture,
     },
     Artifact {
