@@ -47,7 +47,7 @@ fn schemes_in_words(fixture: &ParallelFixture) -> String {
     }
 }
 
-/// Adam's `step` counts on the card: one float32 per parameter it updates, which PyTorch
+/// Adam's `step` counts on the card: one float32 per parameter tensor it updates, which PyTorch
 /// keeps on the CPU when the parameters are on a GPU (the fixture, made on the CPU, counts
 /// them).
 fn cpu_steps(config: &MlpConfig, scheme: Scheme, s: &ParallelSetup) -> Result<u64> {
@@ -164,8 +164,8 @@ pub fn parallel_fixture() -> Result<String> {
     Ok(format!(
         "PyTorch {}'s fixtures hold {} and {}. The engine's peak of bytes asked for equals \
          PyTorch's to the byte on {} cards and on {} stages, once Adam's `step` counts are set \
-         aside ({} B per parameter, which PyTorch keeps on the CPU when the model is on a \
-         GPU).\n",
+         aside ({} B for each weight and each bias, which PyTorch keeps on the CPU when the \
+         model is on a GPU).\n",
         data.fixture.torch_version,
         holds(&data, "data-parallel and sharded cards"),
         holds(&pipes, "pipeline stages"),
