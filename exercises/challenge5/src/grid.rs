@@ -112,9 +112,18 @@ pub(crate) fn measure(
     seed: u64,
 ) -> anyhow::Result<Cell> {
     let what = || format!("{scheme} on {cards} card(s)");
+    let on_card = measure_group(card, config, scheme, cards, batch, seed).with_context(what)?;
+    if on_card.fits() {
+        // What it used on the card is what it wants.
+        return Ok(Cell {
+            scheme,
+            cards,
+            wants: on_card,
+            failure: None,
+        });
+    }
     let wants = measure_group(&planning_unlimited(), config, scheme, cards, batch, seed)
         .with_context(what)?;
-    let on_card = measure_group(card, config, scheme, cards, batch, seed).with_context(what)?;
     Ok(Cell {
         scheme,
         cards,

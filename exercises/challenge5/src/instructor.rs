@@ -9,7 +9,7 @@ use clap::{CommandFactory, FromArgMatches};
 use demo::{Output, with_defaults};
 use gpumem::measure::deepest_network;
 use gpumem::mlp::{MlpConfig, Optimizer};
-use gpumem::parallel::{Scheme, fewest_cards};
+use gpumem::parallel::{Scheme, fewest_cards_by, measure_group};
 use gpumem::size::{MemorySpec, format_bytes};
 use serde_json::json;
 use std::ffi::OsString;
@@ -56,7 +56,7 @@ pub fn run(args: impl IntoIterator<Item = impl Into<OsString> + Clone>) -> anyho
         let (config, deepest) = one_layer_too_deep(&cli, &card, config, batch)?;
         let cells = measure_all(&cli, &card, &config, batch, out)?;
         print_network(&config, deepest, batch, &cells, out);
-        let fewest = fewest(&cli, &card, &config, batch)?;
+        let fewest = fewest(&cli, &card, &config, batch, &cells)?;
         print_fewest(&fewest, cli.max_cards, out);
         unfit &= fewest.iter().all(|(_, n)| n.is_none());
         networks.push(json!({
@@ -150,10 +150,19 @@ fn fewest(
     card: &gpumem::DeviceOptions,
     config: &MlpConfig,
     batch: u64,
+    cells: &[Cell],
 ) -> anyhow::Result<Vec<(Scheme, Option<usize>)>> {
+    // The group sizes the table planned already are not planned again.
+    let known = |s: Scheme, n: usize| cells.iter().find(|c| c.scheme == s && c.cards == n);
     cli.schemes()
         .into_iter()
-        .map(|s| Ok((s, fewest_cards(card, config, s, batch, cli.max_cards)?)))
+        .map(|s| {
+            let fewest = fewest_cards_by(config, s, batch, cli.max_cards, |n| match known(s, n) {
+                Some(cell) => Ok(cell.fits()),
+                None => Ok(measure_group(card, config, s, n, batch, cli.model.seed)?.fits()),
+            })?;
+            Ok((s, fewest))
+        })
         .collect()
 }
 

@@ -178,13 +178,27 @@ pub fn fewest_cards(
     batch: u64,
     max_cards: usize,
 ) -> Result<Option<usize>, Error> {
+    fewest_cards_by(config, scheme, batch, max_cards, |cards| {
+        Ok(measure_group(options, config, scheme, cards, batch, 0)?.fits())
+    })
+}
+
+/// [`fewest_cards`] with `fits(cards)` answering whether a group of that size fits (a caller
+/// that measured some sizes already answers those without planning them again).
+pub fn fewest_cards_by(
+    config: &MlpConfig,
+    scheme: Scheme,
+    batch: u64,
+    max_cards: usize,
+    mut fits: impl FnMut(usize) -> Result<bool, Error>,
+) -> Result<Option<usize>, Error> {
     // A pipeline has at most one card per layer; the others at most one per row.
     let most = match scheme.pipeline() {
         Some(_) => config.layers as usize + 1,
         None => batch as usize,
     };
     for cards in 1..=max_cards.min(most) {
-        if measure_group(options, config, scheme, cards, batch, 0)?.fits() {
+        if fits(cards)? {
             return Ok(Some(cards));
         }
     }

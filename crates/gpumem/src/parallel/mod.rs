@@ -22,7 +22,9 @@ mod zero1;
 pub use category::{Category, CategoryBytes};
 pub use comm::CommBytes;
 pub use group::{CardFailure, Group, GroupStep};
-pub use measure::{CardMemory, GroupMemory, fewest_cards, measure_group, measure_group_with};
+pub use measure::{
+    CardMemory, GroupMemory, fewest_cards, fewest_cards_by, measure_group, measure_group_with,
+};
 pub use pipeline::{MICRO_BATCHES_PER_STAGE, Schedule, stage_layers};
 pub use scheme::Scheme;
 pub use zero1::owned_count as zero1_owned;
