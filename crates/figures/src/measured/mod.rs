@@ -122,16 +122,18 @@ pub const DEMO_COMMANDS: &[(&str, &str)] = &[
     (".", "cargo run -p challenge3 -- --scenario leak"),
     (".", "cargo run -p challenge3 -- --scenario fragmentation"),
     (".", "cargo run -p challenge4"),
+    (".", "cargo run -p challenge5"),
     ("exercises/challenge1", "cargo test --test grade"),
 ];
 
 /// The default demos, which the issue and the pages promise finish in under 5 seconds on a
 /// machine without a GPU (after the build).
-pub const DEFAULT_DEMOS: [&str; 4] = [
+pub const DEFAULT_DEMOS: [&str; 5] = [
     "cargo run -p challenge1",
     "cargo run -p challenge2",
     "cargo run -p challenge3",
     "cargo run -p challenge4",
+    "cargo run -p challenge5",
 ];
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
