@@ -1,11 +1,12 @@
 //! Challenge 5 — more than one card.
 //!
-//! Replace each `todo!()` with your answer, then run `cargo test` in this folder:
-//! the grader compares what your functions return with what the engine measures
-//! when it plans the same setups on a group of cards. [`terms`] gives you one
-//! card's figures (parameters, the largest layer, optimizer state, the update's
-//! temporaries, activations); what each scheme does with them is the exercise. The
-//! pipeline schemes are not graded here. To start again from the stub:
+//! Replace each `todo!()` with your answer, then run `cargo test` in this
+//! folder: the grader compares what your functions return with what the engine
+//! measures when it plans the same setups on a group of cards. [`terms`] gives
+//! you one card's figures (parameters, the largest layer, optimizer state, the
+//! update's temporaries, activations); what each scheme does with them is the
+//! exercise. The pipeline schemes are not graded here. To start again from the
+//! stub:
 //! `git checkout -- exercises/challenge5/src/answer.rs`.
 #![allow(unused_variables, unused_imports)]
 
@@ -13,18 +14,18 @@ use challenge5::grader::{MAX_CARDS, Scheme, largest_share, terms};
 use grading::Setup;
 
 // ANCHOR: card_bytes
-/// The most bytes any one card of `cards` holds at once when `setup` trains under
-/// `scheme`. `setup.batch` is the batch of ONE card: every card trains on that many
-/// rows, so a card's activations do not shrink as cards are added.
+/// The most bytes any one card of `cards` holds at once when `setup` trains
+/// under `scheme`. `setup.batch` is the batch of ONE card: every card trains on
+/// that many rows, so a card's activations do not shrink as cards are added.
 pub fn card_bytes(setup: Setup, scheme: Scheme, cards: u64) -> u64 {
     todo!("what each card keeps whole, divides by the cards, or adds")
 }
 // ANCHOR_END: card_bytes
 
 // ANCHOR: fewest_cards
-/// The fewest cards, from 1 to [`MAX_CARDS`], on which `setup` (its per-card batch)
-/// trains under `scheme` on cards of `capacity` bytes; `None` if no number up
-/// to it does.
+/// The fewest cards, from 1 to [`MAX_CARDS`], on which `setup` (its per-card
+/// batch) trains under `scheme` on cards of `capacity` bytes; `None` if no
+/// number up to it does.
 pub fn fewest_cards(setup: Setup, scheme: Scheme, capacity: u64) -> Option<u64> {
     todo!("add cards until one card's bytes fit")
 }
