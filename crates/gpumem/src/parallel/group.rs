@@ -380,9 +380,9 @@ impl Group {
                     let tensors: Vec<_> = self
                         .cards
                         .iter()
-                        .map(|c| match &c.wrapper {
-                            Wrapper::Ddp(d) => d.borrow().buckets()[b].tensor.clone(),
-                            Wrapper::Fsdp(_) => unreachable!("one scheme per group"),
+                        .filter_map(|c| match &c.wrapper {
+                            Wrapper::Ddp(d) => Some(d.borrow().buckets()[b].tensor.clone()),
+                            Wrapper::Fsdp(_) => None,
                         })
                         .collect();
                     let bytes = tensors[0].bytes();
