@@ -172,6 +172,16 @@ pub const ARTIFACTS: &[Artifact] = &[
         render: pages::more_than_one_card::micro_batches_inline,
     },
     Artifact {
+        path: "generated/backward_cost.md",
+        about: "inline: the bubble model's backward pass, in forward passes (a modelling choice)",
+        render: || Ok(gpumem::parallel::BACKWARD_COST.to_string()),
+    },
+    Artifact {
+        path: "generated/pipeline_bubble.md",
+        about: "inline: the pipelines' bubble (idle share of a step) on each group size, from the schedule in unit times",
+        render: pages::more_than_one_card::bubble_inline,
+    },
+    Artifact {
         path: "generated/ddp_twice.md",
         about: "inline: DDP's gradients and buckets on the fullest card of 8",
         render: pages::more_than_one_card::ddp_twice,

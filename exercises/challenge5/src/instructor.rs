@@ -66,6 +66,7 @@ pub fn run(args: impl IntoIterator<Item = impl Into<OsString> + Clone>) -> anyho
             "fewest_cards": fewest.iter().map(|(s, n)| json!({"scheme": s.name(), "cards": n})).collect::<Vec<_>>(),
         }));
     }
+    let bubble = print_bubble(&cli, out);
     if unfit {
         anyhow::bail!(
             "no scheme fits these networks on up to {} cards of {} (raise --max-cards, or give \
@@ -79,6 +80,7 @@ pub fn run(args: impl IntoIterator<Item = impl Into<OsString> + Clone>) -> anyho
         "batch": batch,
         "max_cards": cli.max_cards,
         "networks": networks,
+        "pipeline_bubble": bubble,
     }));
     Ok(())
 }
@@ -185,6 +187,37 @@ fn print_network(config: &MlpConfig, deepest: u64, batch: u64, cells: &[Cell], o
     if let Some(m) = grid::first_message(cells) {
         out.line(format!("\nThe first of these messages in full:\n{m}"));
     }
+}
+
+/// The pipelines' bubble on each group size asked for (when a pipeline scheme is): the share
+/// of a step each card idles, from the schedule in unit times — a model, not a measurement.
+fn print_bubble(cli: &Cli, out: Output) -> Vec<serde_json::Value> {
+    use gpumem::parallel::{BACKWARD_COST, MICRO_BATCHES_PER_STAGE, bubble};
+    let Some(schedule) = cli.schemes().iter().find_map(|s| s.pipeline()) else {
+        return Vec::new();
+    };
+    let shares: Vec<(usize, usize, f64)> = cli
+        .card_counts()
+        .into_iter()
+        .map(|n| {
+            let m = MICRO_BATCHES_PER_STAGE as usize * n;
+            (n, m, bubble(schedule, n, m))
+        })
+        .collect();
+    let words: Vec<String> = shares
+        .iter()
+        .map(|(n, m, b)| format!("{:.0} % on {n} card(s) ({m} micro-batches)", 100.0 * b))
+        .collect();
+    out.line(format!(
+        "\nThe pipelines' bubble, the share of each step a card waits (GPipe and 1F1B alike; \
+         the schedule in unit times, forward 1, backward {BACKWARD_COST}: a model, not a \
+         measurement): {}.",
+        words.join(", ")
+    ));
+    shares
+        .iter()
+        .map(|(n, m, b)| json!({"cards": n, "micro_batches": m, "idle_share": b}))
+        .collect()
 }
 
 fn print_fewest(fewest: &[(Scheme, Option<usize>)], max_cards: usize, out: Output) {

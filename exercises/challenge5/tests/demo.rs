@@ -106,6 +106,30 @@ fn flags_choose_the_schemes_and_the_group_sizes() {
     );
     let one = DEMO.json(&["--scheme", "fsdp", "--scheme", "zero1", "--cards", "2"]);
     assert_eq!(cells(&one, 0).len(), 2);
+    assert_eq!(
+        one["pipeline_bubble"],
+        serde_json::json!([]),
+        "no pipeline asked for"
+    );
+}
+
+/// With a pipeline asked for, the bubble on each group size: none on one card, then a share
+/// that grows with the cards.
+#[test]
+fn a_pipeline_shows_its_bubble() {
+    let v = DEMO.json(&["--scheme", "gpipe", "--cards", "1,2,8"]);
+    let shares: Vec<f64> = v["pipeline_bubble"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|b| b["idle_share"].as_f64().unwrap())
+        .collect();
+    assert_eq!(shares.len(), 3);
+    assert_eq!(shares[0], 0.0);
+    assert!(
+        0.0 < shares[1] && shares[1] < shares[2] && shares[2] < 1.0,
+        "{shares:?}"
+    );
 }
 
 #[test]

@@ -222,6 +222,24 @@ pub fn micro_batches_inline() -> Result<String> {
     Ok(gpumem::parallel::MICRO_BATCHES_PER_STAGE.to_string())
 }
 
+/// The pipelines' bubble on each group size of the page, in words (inline): the share of a
+/// step each card idles in the schedule's unit-time model.
+pub fn bubble_inline() -> Result<String> {
+    use gpumem::parallel::{MICRO_BATCHES_PER_STAGE, Schedule, bubble};
+    let shares: Vec<String> = CARD_COUNTS
+        .iter()
+        .filter(|&&n| n > 1)
+        .map(|&n| {
+            let m = MICRO_BATCHES_PER_STAGE as usize * n;
+            format!(
+                "{:.0} % on {n} cards",
+                100.0 * bubble(Schedule::GPipe, n, m)
+            )
+        })
+        .collect();
+    Ok(shares.join(", "))
+}
+
 /// DDP's two copies of the gradients on the most cards, in words (inline): the `.grad`
 /// tensors and the buckets.
 pub fn ddp_twice() -> Result<String> {

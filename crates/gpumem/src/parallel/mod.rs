@@ -25,7 +25,7 @@ pub use group::{CardFailure, Group, GroupStep};
 pub use measure::{
     CardMemory, GroupMemory, fewest_cards, fewest_cards_by, measure_group, measure_group_with,
 };
-pub use pipeline::{MICRO_BATCHES_PER_STAGE, Schedule, stage_layers};
+pub use pipeline::{BACKWARD_COST, MICRO_BATCHES_PER_STAGE, Schedule, bubble, stage_layers};
 pub use scheme::Scheme;
 pub use zero1::owned_count as zero1_owned;
 

@@ -59,6 +59,54 @@ fn actions(schedule: Schedule, stage: usize, stages: usize, m: usize) -> VecDequ
     }
 }
 
+/// A backward pass's time in units of its forward pass's: the bubble's model (backward does
+/// about twice the forward's matrix products).
+pub const BACKWARD_COST: u64 = 2;
+
+/// The pipeline's bubble: the share of the step each card sits idle, from the schedule run in
+/// unit times (a forward pass 1, a backward pass [`BACKWARD_COST`]; sends take no time) — a
+/// model of the schedule, not a measurement. GPipe and 1F1B idle alike:
+/// `(n − 1) / (m + n − 1)` for `n` stages and `m` micro-batches.
+pub fn bubble(schedule: Schedule, stages: usize, micro_batches: usize) -> f64 {
+    let (n, m) = (stages.max(1), micro_batches.max(1));
+    let cost = |a: Action| match a {
+        Action::Forward(_) => 1,
+        Action::Backward(_) => BACKWARD_COST,
+    };
+    let mut queues: Vec<VecDeque<Action>> = (0..n).map(|s| actions(schedule, s, n, m)).collect();
+    let mut free = vec![0u64; n];
+    let mut forward_done = vec![vec![None; m]; n];
+    let mut backward_done = vec![vec![None; m]; n];
+    while queues.iter().any(|q| !q.is_empty()) {
+        let waiting: usize = queues.iter().map(VecDeque::len).sum();
+        for s in 0..n {
+            let Some(&action) = queues[s].front() else {
+                continue;
+            };
+            let after = match action {
+                Action::Forward(mb) if s > 0 => forward_done[s - 1][mb],
+                Action::Backward(mb) if s + 1 < n => backward_done[s + 1][mb],
+                _ => Some(0),
+            };
+            let Some(after) = after else { continue };
+            queues[s].pop_front();
+            let end = free[s].max(after) + cost(action);
+            free[s] = end;
+            match action {
+                Action::Forward(mb) => forward_done[s][mb] = Some(end),
+                Action::Backward(mb) => backward_done[s][mb] = Some(end),
+            }
+        }
+        if queues.iter().map(VecDeque::len).sum::<usize>() == waiting {
+            // A schedule that waits on itself (none of the engine's does).
+            return f64::NAN;
+        }
+    }
+    let span = free.iter().copied().max().unwrap_or(0);
+    let busy = m as u64 * (1 + BACKWARD_COST);
+    1.0 - busy as f64 / span.max(1) as f64
+}
+
 /// What crosses between cards: per micro-batch, the activation a stage sends forward and the
 /// gradient it sends back (their values when kernels run).
 #[derive(Debug, Default, Clone)]

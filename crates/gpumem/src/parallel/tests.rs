@@ -158,3 +158,21 @@ fn one_forward_one_backward_holds_fewer_micro_batches_than_gpipe() {
     let (gpipe, one_f_one_b) = (peak(Scheme::PipelineGpipe), peak(Scheme::Pipeline1f1b));
     assert!(one_f_one_b < gpipe, "1F1B {one_f_one_b} B, GPipe {gpipe} B");
 }
+
+/// The schedule run in unit times idles `(n − 1) / (m + n − 1)` of the step under both
+/// schedules; one stage never idles.
+#[test]
+fn the_bubble_is_the_textbook_share_of_the_step() {
+    use super::{Schedule, bubble};
+    for schedule in [Schedule::GPipe, Schedule::OneFOneB] {
+        assert_eq!(bubble(schedule, 1, 4), 0.0);
+        for (n, m) in [(2, 2), (2, 4), (4, 4), (4, 8), (8, 16)] {
+            let want = (n - 1) as f64 / (m + n - 1) as f64;
+            let got = bubble(schedule, n, m);
+            assert!(
+                (got - want).abs() < 1e-12,
+                "{schedule:?} n {n} m {m}: {got} vs {want}"
+            );
+        }
+    }
+}
