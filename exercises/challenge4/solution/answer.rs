@@ -5,8 +5,8 @@ use challenge4::grader::{Checkpointing, Precision, Settings};
 use grading::{Opt, Setup};
 
 // ANCHOR: peak_bytes
-/// Bytes in use at the busiest moment of one optimizer update of `setup` run with
-/// `settings` (before the allocator's rounding).
+/// Bytes in use at the busiest moment of one optimizer update of `setup`
+/// run with `settings` (before the allocator's rounding).
 pub fn peak_bytes(setup: Setup, settings: Settings) -> u64 {
     let Setup {
         inputs,
@@ -17,37 +17,37 @@ pub fn peak_bytes(setup: Setup, settings: Settings) -> u64 {
         optimizer,
     } = setup;
     let mixed = settings.precision == Precision::Mixed;
-    // Bytes per value of the parameters (with their gradients, optimizer state and
-    // the features) and of the activations (with their gradients). Mixed precision
-    // shrinks only the activations: the master weights, their gradients and Adam's
-    // state stay float32.
+    // Bytes per value of the parameters (with their gradients, optimizer
+    // state and the features) and of the activations (with their
+    // gradients). Mixed precision shrinks only the activations: the
+    // master weights, their gradients and Adam's state stay float32.
     let (param, act) = match settings.precision {
         Precision::Float32 => (4, 4),
         Precision::Mixed => (4, 2),
         Precision::Float64 => (8, 8),
     };
-    // One layer's weights and biases: the first, a hidden-to-hidden one, the output
-    // layer.
+    // One layer's weights and biases: the first, a hidden-to-hidden one,
+    // the output layer.
     let first = (inputs + 1) * width * param;
     let hidden = (width + 1) * width * param;
     let output = (width + 1) * classes * param;
     let parameters = first + (layers - 1) * hidden + output;
-    // Adam: two running averages, and square roots as large as the parameters in
-    // its update.
+    // Adam: two running averages, and square roots as large as the
+    // parameters in its update.
     let (state, update_temporaries) = match optimizer {
         Opt::Sgd => (0, 0),
         Opt::Adam => (2 * parameters, parameters),
     };
-    // Alive the whole update: the parameters, Adam's state, the whole batch
-    // (micro-batches are slices of it: float features, int64 labels) and the loop's
-    // `y_pred`.
+    // Alive the whole update: the parameters, Adam's state, the whole
+    // batch (micro-batches are slices of it: float features, int64
+    // labels) and the loop's `y_pred`.
     let rows = settings.micro_batch;
     let features = batch * (inputs * param + 8);
     let always = parameters + state + features + rows * classes * act;
     let activation = rows * width * act;
 
-    // Checkpointing: n segments of g hidden layers, the last one `last` layers
-    // long.
+    // Checkpointing: n segments of g hidden layers, the last one `last`
+    // layers long.
     let g = match settings.checkpointing {
         Checkpointing::Off => layers,
         Checkpointing::Every(k) | Checkpointing::Each(k) => k.clamp(1, layers),
@@ -55,8 +55,9 @@ pub fn peak_bytes(setup: Setup, settings: Settings) -> u64 {
     };
     let n = layers.div_ceil(g);
     let last = layers - (n - 1) * g;
-    // Gradients alive: with accumulation, all of them from the second micro-batch
-    // on; else those of the layers above the one the backward pass is at (`made`).
+    // Gradients alive: with accumulation, all of them from the second
+    // micro-batch on; else those of the layers above the one the backward
+    // pass is at (`made`).
     let gradients = |made: u64| {
         if settings.accumulation_steps > 1 {
             parameters
@@ -64,14 +65,15 @@ pub fn peak_bytes(setup: Setup, settings: Settings) -> u64 {
             made
         }
     };
-    // Autocast's float16 copies of `count` hidden layers' weights, saved for the
-    // backward pass.
+    // Autocast's float16 copies of `count` hidden layers' weights, saved
+    // for the backward pass.
     let copies = |count: u64| if mixed { count * hidden / 2 } else { 0 };
-    // The backward pass at hidden layer `layer`: `held` batch × width tensors at
-    // its ReLU (kept activations, the gradient coming down, the ReLU's gradient),
-    // then its weight gradient beside one fewer (under mixed precision: made in
-    // float16, then copied to float32 once the layer has let go of its input —
-    // which frees that input too if the layer opens its segment).
+    // The backward pass at hidden layer `layer`: `held` batch × width
+    // tensors at its ReLU (kept activations, the gradient coming down,
+    // the ReLU's gradient), then its weight gradient beside one fewer
+    // (under mixed precision: made in float16, then copied to float32
+    // once the layer has let go of its input — which frees that input too
+    // if the layer opens its segment).
     let backward_at = |held: u64, made: u64, layer: u64, saved: u64, opens: bool| {
         let w = if layer == 0 { first } else { hidden };
         let tensors = if mixed {
@@ -85,8 +87,8 @@ pub fn peak_bytes(setup: Setup, settings: Settings) -> u64 {
         gradients(made) + saved + tensors
     };
     let hidden_in = |from: u64, to: u64| to.saturating_sub(from.max(1));
-    // The top of the backward pass: one kept input per earlier segment, the last
-    // segment's activations, two gradients.
+    // The top of the backward pass: one kept input per earlier segment,
+    // the last segment's activations, two gradients.
     let mut busiest = backward_at(
         n + 1 + last,
         output,
@@ -95,9 +97,9 @@ pub fn peak_bytes(setup: Setup, settings: Settings) -> u64 {
         n > 1 && last == 1,
     );
     if n > 1 {
-        // A checkpointed segment is recomputed whole: the highest full one (with
-        // the kept inputs below it) and the lowest (with the gradients of every
-        // layer above it).
+        // A checkpointed segment is recomputed whole: the highest full
+        // one (with the kept inputs below it) and the lowest (with the
+        // gradients of every layer above it).
         let top = backward_at(
             n + g,
             output + last * hidden,
@@ -115,16 +117,16 @@ pub fn peak_bytes(setup: Setup, settings: Settings) -> u64 {
         busiest = busiest.max(top).max(bottom);
     }
     if layers > 1 {
-        // Near the bottom of the backward pass, at layer 1: the gradients of every
-        // layer above it exist.
+        // Near the bottom of the backward pass, at layer 1: the gradients
+        // of every layer above it exist.
         let above = parameters - first - hidden;
         let bottom = backward_at(4, above, 1, copies(1), g == 1);
         busiest = busiest.max(bottom);
     }
     if mixed {
-        // The end of the forward pass: autocast's cache holds a float16 copy of
-        // every parameter; a checkpointed last segment holds only its running
-        // activations.
+        // The end of the forward pass: autocast's cache holds a float16
+        // copy of every parameter; a checkpointed last segment holds only
+        // its running activations.
         let held = match settings.checkpointing {
             Checkpointing::Each(_) if last > 1 => n + 2,
             Checkpointing::Each(_) => n + 1,
