@@ -28,6 +28,8 @@ const WARM_UP: usize = 8;
 const WIDTH: u64 = 2000;
 /// Empty dispatches per timed submission of the floor.
 const FLOOR_DISPATCHES: usize = 200;
+/// Steps whose kernels are profiled.
+const PROFILE_STEPS: usize = 20;
 
 /// One row: median ms/step and the counters of one steady step (with the whole steps'
 /// time in those steps, for the device share).
@@ -139,12 +141,7 @@ fn main() {
     println!("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|");
     for batch in batches() {
         let steps = if batch == 32 { 100 } else { 5 };
-        for (name, optimizer) in [("SGD", None), ("Adam", Some(Optimizer::adam(1e-3)))] {
-            let config = MlpConfig::lesson(WIDTH);
-            let config = match optimizer {
-                Some(o) => config.with_optimizer(o),
-                None => config,
-            };
+        for (name, config) in configs() {
             match measure(&gpu.device(card), &config, batch, steps) {
                 Ok(r) => {
                     let c = r.step;
@@ -176,6 +173,72 @@ fn main() {
             }
         }
     }
+    print_profiles(&gpu, card);
+}
+
+/// The step's optimizers' configurations.
+fn configs() -> [(&'static str, MlpConfig); 2] {
+    let config = MlpConfig::lesson(WIDTH);
+    [
+        ("SGD", config.clone()),
+        ("Adam", config.with_optimizer(Optimizer::adam(1e-3))),
+    ]
+}
+
+/// Per kernel: each dispatch timed in a pass of its own (which costs more than the step's
+/// shared pass, so the sum exceeds the step's kernel time): where the step's time goes.
+fn print_profiles(gpu: &testing::TestGpu, card: MemorySpec) {
+    println!();
+    println!(
+        "Per kernel (each dispatch in a timed pass of its own, summed over {PROFILE_STEPS} steps, per step):"
+    );
+    println!();
+    println!("| batch | optimizer | kernel | dispatches/step | µs/step | share |");
+    println!("|---|---|---|---|---|---|");
+    for batch in batches() {
+        for (name, config) in configs() {
+            match profile(&gpu.device(card), &config, batch) {
+                Ok(Some(shares)) => {
+                    let total: f64 = shares.iter().map(|s| s.nanoseconds).sum();
+                    for s in &shares {
+                        println!(
+                            "| {batch} | {name} | {} | {} | {:.1} | {:.0} % |",
+                            s.kernel,
+                            s.dispatches / PROFILE_STEPS as u64,
+                            s.nanoseconds / 1e3 / PROFILE_STEPS as f64,
+                            s.nanoseconds / total * 100.0
+                        );
+                    }
+                    println!(
+                        "| {batch} | {name} | (sum) | | {:.1} | 100 % |",
+                        total / 1e3 / PROFILE_STEPS as f64
+                    );
+                }
+                Ok(None) => println!("| {batch} | {name} | no timestamp queries | | | |"),
+                Err(e) => println!("| {batch} | {name} | error: {e} | | | |"),
+            }
+        }
+    }
+}
+
+/// [`PROFILE_STEPS`] steps after warm-up with the kernels profiled.
+fn profile(
+    device: &Device,
+    config: &MlpConfig,
+    batch: u64,
+) -> Result<Option<Vec<gpumem_kernels::KernelShare>>, gpumem::Error> {
+    let data = Dataset::generate(batch, 1).train;
+    let mut mlp = Mlp::new(device, config, 1)?;
+    for _ in 0..WARM_UP {
+        mlp.train_step(Batch::Data(&data))?;
+    }
+    if !device.profile_kernels() {
+        return Ok(None);
+    }
+    for _ in 0..PROFILE_STEPS {
+        mlp.train_step(Batch::Data(&data))?;
+    }
+    Ok(Some(device.kernel_profile()))
 }
 
 /// Microseconds per empty dispatch (a ReLU of 4 floats), recorded under a step cache as the

@@ -108,3 +108,35 @@ fn timed_kernels_report_the_devices_own_time() {
     let t = device.kernel_time().unwrap();
     assert!(t.passes >= 1 && t.nanoseconds > 0.0, "{t:?}");
 }
+
+/// Profiling times each dispatch in a pass of its own and names it by its kernel: a step's
+/// profile has every dispatch the counters saw, under the kernels the step runs.
+#[test]
+fn profiled_kernels_are_named_and_counted() {
+    let Some(gpu) = gpu() else { return };
+    let data = Dataset::generate(32, 5).train;
+    let device = gpu.device(CARD);
+    let mut mlp = Mlp::new(&device, &MlpConfig::lesson(200), 1).unwrap();
+    mlp.train_step(Batch::Data(&data)).unwrap();
+    assert!(
+        device.kernel_profile().is_empty(),
+        "not profiled until asked"
+    );
+    if !device.profile_kernels() {
+        return;
+    }
+    let before = device.wgpu_counters().unwrap();
+    mlp.train_step(Batch::Data(&data)).unwrap();
+    let step = device.wgpu_counters().unwrap() - before;
+    let profile = device.kernel_profile();
+    let dispatches: u64 = profile.iter().map(|s| s.dispatches).sum();
+    assert_eq!(dispatches, step.dispatches, "{profile:?}");
+    for kernel in ["log_softmax", "threshold_backward", "sgd"] {
+        assert!(
+            profile
+                .iter()
+                .any(|s| s.kernel == kernel && s.nanoseconds > 0.0),
+            "{kernel} in {profile:?}"
+        );
+    }
+}

@@ -82,5 +82,5 @@ pub use limits::KernelLimits;
 pub use matmul::{Gemm, MatmulKernel};
 pub use optim::Adam;
 pub use step_cache::StepCache;
-pub use timing::KernelTime;
+pub use timing::{KernelShare, KernelTime};
 pub use view::{DType, Matrix, Part};

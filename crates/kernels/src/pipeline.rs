@@ -118,6 +118,8 @@ pub(crate) struct Cache {
 struct CacheMaps {
     modules: HashMap<String, wgpu::ShaderModule>,
     pipelines: HashMap<String, wgpu::ComputePipeline>,
+    /// Each pipeline's entry point: what a kernel profile calls it.
+    names: HashMap<wgpu::ComputePipeline, String>,
 }
 
 impl Cache {
@@ -148,7 +150,14 @@ impl Cache {
         };
         let p = compute_pipeline(device, &key, &module, layout, entry, constants)?;
         maps.pipelines.insert(key, p.clone());
+        maps.names.insert(p.clone(), entry.to_string());
         Ok(p)
+    }
+
+    /// The entry point `pipeline` was built from.
+    pub fn name(&self, pipeline: &wgpu::ComputePipeline) -> Option<String> {
+        let maps = self.inner.lock().unwrap_or_else(PoisonError::into_inner);
+        maps.names.get(pipeline).cloned()
     }
 
     /// How many pipelines were built.

@@ -82,8 +82,19 @@ pub(crate) fn record(k: &Kernels, encoder: &mut wgpu::CommandEncoder, dispatches
                 pass.dispatch_workgroups(d.groups[0], d.groups[1], d.groups[2]);
             }
         };
-        // Under a step cache the dispatches join the step's shared pass.
+        // Under a step cache the dispatches join the step's shared pass (or, profiling,
+        // each gets a timed pass of its own).
         match cache {
+            Some(c) if c.profiling() => {
+                for (d, g) in dispatches[i..j].iter().zip(&groups) {
+                    let name = k.cache.name(&d.pipeline).unwrap_or_else(|| "?".into());
+                    c.with_own_pass(encoder, name, |pass| {
+                        pass.set_pipeline(&d.pipeline);
+                        pass.set_bind_group(0, g, &[]);
+                        pass.dispatch_workgroups(d.groups[0], d.groups[1], d.groups[2]);
+                    });
+                }
+            }
             Some(c) => c.with_pass(encoder, run),
             None => run(
                 &mut encoder.begin_compute_pass(&wgpu::ComputePassDescriptor {

@@ -13,7 +13,7 @@ use std::collections::HashMap;
 use std::sync::{Mutex, PoisonError};
 
 use crate::counters::{Counter, Counters, WgpuCounters};
-use crate::timing::{KernelTime, Timing};
+use crate::timing::{KernelShare, KernelTime, Timing};
 
 /// At most this many bind groups are kept; past it the cache starts over (a bound, not a
 /// tuning: the lesson's step uses a few dozen).
@@ -60,6 +60,8 @@ pub struct StepCache {
     per_submission: bool,
     /// Timestamps around each pass, when asked for ([`StepCache::time_kernels`]).
     timing: Mutex<Option<Timing>>,
+    /// Each dispatch in a timed pass of its own, by kernel ([`StepCache::profile_kernels`]).
+    profiling: std::sync::atomic::AtomicBool,
 }
 
 impl StepCache {
@@ -132,6 +134,30 @@ impl StepCache {
         timing.is_some()
     }
 
+    /// Like [`StepCache::time_kernels`], and from now on every dispatch gets a timed pass
+    /// of its own, its time summed by kernel ([`StepCache::kernel_profile`]). A pass per
+    /// dispatch costs more than a shared one (on lavapipe ~15–35 µs), so the profile says
+    /// which kernels cost most, not what a step costs.
+    pub fn profile_kernels(&self, device: &wgpu::Device, queue: &wgpu::Queue) -> bool {
+        let on = self.time_kernels(device, queue);
+        self.profiling
+            .store(on, std::sync::atomic::Ordering::Relaxed);
+        on
+    }
+
+    pub(crate) fn profiling(&self) -> bool {
+        self.profiling.load(std::sync::atomic::Ordering::Relaxed)
+    }
+
+    /// Device time per kernel while profiling, in the order first met.
+    pub fn kernel_profile(&self) -> Vec<KernelShare> {
+        let timing = self.timing.lock().unwrap_or_else(PoisonError::into_inner);
+        timing
+            .as_ref()
+            .map(|t| t.profile().to_vec())
+            .unwrap_or_default()
+    }
+
     /// Device time inside the timed passes so far (`None` when not timing).
     pub fn kernel_time(&self) -> Option<KernelTime> {
         let timing = self.timing.lock().unwrap_or_else(PoisonError::into_inner);
@@ -185,6 +211,23 @@ impl StepCache {
                 .forget_lifetime()
         });
         f(pass);
+    }
+
+    /// Runs `f` on a timed pass of its own, named `kernel` in the profile.
+    pub(crate) fn with_own_pass(
+        &self,
+        encoder: &mut wgpu::CommandEncoder,
+        kernel: String,
+        f: impl FnOnce(&mut wgpu::ComputePass<'_>),
+    ) {
+        self.end_pass();
+        let mut timing = self.timing.lock().unwrap_or_else(PoisonError::into_inner);
+        let writes = timing.as_mut().and_then(|t| t.next_named_pass(kernel));
+        let mut pass = encoder.begin_compute_pass(&wgpu::ComputePassDescriptor {
+            label: Some("gpumem-kernels profiled"),
+            timestamp_writes: writes,
+        });
+        f(&mut pass);
     }
 
     /// Stages `bytes` at the next `align`ed slot of the ring: the buffer and offset to bind.

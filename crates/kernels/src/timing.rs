@@ -22,6 +22,18 @@ pub(crate) struct Timing {
     /// Nanoseconds per tick of the queue's clock.
     period: f32,
     totals: KernelTime,
+    /// The kernel of each pass this submission, when profiling (empty names otherwise).
+    names: Vec<String>,
+    profile: Vec<KernelShare>,
+}
+
+/// One kernel's device time while profiling, each dispatch in a timed pass of its own.
+#[derive(Debug, Clone, PartialEq)]
+pub struct KernelShare {
+    /// The WGSL entry point.
+    pub kernel: String,
+    pub nanoseconds: f64,
+    pub dispatches: u64,
 }
 
 /// Device time inside the timed compute passes.
@@ -62,17 +74,28 @@ impl Timing {
             passes: 0,
             period: queue.get_timestamp_period(),
             totals: KernelTime::default(),
+            names: Vec::new(),
+            profile: Vec::new(),
         })
     }
 
     /// The timestamp writes of the next pass, if a query pair is left this submission.
     pub(crate) fn next_pass(&mut self) -> Option<wgpu::ComputePassTimestampWrites<'_>> {
+        self.next_named_pass(String::new())
+    }
+
+    /// [`Timing::next_pass`] for a pass of one kernel, named in the profile.
+    pub(crate) fn next_named_pass(
+        &mut self,
+        kernel: String,
+    ) -> Option<wgpu::ComputePassTimestampWrites<'_>> {
         if self.passes == TIMED_PASSES {
             self.totals.untimed += 1;
             return None;
         }
         let i = 2 * self.passes;
         self.passes += 1;
+        self.names.push(kernel);
         Some(wgpu::ComputePassTimestampWrites {
             query_set: &self.queries,
             beginning_of_pass_write_index: Some(i),
@@ -108,17 +131,40 @@ impl Timing {
             && let Ok(data) = slice.get_mapped_range()
         {
             let stamps: &[u64] = bytemuck::cast_slice(&data);
-            for pair in stamps.chunks_exact(2) {
-                let ticks = pair[1].saturating_sub(pair[0]);
-                self.totals.nanoseconds += ticks as f64 * f64::from(self.period);
+            for (pair, name) in stamps.chunks_exact(2).zip(&self.names) {
+                let ns = pair[1].saturating_sub(pair[0]) as f64 * f64::from(self.period);
+                self.totals.nanoseconds += ns;
                 self.totals.passes += 1;
+                if !name.is_empty() {
+                    add_share(&mut self.profile, name, ns);
+                }
             }
         }
         self.readback.unmap();
         self.passes = 0;
+        self.names.clear();
+    }
+
+    pub(crate) fn profile(&self) -> &[KernelShare] {
+        &self.profile
     }
 
     pub(crate) fn totals(&self) -> KernelTime {
         self.totals
+    }
+}
+
+/// Adds one dispatch of `kernel` taking `ns` to `profile`.
+fn add_share(profile: &mut Vec<KernelShare>, kernel: &str, ns: f64) {
+    match profile.iter_mut().find(|s| s.kernel == kernel) {
+        Some(s) => {
+            s.nanoseconds += ns;
+            s.dispatches += 1;
+        }
+        None => profile.push(KernelShare {
+            kernel: kernel.to_string(),
+            nanoseconds: ns,
+            dispatches: 1,
+        }),
     }
 }

@@ -135,6 +135,16 @@ impl BufferStore {
         self.step.kernel_time()
     }
 
+    /// Starts profiling this store's kernels (each dispatch timed in a pass of its own).
+    pub fn profile_kernels(&self) -> bool {
+        self.step.profile_kernels(&self.gpu.device, &self.gpu.queue)
+    }
+
+    /// Device time per kernel while profiling.
+    pub fn kernel_profile(&self) -> Vec<gpumem_kernels::KernelShare> {
+        self.step.kernel_profile()
+    }
+
     pub(crate) fn count(&self, counter: Counter, n: u64) {
         self.step.count(counter, n);
     }
@@ -331,6 +341,24 @@ impl crate::Device {
         match self.borrow().alloc.store() {
             crate::device::Backing::Wgpu(store) => store.kernel_time(),
             _ => None,
+        }
+    }
+
+    /// [`crate::Device::time_kernels`] with every dispatch in a timed pass of its own,
+    /// summed by kernel ([`crate::Device::kernel_profile`]): which kernels cost most (a pass
+    /// each costs more than the step's shared pass). For benches.
+    pub fn profile_kernels(&self) -> bool {
+        match self.borrow().alloc.store() {
+            crate::device::Backing::Wgpu(store) => store.profile_kernels(),
+            _ => false,
+        }
+    }
+
+    /// Device time per kernel while profiling (empty when not profiling).
+    pub fn kernel_profile(&self) -> Vec<gpumem_kernels::KernelShare> {
+        match self.borrow().alloc.store() {
+            crate::device::Backing::Wgpu(store) => store.kernel_profile(),
+            _ => Vec::new(),
         }
     }
 
