@@ -79,6 +79,7 @@
 
 mod block;
 mod call;
+mod fused;
 mod params;
 mod skinny;
 pub(crate) mod tiled;

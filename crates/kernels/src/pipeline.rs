@@ -14,6 +14,9 @@ pub(crate) struct Layouts {
     pub storage2: (wgpu::BindGroupLayout, wgpu::PipelineLayout),
     pub storage3: (wgpu::BindGroupLayout, wgpu::PipelineLayout),
     pub storage4: (wgpu::BindGroupLayout, wgpu::PipelineLayout),
+    /// Five storage buffers: only where the device binds that many per stage (WebGPU's
+    /// downlevel limits allow 4); the fused kernels that need it fall back without it.
+    pub storage5: Option<(wgpu::BindGroupLayout, wgpu::PipelineLayout)>,
 }
 
 impl Layouts {
@@ -22,6 +25,8 @@ impl Layouts {
             storage2: layout(device, 2),
             storage3: layout(device, 3),
             storage4: layout(device, 4),
+            storage5: (device.limits().max_storage_buffers_per_shader_stage >= 5)
+                .then(|| layout(device, 5)),
         }
     }
 }

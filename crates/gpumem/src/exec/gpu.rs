@@ -78,6 +78,25 @@ fn with<const N: usize>(
     })
 }
 
+/// `c = op(a)·op(b) (+ bias)` as the kernels take it.
+fn gemm<'a>(
+    spec: Matmul,
+    a: Matrix<'a>,
+    b: Matrix<'a>,
+    c: Matrix<'a>,
+    bias: Option<Matrix<'a>>,
+) -> Gemm<'a> {
+    Gemm {
+        a,
+        trans_a: spec.trans_a,
+        b,
+        trans_b: spec.trans_b,
+        c,
+        accumulate: false,
+        bias,
+    }
+}
+
 pub fn matmul(
     spec: Matmul,
     a: &Tensor,
@@ -85,23 +104,6 @@ pub fn matmul(
     c: &Tensor,
     bias: Option<&Tensor>,
 ) -> Result<(), Error> {
-    fn gemm<'a>(
-        spec: Matmul,
-        a: Matrix<'a>,
-        b: Matrix<'a>,
-        c: Matrix<'a>,
-        bias: Option<Matrix<'a>>,
-    ) -> Gemm<'a> {
-        Gemm {
-            a,
-            trans_a: spec.trans_a,
-            b,
-            trans_b: spec.trans_b,
-            c,
-            accumulate: false,
-            bias,
-        }
-    }
     match bias {
         Some(bias) => with([a, b, c, bias], |k, e, [a, b, c, bias]| {
             k.matmul(e, &gemm(spec, a, b, c, Some(bias)))
@@ -112,12 +114,41 @@ pub fn matmul(
     }
 }
 
-pub fn relu(src: &Tensor, dst: &Tensor) -> Result<(), Error> {
-    with([src, dst], |k, e, [s, d]| k.relu(e, &s, &d))
+/// The product and its ReLU: one kernel where the shape allows (`Kernels::matmul_relu`).
+pub fn matmul_relu(
+    spec: Matmul,
+    a: &Tensor,
+    b: &Tensor,
+    c: &Tensor,
+    bias: Option<&Tensor>,
+    out: &Tensor,
+) -> Result<(), Error> {
+    match bias {
+        Some(bias) => with([a, b, c, bias, out], |k, e, [a, b, c, bias, out]| {
+            k.matmul_relu(e, &gemm(spec, a, b, c, Some(bias)), &out)
+        }),
+        None => with([a, b, c, out], |k, e, [a, b, c, out]| {
+            k.matmul_relu(e, &gemm(spec, a, b, c, None), &out)
+        }),
+    }
 }
 
-pub fn colsum(src: &Tensor, dst: &Tensor) -> Result<(), Error> {
-    with([src, dst], |k, e, [s, d]| k.colsum(e, &s, &d, false))
+/// A weight's gradient and its bias's: one kernel where the shape allows
+/// (`Kernels::matmul_colsum`).
+pub fn matmul_colsum(
+    spec: Matmul,
+    a: &Tensor,
+    b: &Tensor,
+    c: &Tensor,
+    sums: &Tensor,
+) -> Result<(), Error> {
+    with([a, b, c, sums], |k, e, [a, b, c, sums]| {
+        k.matmul_colsum(e, &gemm(spec, a, b, c, None), &sums)
+    })
+}
+
+pub fn relu(src: &Tensor, dst: &Tensor) -> Result<(), Error> {
+    with([src, dst], |k, e, [s, d]| k.relu(e, &s, &d))
 }
 
 pub fn sgd(param: &Tensor, grad: &Tensor, lr: f32) -> Result<(), Error> {

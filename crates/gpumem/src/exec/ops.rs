@@ -101,7 +101,68 @@ fn op_shape(t: &Tensor, trans: bool) -> (u64, u64) {
     }
 }
 
+/// `c = op(a)·op(b) (+ bias)`.
 pub fn matmul(
+    spec: Matmul,
+    a: &Tensor,
+    b: &Tensor,
+    c: &Tensor,
+    bias: Option<&Tensor>,
+) -> Result<(), Error> {
+    check_matmul(spec, a, b, c, bias)?;
+    on_backing!(
+        c,
+        Ok(()),
+        cpu::matmul(spec, a, b, c, bias),
+        gpu::matmul(spec, a, b, c, bias),
+    )
+}
+
+/// [`matmul`] then [`relu`]`(c, out)`: a linear layer and its ReLU, both outputs written as
+/// the two operations write them (the wgpu backing fuses them into one kernel where it can).
+pub fn matmul_relu(
+    spec: Matmul,
+    a: &Tensor,
+    b: &Tensor,
+    c: &Tensor,
+    bias: Option<&Tensor>,
+    out: &Tensor,
+) -> Result<(), Error> {
+    check_matmul(spec, a, b, c, bias)?;
+    check_relu(c, out)?;
+    distinct(out, &[a, b])?;
+    if let Some(bias) = bias {
+        distinct(out, &[bias])?;
+    }
+    on_backing!(
+        c,
+        Ok(()),
+        cpu::matmul(spec, a, b, c, bias).and_then(|()| cpu::relu(c, out)),
+        gpu::matmul_relu(spec, a, b, c, bias, out),
+    )
+}
+
+/// [`matmul`] then the column sums of `b` into `sums`: a weight's gradient `aᵀ·dZ` and its bias's `Σ dZ`,
+/// both written as the two operations write them (fused on the wgpu backing where it can).
+pub fn matmul_colsum(
+    spec: Matmul,
+    a: &Tensor,
+    b: &Tensor,
+    c: &Tensor,
+    sums: &Tensor,
+) -> Result<(), Error> {
+    check_matmul(spec, a, b, c, None)?;
+    check_colsum(b, sums)?;
+    distinct(sums, &[a, c])?;
+    on_backing!(
+        c,
+        Ok(()),
+        cpu::matmul(spec, a, b, c, None).and_then(|()| cpu::colsum(b, sums)),
+        gpu::matmul_colsum(spec, a, b, c, sums),
+    )
+}
+
+fn check_matmul(
     spec: Matmul,
     a: &Tensor,
     b: &Tensor,
@@ -133,24 +194,23 @@ pub fn matmul(
             )));
         }
     }
-    on_backing!(
-        c,
-        Ok(()),
-        cpu::matmul(spec, a, b, c, bias),
-        gpu::matmul(spec, a, b, c, bias),
-    )
+    Ok(())
 }
 
 pub fn relu(src: &Tensor, dst: &Tensor) -> Result<(), Error> {
-    same_device(&[src, dst])?;
-    float(&[src, dst])?;
-    same_shape(src, dst)?;
-    distinct(dst, &[src])?;
+    check_relu(src, dst)?;
     on_backing!(dst, Ok(()), cpu::relu(src, dst), gpu::relu(src, dst))
 }
 
-/// Column sums of `src` into `dst` (one value per column): a bias's gradient (`sum`).
-pub fn colsum(src: &Tensor, dst: &Tensor) -> Result<(), Error> {
+fn check_relu(src: &Tensor, dst: &Tensor) -> Result<(), Error> {
+    same_device(&[src, dst])?;
+    float(&[src, dst])?;
+    same_shape(src, dst)?;
+    distinct(dst, &[src])
+}
+
+/// `dst` can hold the column sums of `src` (one value per column: a bias's gradient).
+fn check_colsum(src: &Tensor, dst: &Tensor) -> Result<(), Error> {
     same_device(&[src, dst])?;
     float(&[src, dst])?;
     distinct(dst, &[src])?;
@@ -162,7 +222,7 @@ pub fn colsum(src: &Tensor, dst: &Tensor) -> Result<(), Error> {
             src.cols()
         )));
     }
-    on_backing!(src, Ok(()), cpu::colsum(src, dst), gpu::colsum(src, dst))
+    Ok(())
 }
 
 /// `param -= lr · grad`.

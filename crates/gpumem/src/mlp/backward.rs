@@ -149,9 +149,10 @@ impl Mlp {
             dtype,
             &grad_label("weight"),
         )?;
-        ops::matmul(TN, &input, &dz, &dw, None)?;
+        // Both made before either is computed, in the order the two operations make them,
+        // so one kernel can write both (`ops::matmul_colsum`).
         let db = Tensor::new(&self.device, 1, dz.cols(), dtype, &grad_label("bias"))?;
-        ops::colsum(&dz, &db)?;
+        ops::matmul_colsum(TN, &input, &dz, &dw, &db)?;
         drop((input, weight, dz, params));
         if cast_back {
             let p = self.precision().parameters();

@@ -95,20 +95,48 @@ impl Mlp {
         cache: &mut Option<CastCache>,
     ) -> Result<Tensor, Error> {
         self.hook(|h| h.pre_forward(i))?;
-        let z = self.linear_product(i, input, tape, cache)?;
+        let (z, _) = self.linear_product(i, input, tape, cache, false)?;
         self.hook(|h| h.post_forward(i))?;
         Ok(z)
     }
 
+    /// [`Mlp::linear`] then [`Mlp::relu`] as one operation (`ops::matmul_relu`) where
+    /// nothing runs between them: no scheme's hooks (FSDP frees parameters in the
+    /// post-forward hook), no autocast, an out-of-place ReLU. The tensors, their order of
+    /// allocation and the tape are those of the two calls: `z`, then `a`.
+    fn linear_relu(
+        &self,
+        i: usize,
+        input: &Tensor,
+        mut tape: Option<&mut Tape>,
+        cache: &mut Option<CastCache>,
+    ) -> Result<Tensor, Error> {
+        let fusable = self.hooks.is_none() && cache.is_none() && !self.config.strategy.relu_inplace;
+        if !fusable {
+            let z = self.linear(i, input, tape.as_deref_mut(), cache)?;
+            return self.relu(i, z, tape);
+        }
+        let (_, a) = self.linear_product(i, input, tape.as_deref_mut(), cache, true)?;
+        let a = a.ok_or_else(|| Error::Device("the fused ReLU made no output".into()))?;
+        if let Some(tape) = tape {
+            tape.push(Node::Relu { output: a.clone() });
+        }
+        Ok(a)
+    }
+
     /// [`Mlp::linear`] between the hooks: the parameters it uses are let go before the
     /// post-forward hook runs (FSDP's reshard frees them then).
+    ///
+    /// With `relu`, the ReLU's output is made right after `z` and written by the same
+    /// operation (`ops::matmul_relu`), and returned beside `z`.
     fn linear_product(
         &self,
         i: usize,
         input: &Tensor,
         tape: Option<&mut Tape>,
         cache: &mut Option<CastCache>,
-    ) -> Result<Tensor, Error> {
+        relu: bool,
+    ) -> Result<(Tensor, Option<Tensor>), Error> {
         let layer = &self.layer_params(i);
         let input_grad = self.global(i) > 0;
         let label = if self.is_output(i) {
@@ -140,13 +168,15 @@ impl Mlp {
             self.precision().parameters()
         };
         let z = Tensor::new(&self.device, input.rows(), w.cols(), dtype, &label)?;
-        ops::matmul(
-            NN,
-            &input,
-            w,
-            &z,
-            Some(bias.as_ref().unwrap_or(&layer.bias)),
-        )?;
+        let bias = Some(bias.as_ref().unwrap_or(&layer.bias));
+        let a = if relu {
+            let a = self.relu_output(i, &z)?;
+            ops::matmul_relu(NN, &input, w, &z, bias, &a)?;
+            Some(a)
+        } else {
+            ops::matmul(NN, &input, w, &z, bias)?;
+            None
+        };
         if let Some(tape) = tape {
             tape.push(Node::Linear {
                 layer: i,
@@ -155,7 +185,18 @@ impl Mlp {
                 input_grad,
             });
         }
-        Ok(z)
+        Ok((z, a))
+    }
+
+    /// The out-of-place ReLU's output for layer `i`'s `z`.
+    fn relu_output(&self, i: usize, z: &Tensor) -> Result<Tensor, Error> {
+        Tensor::new(
+            &self.device,
+            z.rows(),
+            z.cols(),
+            z.dtype(),
+            &format!("a{}", self.global(i)),
+        )
     }
 
     /// `relu(z)` into a new tensor, or `relu_(z)` in place; the node saves the output.
@@ -169,13 +210,7 @@ impl Mlp {
             ops::relu_(&z)?;
             z
         } else {
-            let a = Tensor::new(
-                &self.device,
-                z.rows(),
-                z.cols(),
-                z.dtype(),
-                &format!("a{}", self.global(i)),
-            )?;
+            let a = self.relu_output(i, &z)?;
             ops::relu(&z, &a)?;
             a
         };
@@ -196,8 +231,7 @@ impl Mlp {
     ) -> Result<Tensor, Error> {
         let mut h = input.clone();
         for i in layers {
-            let z = self.linear(i, &h, tape.as_deref_mut(), cache)?;
-            h = self.relu(i, z, tape.as_deref_mut())?;
+            h = self.linear_relu(i, &h, tape.as_deref_mut(), cache)?;
         }
         Ok(h)
     }

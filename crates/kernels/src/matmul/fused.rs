@@ -1,0 +1,278 @@
+//! Products fused with the operation that reads their output next (`fused.wgsl`): the
+//! forward's `z = x·W + b` with the ReLU `a = max(z, 0)`, and the backward's `dW = xᵀ·dZ`
+//! with the bias's gradient `db = Σ_rows dZ`. Both outputs are written, as the separate
+//! operations write them (the step's tensors and their lifetimes do not change); what is
+//! saved is one dispatch and the second operation's pass over a 64,000-value tensor.
+//!
+//! The fused kernels cover the skinny shapes of the lesson's first layer (k ≤ 4 forward,
+//! m ≤ 4 backward) for float32 operands that are whole quads in one binding each; anything
+//! else, a backward product that split-k would cut, and a device that binds fewer than five
+//! storage buffers per stage (WebGPU's downlevel limits) runs the two separate kernels.
+
+use super::call::Call;
+use super::skinny::Skinny;
+use super::{Gemm, MatmulKernel};
+use crate::error::KernelError;
+use crate::kernels::Kernels;
+use crate::pieces::{Bind, Operand, segments};
+use crate::record::{Dispatch, grid, record};
+use crate::shader::{Compute, Layout, Store, prelude};
+use crate::view::{DType, Matrix};
+
+const FUSED: &str = include_str!("fused.wgsl");
+
+/// Rows per workgroup of `mm_smallk_relu` (`SMALLK_ROWS` in fused.wgsl).
+const SMALLK_ROWS: u64 = 64;
+/// Largest skinny dimension the fused kernels take.
+const SKINNY_MAX: u64 = 4;
+/// `FusedParams::flags`: add the bias.
+const BIAS: u32 = 2;
+
+/// The uniform of the fused kernels (`Params` in fused.wgsl); offsets in elements.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, bytemuck::Pod, bytemuck::Zeroable)]
+struct FusedParams {
+    m: u32,
+    n: u32,
+    k: u32,
+    flags: u32,
+    a_off: u32,
+    b_off: u32,
+    c_off: u32,
+    x_off: u32,
+    r_off: u32,
+    pad: [u32; 3],
+}
+
+impl Kernels {
+    /// `g.c = op(g.a)·op(g.b) (+ g.bias)`, then `out = max(g.c, 0)`: one kernel where the
+    /// product is a forward layer with k ≤ 4 (see the module docs), else [`Kernels::matmul`]
+    /// and [`Kernels::relu`].
+    pub fn matmul_relu(
+        &self,
+        encoder: &mut wgpu::CommandEncoder,
+        g: &Gemm<'_>,
+        out: &Matrix<'_>,
+    ) -> Result<(), KernelError> {
+        match self.fused_relu(g, out)? {
+            Some(d) => {
+                record(self, encoder, &[d]);
+                Ok(())
+            }
+            None => {
+                self.matmul(encoder, g)?;
+                self.relu(encoder, &g.c, out)
+            }
+        }
+    }
+
+    /// `g.c = op(g.a)·op(g.b)` and `sums` = the column sums of `g.b` (a weight's and its
+    /// bias's gradients, `aᵀ·dZ` and `Σ dZ`): one kernel where m ≤ 4 and the product would
+    /// not be split along k, else [`Kernels::matmul`] and [`Kernels::colsum`].
+    pub fn matmul_colsum(
+        &self,
+        encoder: &mut wgpu::CommandEncoder,
+        g: &Gemm<'_>,
+        sums: &Matrix<'_>,
+    ) -> Result<(), KernelError> {
+        match self.fused_colsum(g, sums)? {
+            Some(d) => {
+                record(self, encoder, &[d]);
+                Ok(())
+            }
+            None => {
+                self.matmul(encoder, g)?;
+                self.colsum(encoder, &g.b, sums, false)
+            }
+        }
+    }
+
+    fn fused_relu<'a>(
+        &'a self,
+        g: &Gemm<'a>,
+        out: &Matrix<'a>,
+    ) -> Result<Option<Dispatch<'a>>, KernelError> {
+        if self.layouts.storage5.is_none() {
+            return Ok(None);
+        }
+        let call = Call::new(self, g, MatmulKernel::Auto)?;
+        let (m, n, k) = (call.m, call.n, call.k);
+        if g.trans_a
+            || g.trans_b
+            || g.accumulate
+            || !(1..=SKINNY_MAX).contains(&k)
+            || !fusable(&call, n)
+            || (out.rows, out.cols) != (m, n)
+            || out.dtype != DType::F32
+        {
+            return Ok(None);
+        }
+        let Some(r) = self.whole("out", out)? else {
+            return Ok(None);
+        };
+        let bias = match &g.bias {
+            Some(b) => match self.whole("bias", &b.flat())? {
+                Some(b) => Some(b),
+                None => return Ok(None),
+            },
+            None => None,
+        };
+        let (Some(a), Some(b), Some(c)) = (
+            self.whole("a", &g.a)?,
+            self.whole("b", &g.b)?,
+            self.whole("c", &g.c)?,
+        ) else {
+            return Ok(None);
+        };
+        let params = FusedParams {
+            m: m as u32,
+            n: n as u32,
+            k: k as u32,
+            flags: if bias.is_some() { BIAS } else { 0 },
+            a_off: elem(&a),
+            b_off: elem(&b),
+            c_off: elem(&c),
+            x_off: bias.as_ref().map_or(0, elem),
+            r_off: elem(&r),
+            ..FusedParams::default()
+        };
+        let max = self.limits.max_workgroups;
+        let groups = [
+            n.div_ceil(4).div_ceil(64).clamp(1, u64::from(max)) as u32,
+            m.div_ceil(SMALLK_ROWS).clamp(1, u64::from(max)) as u32,
+            1,
+        ];
+        let x = bias.unwrap_or_else(|| self.dummy_bind());
+        self.fused_dispatch(
+            "mm_smallk_relu",
+            vec![a, b, c, x, r],
+            1 << 2 | 1 << 4,
+            params,
+            groups,
+        )
+        .map(Some)
+    }
+
+    fn fused_colsum<'a>(
+        &'a self,
+        g: &Gemm<'a>,
+        sums: &Matrix<'a>,
+    ) -> Result<Option<Dispatch<'a>>, KernelError> {
+        if self.layouts.storage5.is_none() {
+            return Ok(None);
+        }
+        let call = Call::new(self, g, MatmulKernel::Auto)?;
+        let (m, n, k) = (call.m, call.n, call.k);
+        if !g.trans_a
+            || g.trans_b
+            || g.accumulate
+            || g.bias.is_some()
+            || !(1..=SKINNY_MAX).contains(&m)
+            || !fusable(&call, n)
+            // Only where the unfused product runs unsplit (a GPU splits a long k).
+            || self.skinny(MatmulKernel::Auto, m, n, k, 4) != Some(Skinny::M(1))
+            || sums.len() != n
+            || sums.dtype != DType::F32
+        {
+            return Ok(None);
+        }
+        let (Some(a), Some(b), Some(c), Some(x)) = (
+            self.whole("a", &g.a)?,
+            self.whole("b", &g.b)?,
+            self.whole("c", &g.c)?,
+            self.whole("sums", &sums.flat())?,
+        ) else {
+            return Ok(None);
+        };
+        let params = FusedParams {
+            m: m as u32,
+            n: n as u32,
+            k: k as u32,
+            a_off: elem(&a),
+            b_off: elem(&b),
+            c_off: elem(&c),
+            x_off: elem(&x),
+            ..FusedParams::default()
+        };
+        let groups = grid(n.div_ceil(4).div_ceil(64), self.limits.max_workgroups);
+        let r = self.dummy_bind();
+        self.fused_dispatch(
+            "mm_smallm_colsum",
+            vec![a, b, c, x, r],
+            1 << 2 | 1 << 3,
+            params,
+            groups,
+        )
+        .map(Some)
+    }
+
+    /// `m`'s binding when it is one span of whole quads starting on a quad.
+    fn whole<'a>(&self, name: &str, m: &Matrix<'a>) -> Result<Option<Bind<'a>>, KernelError> {
+        if m.rows == 0 || m.dtype != DType::F32 {
+            return Ok(None);
+        }
+        let op = Operand::new(name, m, &self.limits, 4)?;
+        if segments(m.rows, &[&op]).len() != 1 {
+            return Ok(None);
+        }
+        let bind = op.bind(0, m.rows);
+        Ok(match bind {
+            Bind::Direct {
+                quads: true, elem, ..
+            } if elem.is_multiple_of(4) => Some(bind),
+            _ => None,
+        })
+    }
+
+    fn fused_dispatch<'a>(
+        &'a self,
+        entry: &str,
+        storage: Vec<Bind<'a>>,
+        writes: u32,
+        params: FusedParams,
+        groups: [u32; 3],
+    ) -> Result<Dispatch<'a>, KernelError> {
+        let layout = self.layouts.storage5.as_ref().ok_or_else(|| {
+            KernelError::Unsupported("five storage buffers per shader stage".into())
+        })?;
+        let pipeline =
+            self.cache
+                .get(&self.device, &layout.1, "mm-fused/f32", entry, &[], || {
+                    let mut s = prelude(
+                        Compute::F32,
+                        &[
+                            ("a", Store::F32),
+                            ("b", Store::F32),
+                            ("c", Store::F32),
+                            ("x", Store::F32),
+                            ("r", Store::F32),
+                        ],
+                        Layout::Quads,
+                    );
+                    s.push_str(FUSED);
+                    s
+                })?;
+        Ok(Dispatch {
+            pipeline,
+            layout: &layout.0,
+            storage,
+            writes,
+            params: bytemuck::bytes_of(&params).to_vec(),
+            groups,
+        })
+    }
+}
+
+/// Whether `call` is float32 throughout with `n` a whole number of quads.
+fn fusable(call: &Call<'_>, n: u64) -> bool {
+    let s = &call.stores;
+    n.is_multiple_of(4) && call.m > 0 && [s.a, s.b, s.c, s.bias].iter().all(|&x| x == Store::F32)
+}
+
+/// The first element of an operand inside its binding.
+fn elem(b: &Bind<'_>) -> u32 {
+    match b {
+        Bind::Direct { elem, .. } => *elem as u32,
+        Bind::Gather { lead, .. } => *lead as u32,
+    }
+}
