@@ -7,11 +7,11 @@ use crate::counters::{Counter, Counters, WgpuCounters};
 use crate::error::KernelError;
 use crate::limits::KernelLimits;
 use crate::matmul;
-use crate::pieces::Bind;
+use crate::pieces::{Bind, Operand, segments};
 use crate::pipeline::{Cache, Layouts};
 use crate::shader::{self, Store};
 use crate::step_cache::StepCache;
-use crate::view::DType;
+use crate::view::{DType, Matrix};
 
 /// Scratch buffer slots (see [`Kernels::scratch`]): below `COLSUM_SLOT`, gathered operands
 /// (one per binding slot); then colsum's partial sums, matmul's split-k partial sums, and
@@ -217,6 +217,29 @@ impl Kernels {
     /// The storage of `dtype` on this device, or why there is none.
     pub(crate) fn store(&self, dtype: DType) -> Result<Store, KernelError> {
         shader::store_for(&self.device, self.limits.shader_f16, dtype)
+    }
+
+    /// `m`'s binding when it is float32, one span of whole quads starting on a quad: what
+    /// the fused kernels bind as `array<vec4<f32>>` (others take the general path).
+    pub(crate) fn whole_quads<'a>(
+        &self,
+        name: &str,
+        m: &Matrix<'a>,
+    ) -> Result<Option<Bind<'a>>, KernelError> {
+        if m.rows == 0 || m.dtype != DType::F32 {
+            return Ok(None);
+        }
+        let op = Operand::new(name, m, &self.limits, 4)?;
+        if segments(m.rows, &[&op]).len() != 1 {
+            return Ok(None);
+        }
+        let bind = op.bind(0, m.rows);
+        Ok(match bind {
+            Bind::Direct {
+                quads: true, elem, ..
+            } if elem.is_multiple_of(4) => Some(bind),
+            _ => None,
+        })
     }
 
     /// A binding for a slot the kernel does not use.

@@ -51,6 +51,7 @@ pub mod bench;
 pub mod counters;
 pub mod elementwise;
 mod error;
+pub mod foreach;
 pub mod gpu;
 mod kernels;
 mod limits;

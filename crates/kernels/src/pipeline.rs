@@ -17,6 +17,8 @@ pub(crate) struct Layouts {
     /// Five storage buffers: only where the device binds that many per stage (WebGPU's
     /// downlevel limits allow 4); the fused kernels that need it fall back without it.
     pub storage5: Option<(wgpu::BindGroupLayout, wgpu::PipelineLayout)>,
+    /// Eight, likewise (foreach SGD's four pairs).
+    pub storage8: Option<(wgpu::BindGroupLayout, wgpu::PipelineLayout)>,
 }
 
 impl Layouts {
@@ -27,6 +29,8 @@ impl Layouts {
             storage4: layout(device, 4),
             storage5: (device.limits().max_storage_buffers_per_shader_stage >= 5)
                 .then(|| layout(device, 5)),
+            storage8: (device.limits().max_storage_buffers_per_shader_stage >= 8)
+                .then(|| layout(device, 8)),
         }
     }
 }

@@ -155,6 +155,34 @@ pub fn sgd(param: &Tensor, grad: &Tensor, lr: f32) -> Result<(), Error> {
     with([param, grad], |k, e, [p, g]| k.sgd(e, &p, &g, lr))
 }
 
+/// Every pair's update, four pairs a kernel where they allow it (`Kernels::sgd_foreach`).
+pub fn sgd_foreach(pairs: &[(&Tensor, &Tensor)], lr: f32) -> Result<(), Error> {
+    let Some(&(first, _)) = pairs.first() else {
+        return Ok(());
+    };
+    let device = first.device().clone();
+    let inner = device.borrow();
+    let Backing::Wgpu(store) = inner.alloc.store() else {
+        return Err(Error::Device("not a wgpu tensor".into()));
+    };
+    store.check()?;
+    let parts: Vec<(Vec<Part<'_>>, Vec<Part<'_>>)> = pairs
+        .iter()
+        .map(|&(p, g)| Ok((tensor_parts(store, p)?, tensor_parts(store, g)?)))
+        .collect::<Result<_, Error>>()?;
+    let views: Vec<(Matrix<'_>, Matrix<'_>)> = pairs
+        .iter()
+        .zip(&parts)
+        .map(|(&(p, g), (pp, gp))| (matrix(p, pp), matrix(g, gp)))
+        .collect();
+    let kernels = store.kernels()?;
+    store.record(|encoder| {
+        kernels
+            .recording(store.step_cache(), |k| k.sgd_foreach(encoder, &views, lr))
+            .map_err(kernel_error)
+    })
+}
+
 pub fn adam(
     param: &Tensor,
     grad: &Tensor,

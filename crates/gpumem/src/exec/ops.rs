@@ -239,6 +239,26 @@ pub fn sgd(param: &Tensor, grad: &Tensor, lr: f32) -> Result<(), Error> {
     )
 }
 
+/// [`sgd`] for every `(param, grad)` pair: PyTorch's foreach SGD without momentum, one
+/// kernel for several parameters on the wgpu backing where they allow it.
+pub fn sgd_foreach(pairs: &[(&Tensor, &Tensor)], lr: f32) -> Result<(), Error> {
+    let Some(&(first, _)) = pairs.first() else {
+        return Ok(());
+    };
+    for &(param, grad) in pairs {
+        same_device(&[first, param, grad])?;
+        float(&[param, grad])?;
+        same_shape(param, grad)?;
+        distinct(param, &[grad])?;
+    }
+    on_backing!(
+        first,
+        Ok(()),
+        pairs.iter().try_for_each(|&(p, g)| cpu::sgd(p, g, lr)),
+        gpu::sgd_foreach(pairs, lr),
+    )
+}
+
 /// One Adam update with bias correction, as `torch.optim.Adam` does it.
 pub fn adam(
     param: &Tensor,

@@ -193,12 +193,12 @@ impl Mlp {
         let imp = self.config.strategy.optimizer_impl;
         match self.config.optimizer {
             Optimizer::Sgd { momentum: 0.0, .. } => {
-                for (_, _, p, g) in &params {
-                    if let Some(g) = g {
-                        ops::sgd(p, g, lr)?;
-                    }
-                }
-                Ok(())
+                let pairs: Vec<(&Tensor, &Tensor)> = params
+                    .iter()
+                    .filter_map(|(_, _, p, g)| g.as_ref().map(|g| (*p, *g)))
+                    .collect();
+                // Nothing is allocated: every implementation updates the same values.
+                ops::sgd_foreach(&pairs, lr)
             }
             Optimizer::Sgd { momentum, .. } => {
                 for ((_, _, p, g), state) in params.iter().zip(&self.optim.params) {

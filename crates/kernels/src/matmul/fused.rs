@@ -14,7 +14,7 @@ use super::skinny::Skinny;
 use super::{Gemm, MatmulKernel};
 use crate::error::KernelError;
 use crate::kernels::Kernels;
-use crate::pieces::{Bind, Operand, segments};
+use crate::pieces::Bind;
 use crate::record::{Dispatch, grid, record};
 use crate::shader::{Compute, Layout, Store, prelude};
 use crate::view::{DType, Matrix};
@@ -107,20 +107,20 @@ impl Kernels {
         {
             return Ok(None);
         }
-        let Some(r) = self.whole("out", out)? else {
+        let Some(r) = self.whole_quads("out", out)? else {
             return Ok(None);
         };
         let bias = match &g.bias {
-            Some(b) => match self.whole("bias", &b.flat())? {
+            Some(b) => match self.whole_quads("bias", &b.flat())? {
                 Some(b) => Some(b),
                 None => return Ok(None),
             },
             None => None,
         };
         let (Some(a), Some(b), Some(c)) = (
-            self.whole("a", &g.a)?,
-            self.whole("b", &g.b)?,
-            self.whole("c", &g.c)?,
+            self.whole_quads("a", &g.a)?,
+            self.whole_quads("b", &g.b)?,
+            self.whole_quads("c", &g.c)?,
         ) else {
             return Ok(None);
         };
@@ -177,10 +177,10 @@ impl Kernels {
             return Ok(None);
         }
         let (Some(a), Some(b), Some(c), Some(x)) = (
-            self.whole("a", &g.a)?,
-            self.whole("b", &g.b)?,
-            self.whole("c", &g.c)?,
-            self.whole("sums", &sums.flat())?,
+            self.whole_quads("a", &g.a)?,
+            self.whole_quads("b", &g.b)?,
+            self.whole_quads("c", &g.c)?,
+            self.whole_quads("sums", &sums.flat())?,
         ) else {
             return Ok(None);
         };
@@ -204,24 +204,6 @@ impl Kernels {
             groups,
         )
         .map(Some)
-    }
-
-    /// `m`'s binding when it is one span of whole quads starting on a quad.
-    fn whole<'a>(&self, name: &str, m: &Matrix<'a>) -> Result<Option<Bind<'a>>, KernelError> {
-        if m.rows == 0 || m.dtype != DType::F32 {
-            return Ok(None);
-        }
-        let op = Operand::new(name, m, &self.limits, 4)?;
-        if segments(m.rows, &[&op]).len() != 1 {
-            return Ok(None);
-        }
-        let bind = op.bind(0, m.rows);
-        Ok(match bind {
-            Bind::Direct {
-                quads: true, elem, ..
-            } if elem.is_multiple_of(4) => Some(bind),
-            _ => None,
-        })
     }
 
     fn fused_dispatch<'a>(

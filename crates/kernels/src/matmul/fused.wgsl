@@ -23,20 +23,21 @@ struct Params {
 
 const SMALLK_ROWS: u32 = 64u;
 
-// Element t of A, read through `cache` (the quad last loaded, tag `at`): A's elements are
-// walked in order, so each quad is loaded once (uniform across the workgroup).
-struct AQuad {
-    at: u32,
-    v: vec4<f32>,
+// Element t of A (the same for every invocation: a uniform load).
+fn a_elem(t: u32) -> f32 {
+    return a[t >> 2u][t & 3u];
 }
 
-fn a_elem(t: u32, cache: ptr<function, AQuad>) -> f32 {
-    let w = t >> 2u;
-    if ((*cache).at != w) {
-        (*cache).at = w;
-        (*cache).v = a[w];
-    }
-    return (*cache).v[t & 3u];
+// One row of C and R from A's k values at t.
+fn smallk_row(t: u32, b0: vec4<f32>, b1: vec4<f32>, b2: vec4<f32>, b3: vec4<f32>,
+              bias: vec4<f32>, cq: u32, rq: u32) {
+    var v = vec4<f32>(a_elem(t)) * b0;
+    if (p.k > 1u) { v = fma(vec4<f32>(a_elem(t + 1u)), b1, v); }
+    if (p.k > 2u) { v = fma(vec4<f32>(a_elem(t + 2u)), b2, v); }
+    if (p.k > 3u) { v = fma(vec4<f32>(a_elem(t + 3u)), b3, v); }
+    v += bias;
+    c[cq] = v;
+    r[rq] = max(v, vec4<f32>());
 }
 
 @compute @workgroup_size(64)
@@ -64,18 +65,28 @@ fn smallk_relu(row0: u32, row1: u32, q: u32) {
     if (p.k > 3u) { b3 = b[bq + 3u * quads]; }
     var bias = vec4<f32>();
     if ((p.flags & 2u) != 0u) { bias = x[(p.x_off >> 2u) + q]; }
-    var cache = AQuad(0xffffffffu, vec4<f32>());
     var t = p.a_off + row0 * p.k;
     var cq = (p.c_off >> 2u) + row0 * quads + q;
     var rq = (p.r_off >> 2u) + row0 * quads + q;
-    for (var i = row0; i < row1; i++) {
-        var v = vec4<f32>(a_elem(t, &cache)) * b0;
-        if (p.k > 1u) { v = fma(vec4<f32>(a_elem(t + 1u, &cache)), b1, v); }
-        if (p.k > 2u) { v = fma(vec4<f32>(a_elem(t + 2u, &cache)), b2, v); }
-        if (p.k > 3u) { v = fma(vec4<f32>(a_elem(t + 3u, &cache)), b3, v); }
-        v += bias;
-        c[cq] = v;
-        r[rq] = max(v, vec4<f32>());
+    var i = row0;
+    // k = 2 (the lesson's two inputs): two rows of A are one quad, one load for both
+    // (row0 is a multiple of SMALLK_ROWS and a_off of 4, so t stays on quads).
+    if (p.k == 2u) {
+        for (; i + 1u < row1; i += 2u) {
+            let av = a[t >> 2u];
+            let v0 = fma(vec4<f32>(av.y), b1, vec4<f32>(av.x) * b0) + bias;
+            let v1 = fma(vec4<f32>(av.w), b1, vec4<f32>(av.z) * b0) + bias;
+            c[cq] = v0;
+            r[rq] = max(v0, vec4<f32>());
+            c[cq + quads] = v1;
+            r[rq + quads] = max(v1, vec4<f32>());
+            t += 4u;
+            cq += 2u * quads;
+            rq += 2u * quads;
+        }
+    }
+    for (; i < row1; i++) {
+        smallk_row(t, b0, b1, b2, b3, bias, cq, rq);
         t += p.k;
         cq += quads;
         rq += quads;
@@ -98,15 +109,31 @@ fn smallm_colsum(q: u32) {
     var c2 = vec4<f32>();
     var c3 = vec4<f32>();
     var s = vec4<f32>();
-    var cache = AQuad(0xffffffffu, vec4<f32>());
     var t = p.a_off;
     var bq = (p.b_off >> 2u) + q;
-    for (var kk = 0u; kk < p.k; kk++) {
+    var kk = 0u;
+    // m = 2 (the lesson's two inputs): two rows of A are one quad, one load for both.
+    if (p.m == 2u) {
+        for (; kk + 1u < p.k; kk += 2u) {
+            let av = a[t >> 2u];
+            let g0 = b[bq];
+            let g1 = b[bq + quads];
+            c0 = fma(vec4<f32>(av.x), g0, c0);
+            c1 = fma(vec4<f32>(av.y), g0, c1);
+            s += g0;
+            c0 = fma(vec4<f32>(av.z), g1, c0);
+            c1 = fma(vec4<f32>(av.w), g1, c1);
+            s += g1;
+            t += 4u;
+            bq += 2u * quads;
+        }
+    }
+    for (; kk < p.k; kk++) {
         let g = b[bq];
-        c0 = fma(vec4<f32>(a_elem(t, &cache)), g, c0);
-        if (p.m > 1u) { c1 = fma(vec4<f32>(a_elem(t + 1u, &cache)), g, c1); }
-        if (p.m > 2u) { c2 = fma(vec4<f32>(a_elem(t + 2u, &cache)), g, c2); }
-        if (p.m > 3u) { c3 = fma(vec4<f32>(a_elem(t + 3u, &cache)), g, c3); }
+        c0 = fma(vec4<f32>(a_elem(t)), g, c0);
+        if (p.m > 1u) { c1 = fma(vec4<f32>(a_elem(t + 1u)), g, c1); }
+        if (p.m > 2u) { c2 = fma(vec4<f32>(a_elem(t + 2u)), g, c2); }
+        if (p.m > 3u) { c3 = fma(vec4<f32>(a_elem(t + 3u)), g, c3); }
         s += g;
         t += p.m;
         bq += quads;

@@ -7,7 +7,8 @@ use gpumem_kernels::{Gemm, Kernels};
 use crate::common::*;
 
 /// (m, k, n, bias, split): the lesson's first layer at batch 32 and odd variations.
-const RELU_CASES: [(usize, usize, usize, bool, bool); 7] = [
+/// Rows of 33 and 70 (64 + 6) leave one row after the pairs of the k = 2 loop.
+const RELU_CASES: [(usize, usize, usize, bool, bool); 9] = [
     (32, 2, 2000, true, false),
     (70, 2, 12, true, false),
     (130, 1, 8, false, false),
@@ -15,6 +16,8 @@ const RELU_CASES: [(usize, usize, usize, bool, bool); 7] = [
     (67, 4, 40, true, false),
     (9, 2, 6, true, false),
     (40, 2, 24, true, true),
+    (33, 2, 16, true, false),
+    (65, 2, 8, false, false),
 ];
 
 fn reference(a: &[f32], b: &[f32], (m, k, n): (usize, usize, usize), ta: bool) -> Vec<f64> {
@@ -129,13 +132,15 @@ fn the_first_layers_forward_and_gradients_are_one_dispatch_each() {
 }
 
 /// (m, k, n, split): the lesson's first-layer gradient at batch 32 and variations.
-const COLSUM_CASES: [(usize, usize, usize, bool); 6] = [
+/// k of 33 leaves one row after the pairs of the m = 2 loop.
+const COLSUM_CASES: [(usize, usize, usize, bool); 7] = [
     (2, 32, 2000, false),
     (1, 7, 8, false),
     (3, 65, 12, false),
     (4, 33, 20, false),
     (2, 9, 6, false),
     (2, 40, 24, true),
+    (2, 33, 8, false),
 ];
 
 /// Runs `matmul_colsum` (c = aᵀ·b, sums = column sums of b); returns its dispatches.

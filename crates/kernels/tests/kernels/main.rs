@@ -10,6 +10,7 @@ mod downlevel;
 mod dtypes;
 mod elementwise;
 mod errors;
+mod foreach;
 mod fused;
 mod loss;
 mod matmul;
