@@ -14,6 +14,9 @@
 //! records a step (under a step cache: the step's shared compute pass, cached bind group,
 //! uniform ring), timed from submission to completion and divided by the dispatches; times
 //! the step's dispatch count, it is what a step would cost if its kernels had no work.
+//!
+//! Then a per-kernel profile (each dispatch in a timed pass of its own), and, on lavapipe,
+//! the step table of a second run with the driver's worker threads off (`LP_NUM_THREADS=0`).
 
 use gpumem::data::Dataset;
 use gpumem::mlp::{Batch, Mlp, MlpConfig, Optimizer};
@@ -173,7 +176,44 @@ fn main() {
             }
         }
     }
+    if std::env::var_os(INLINE_CHILD).is_some() {
+        return;
+    }
     print_profiles(&gpu, card);
+    if gpu.gpu().info().name.contains("llvmpipe") {
+        print_inline_rows();
+    }
+}
+
+/// Set in the run this bench starts for [`print_inline_rows`] (which prints its table only).
+const INLINE_CHILD: &str = "GPUMEM_BENCH_INLINE_CHILD";
+
+/// The step table again from a second run of this bench with lavapipe's worker threads off
+/// (`LP_NUM_THREADS=0`, read when the driver starts, hence a second process): each
+/// dispatch then runs on the submitting thread, without the hand-off to a worker that the
+/// floor above measures. A setting of the driver, not of the engine.
+fn print_inline_rows() {
+    println!();
+    println!(
+        "The same steps with lavapipe's worker threads off (LP_NUM_THREADS=0, a setting of the driver; a second run of this bench):"
+    );
+    println!();
+    let run = std::env::current_exe().and_then(|exe| {
+        std::process::Command::new(exe)
+            .env("LP_NUM_THREADS", "0")
+            .env(INLINE_CHILD, "1")
+            .output()
+    });
+    match run {
+        Ok(out) if out.status.success() => {
+            let table = String::from_utf8_lossy(&out.stdout);
+            for line in table.lines().filter(|l| l.starts_with('|')) {
+                println!("{line}");
+            }
+        }
+        Ok(out) => println!("(that run failed: {})", out.status),
+        Err(e) => println!("(that run could not start: {e})"),
+    }
 }
 
 /// The step's optimizers' configurations.
