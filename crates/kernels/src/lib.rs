@@ -58,6 +58,7 @@ mod limits;
 pub mod loss;
 pub mod matmul;
 pub mod optim;
+pub mod optim_fused;
 pub(crate) mod pieces;
 pub(crate) mod pipeline;
 pub(crate) mod record;

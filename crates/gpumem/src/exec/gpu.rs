@@ -190,16 +190,20 @@ pub fn adam(
     v: &Tensor,
     hp: AdamStep,
 ) -> Result<(), Error> {
-    let h = gpumem_kernels::Adam {
+    let h = adam_hyper(hp);
+    with([param, grad, m, v], |k, e, [p, g, m, v]| {
+        k.adam(e, &p, &g, &m, &v, &h)
+    })
+}
+
+fn adam_hyper(hp: AdamStep) -> gpumem_kernels::Adam {
+    gpumem_kernels::Adam {
         lr: hp.lr,
         beta1: hp.beta1,
         beta2: hp.beta2,
         eps: hp.eps,
         step: hp.step,
-    };
-    with([param, grad, m, v], |k, e, [p, g, m, v]| {
-        k.adam(e, &p, &g, &m, &v, &h)
-    })
+    }
 }
 
 pub fn unscale_check(x: &Tensor, factor: f32, flag: &Tensor) -> Result<(), Error> {
@@ -276,6 +280,35 @@ pub fn scale(x: &Tensor, factor: f32) -> Result<(), Error> {
 
 pub fn add(dst: &Tensor, src: &Tensor) -> Result<(), Error> {
     with([dst, src], |k, e, [d, s]| k.add(e, &d, &s))
+}
+
+/// Adam's step and foreach Adam's denominator: one kernel where the tensors allow it
+/// (`Kernels::adam_with_denom`).
+#[allow(clippy::too_many_arguments)]
+pub fn adam_with_denom(
+    param: &Tensor,
+    grad: &Tensor,
+    m: &Tensor,
+    v: &Tensor,
+    hp: AdamStep,
+    denom: &Tensor,
+    scale: f32,
+    eps: f32,
+) -> Result<(), Error> {
+    let h = adam_hyper(hp);
+    with(
+        [param, grad, m, v, denom],
+        |k, e, [param, grad, m, v, denom]| {
+            let t = gpumem_kernels::optim_fused::AdamTensors {
+                param,
+                grad,
+                m,
+                v,
+                denom,
+            };
+            k.adam_with_denom(e, &t, &h, f64::from(scale), f64::from(eps))
+        },
+    )
 }
 
 pub fn adam_denom(v: &Tensor, dst: &Tensor, scale: f32, eps: f32) -> Result<(), Error> {

@@ -267,6 +267,41 @@ pub fn adam(
     v: &Tensor,
     hp: AdamStep,
 ) -> Result<(), Error> {
+    check_adam(param, grad, m, v)?;
+    on_backing!(
+        param,
+        Ok(()),
+        cpu::adam(param, grad, m, v, hp),
+        gpu::adam(param, grad, m, v, hp),
+    )
+}
+
+/// [`adam`], then [`adam_denom`]`(v, denom, scale, eps)` from the updated `v`: foreach Adam's
+/// step and its denominator, both written as the two operations write them (one kernel on
+/// the wgpu backing where the tensors allow it).
+#[allow(clippy::too_many_arguments)]
+pub fn adam_with_denom(
+    param: &Tensor,
+    grad: &Tensor,
+    m: &Tensor,
+    v: &Tensor,
+    hp: AdamStep,
+    denom: &Tensor,
+    scale: f32,
+    eps: f32,
+) -> Result<(), Error> {
+    check_adam(param, grad, m, v)?;
+    check_adam_denom(v, denom)?;
+    distinct(denom, &[param, grad, m])?;
+    on_backing!(
+        param,
+        Ok(()),
+        cpu::adam(param, grad, m, v, hp).and_then(|()| cpu::adam_denom(v, denom, scale, eps)),
+        gpu::adam_with_denom(param, grad, m, v, hp, denom, scale, eps),
+    )
+}
+
+fn check_adam(param: &Tensor, grad: &Tensor, m: &Tensor, v: &Tensor) -> Result<(), Error> {
     same_device(&[param, grad, m, v])?;
     float(&[param, grad, m, v])?;
     for t in [grad, m, v] {
@@ -274,13 +309,7 @@ pub fn adam(
     }
     distinct(param, &[grad, m, v])?;
     distinct(m, &[grad, v])?;
-    distinct(v, &[grad])?;
-    on_backing!(
-        param,
-        Ok(()),
-        cpu::adam(param, grad, m, v, hp),
-        gpu::adam(param, grad, m, v, hp),
-    )
+    distinct(v, &[grad])
 }
 
 /// `x *= factor`, setting `flag` (a 1×1 tensor) to 1 if any result is infinite or NaN —
@@ -454,14 +483,18 @@ pub fn add(dst: &Tensor, src: &Tensor) -> Result<(), Error> {
 /// `dst = sqrt(v) · scale + eps`: Adam's denominator, the temporary that foreach and
 /// for-loop Adam allocate (`scale` is 1/√(1 − β₂ᵗ)).
 pub fn adam_denom(v: &Tensor, dst: &Tensor, scale: f32, eps: f32) -> Result<(), Error> {
-    same_device(&[v, dst])?;
-    float(&[v, dst])?;
-    same_shape(v, dst)?;
-    distinct(dst, &[v])?;
+    check_adam_denom(v, dst)?;
     on_backing!(
         dst,
         Ok(()),
         cpu::adam_denom(v, dst, scale, eps),
         gpu::adam_denom(v, dst, scale, eps),
     )
+}
+
+fn check_adam_denom(v: &Tensor, dst: &Tensor) -> Result<(), Error> {
+    same_device(&[v, dst])?;
+    float(&[v, dst])?;
+    same_shape(v, dst)?;
+    distinct(dst, &[v])
 }

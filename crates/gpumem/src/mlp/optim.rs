@@ -241,7 +241,6 @@ impl Mlp {
                     else {
                         continue;
                     };
-                    ops::adam(p, g, exp_avg, exp_avg_sq, hp)?;
                     let label = |what: &str| {
                         format!(
                             "{} {what}",
@@ -249,6 +248,8 @@ impl Mlp {
                         )
                     };
                     match imp {
+                        // The denominator made before the step that fills it (no other
+                        // allocation is in between), so one kernel can write both.
                         OptimizerImpl::Foreach => {
                             let d = Tensor::new(
                                 &self.device,
@@ -257,10 +258,11 @@ impl Mlp {
                                 p.dtype(),
                                 &label("_foreach_sqrt"),
                             )?;
-                            ops::adam_denom(exp_avg_sq, &d, scale, eps)?;
+                            ops::adam_with_denom(p, g, exp_avg, exp_avg_sq, hp, &d, scale, eps)?;
                             denoms.push(d);
                         }
                         OptimizerImpl::ForLoop => {
+                            ops::adam(p, g, exp_avg, exp_avg_sq, hp)?;
                             let root = Tensor::new(
                                 &self.device,
                                 p.rows(),
@@ -280,7 +282,7 @@ impl Mlp {
                             drop(root);
                             last = Some(d);
                         }
-                        OptimizerImpl::Fused => {}
+                        OptimizerImpl::Fused => ops::adam(p, g, exp_avg, exp_avg_sq, hp)?,
                     }
                 }
                 drop((denoms, last));

@@ -15,6 +15,7 @@ mod fused;
 mod loss;
 mod matmul;
 mod optim;
+mod optim_fused;
 mod reduce;
 mod ternary;
 mod xent;
