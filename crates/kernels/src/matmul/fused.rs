@@ -25,6 +25,10 @@ const FUSED: &str = include_str!("fused.wgsl");
 const SMALLK_ROWS: u64 = 64;
 /// Largest skinny dimension the fused kernels take.
 const SKINNY_MAX: u64 = 4;
+/// Most rows [`Kernels::matmul_colsum`] sums in one pass when the product is not fused (a
+/// choice: a batch's worth; longer columns take the two-pass colsum, which spreads them
+/// over workgroups).
+const COLSUM_ROWS: u64 = 256;
 /// `FusedParams::flags`: add the bias.
 const BIAS: u32 = 2;
 
@@ -82,9 +86,54 @@ impl Kernels {
             }
             None => {
                 self.matmul(encoder, g)?;
-                self.colsum(encoder, &g.b, sums, false)
+                match self.colsum_rows(&g.b, sums)? {
+                    Some(d) => {
+                        record(self, encoder, &[d]);
+                        Ok(())
+                    }
+                    None => self.colsum(encoder, &g.b, sums, false),
+                }
             }
         }
+    }
+
+    /// The column sums of `b` in one pass where it has at most [`COLSUM_ROWS`] rows (else
+    /// `None`: [`Kernels::colsum`]'s two passes spread a long column over workgroups).
+    fn colsum_rows<'a>(
+        &'a self,
+        b: &Matrix<'a>,
+        sums: &Matrix<'a>,
+    ) -> Result<Option<Dispatch<'a>>, KernelError> {
+        if self.layouts.storage5.is_none()
+            || b.rows > COLSUM_ROWS
+            || sums.len() != b.cols
+            || sums.dtype != DType::F32
+        {
+            return Ok(None);
+        }
+        let (Some(bb), Some(x)) = (
+            self.whole_quads("b", b)?,
+            self.whole_quads("sums", &sums.flat())?,
+        ) else {
+            return Ok(None);
+        };
+        let params = FusedParams {
+            n: b.cols as u32,
+            k: b.rows as u32,
+            b_off: elem(&bb),
+            x_off: elem(&x),
+            ..FusedParams::default()
+        };
+        let groups = grid(b.cols.div_ceil(64), self.limits.max_workgroups);
+        let storage = vec![
+            self.dummy_bind(),
+            bb,
+            self.dummy_bind(),
+            x,
+            self.dummy_bind(),
+        ];
+        self.fused_dispatch("colsum_rows", storage, 1 << 3, params, groups)
+            .map(Some)
     }
 
     fn fused_relu<'a>(

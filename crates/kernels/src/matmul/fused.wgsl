@@ -145,3 +145,20 @@ fn smallm_colsum(q: u32) {
     if (p.m > 3u) { c[cq + 3u * quads] = c3; }
     x[(p.x_off >> 2u) + q] = s;
 }
+
+// x[j] = Σ_k B[k, j] alone, in one pass, for a B of few rows (COLSUM_ROWS in fused.rs): one
+// column per invocation, rows in order. The bias's gradient beside a product that is not
+// fused (the output layer's, whose dZ has two columns).
+@compute @workgroup_size(64)
+fn colsum_rows(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
+               @builtin(local_invocation_index) li: u32) {
+    for (var j = (wg.y * nwg.x + wg.x) * 64u + li; j < p.n; j += nwg.x * nwg.y * 64u) {
+        var s = 0.0;
+        var t = p.b_off + j;
+        for (var kk = 0u; kk < p.k; kk++) {
+            s += ld_b(t);
+            t += p.n;
+        }
+        st_x(p.x_off + j, s);
+    }
+}
