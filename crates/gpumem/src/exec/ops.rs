@@ -92,6 +92,9 @@ macro_rules! on_backing {
     };
 }
 
+mod fused;
+pub use fused::{adam_with_denom, matmul_colsum, matmul_relu, sgd_foreach};
+
 /// Shape of `op(t)`.
 fn op_shape(t: &Tensor, trans: bool) -> (u64, u64) {
     if trans {
@@ -115,50 +118,6 @@ pub fn matmul(
         Ok(()),
         cpu::matmul(spec, a, b, c, bias),
         gpu::matmul(spec, a, b, c, bias),
-    )
-}
-
-/// [`matmul`] then [`relu`]`(c, out)`: a linear layer and its ReLU, both outputs written as
-/// the two operations write them (the wgpu backing fuses them into one kernel where it can).
-pub fn matmul_relu(
-    spec: Matmul,
-    a: &Tensor,
-    b: &Tensor,
-    c: &Tensor,
-    bias: Option<&Tensor>,
-    out: &Tensor,
-) -> Result<(), Error> {
-    check_matmul(spec, a, b, c, bias)?;
-    check_relu(c, out)?;
-    distinct(out, &[a, b])?;
-    if let Some(bias) = bias {
-        distinct(out, &[bias])?;
-    }
-    on_backing!(
-        c,
-        Ok(()),
-        cpu::matmul(spec, a, b, c, bias).and_then(|()| cpu::relu(c, out)),
-        gpu::matmul_relu(spec, a, b, c, bias, out),
-    )
-}
-
-/// [`matmul`] then the column sums of `b` into `sums`: a weight's gradient `aᵀ·dZ` and its bias's `Σ dZ`,
-/// both written as the two operations write them (fused on the wgpu backing where it can).
-pub fn matmul_colsum(
-    spec: Matmul,
-    a: &Tensor,
-    b: &Tensor,
-    c: &Tensor,
-    sums: &Tensor,
-) -> Result<(), Error> {
-    check_matmul(spec, a, b, c, None)?;
-    check_colsum(b, sums)?;
-    distinct(sums, &[a, c])?;
-    on_backing!(
-        c,
-        Ok(()),
-        cpu::matmul(spec, a, b, c, None).and_then(|()| cpu::colsum(b, sums)),
-        gpu::matmul_colsum(spec, a, b, c, sums),
     )
 }
 
@@ -239,26 +198,6 @@ pub fn sgd(param: &Tensor, grad: &Tensor, lr: f32) -> Result<(), Error> {
     )
 }
 
-/// [`sgd`] for every `(param, grad)` pair: PyTorch's foreach SGD without momentum, one
-/// kernel for several parameters on the wgpu backing where they allow it.
-pub fn sgd_foreach(pairs: &[(&Tensor, &Tensor)], lr: f32) -> Result<(), Error> {
-    let Some(&(first, _)) = pairs.first() else {
-        return Ok(());
-    };
-    for &(param, grad) in pairs {
-        same_device(&[first, param, grad])?;
-        float(&[param, grad])?;
-        same_shape(param, grad)?;
-        distinct(param, &[grad])?;
-    }
-    on_backing!(
-        first,
-        Ok(()),
-        pairs.iter().try_for_each(|&(p, g)| cpu::sgd(p, g, lr)),
-        gpu::sgd_foreach(pairs, lr),
-    )
-}
-
 /// One Adam update with bias correction, as `torch.optim.Adam` does it.
 pub fn adam(
     param: &Tensor,
@@ -273,31 +212,6 @@ pub fn adam(
         Ok(()),
         cpu::adam(param, grad, m, v, hp),
         gpu::adam(param, grad, m, v, hp),
-    )
-}
-
-/// [`adam`], then [`adam_denom`]`(v, denom, scale, eps)` from the updated `v`: foreach Adam's
-/// step and its denominator, both written as the two operations write them (one kernel on
-/// the wgpu backing where the tensors allow it).
-#[allow(clippy::too_many_arguments)]
-pub fn adam_with_denom(
-    param: &Tensor,
-    grad: &Tensor,
-    m: &Tensor,
-    v: &Tensor,
-    hp: AdamStep,
-    denom: &Tensor,
-    scale: f32,
-    eps: f32,
-) -> Result<(), Error> {
-    check_adam(param, grad, m, v)?;
-    check_adam_denom(v, denom)?;
-    distinct(denom, &[param, grad, m])?;
-    on_backing!(
-        param,
-        Ok(()),
-        cpu::adam(param, grad, m, v, hp).and_then(|()| cpu::adam_denom(v, denom, scale, eps)),
-        gpu::adam_with_denom(param, grad, m, v, hp, denom, scale, eps),
     )
 }
 
