@@ -10,7 +10,6 @@ use crate::error::KernelError;
 use crate::kernels::Kernels;
 use crate::pieces::Bind;
 use crate::record::{Dispatch, grid, record};
-use crate::shader::{Compute, Layout, Store, prelude};
 use crate::view::Matrix;
 
 const FOREACH: &str = include_str!("foreach.wgsl");
@@ -91,8 +90,8 @@ impl Kernels {
             match chunk.get(t) {
                 Some((p, g, n)) => {
                     params.n[t] = *n as u32;
-                    params.off_p[t] = first(p);
-                    params.off_g[t] = first(g);
+                    params.off_p[t] = p.elem() as u32;
+                    params.off_g[t] = g.elem() as u32;
                     storage.push(p.clone());
                     storage.push(g.clone());
                     writes |= 1 << (2 * t);
@@ -104,35 +103,16 @@ impl Kernels {
             }
         }
         let quads: u64 = chunk.iter().map(|(_, _, n)| n / 4).max().unwrap_or(0);
-        let pipeline = self.cache.get(
-            &self.device,
-            &layout.1,
+        self.f32_quads_dispatch(
             "foreach/f32",
+            FOREACH,
+            &["p0", "g0", "p1", "g1", "p2", "g2", "p3", "g3"],
             "sgd_foreach",
-            &[],
-            || {
-                let names = ["p0", "g0", "p1", "g1", "p2", "g2", "p3", "g3"];
-                let bindings: Vec<(&str, Store)> = names.iter().map(|&n| (n, Store::F32)).collect();
-                let mut s = prelude(Compute::F32, &bindings, Layout::Quads);
-                s.push_str(FOREACH);
-                s
-            },
-        )?;
-        Ok(Dispatch {
-            pipeline,
-            layout: &layout.0,
+            layout,
             storage,
             writes,
-            params: bytemuck::bytes_of(&params).to_vec(),
-            groups: grid(quads.div_ceil(64).max(1), self.limits.max_workgroups),
-        })
-    }
-}
-
-/// The first element of a whole-quads binding.
-fn first(b: &Bind<'_>) -> u32 {
-    match b {
-        Bind::Direct { elem, .. } => *elem as u32,
-        Bind::Gather { lead, .. } => *lead as u32,
+            bytemuck::bytes_of(&params),
+            grid(quads.div_ceil(64).max(1), self.limits.max_workgroups),
+        )
     }
 }

@@ -9,6 +9,7 @@ use crate::limits::KernelLimits;
 use crate::matmul;
 use crate::pieces::{Bind, Operand, segments};
 use crate::pipeline::{Cache, Layouts};
+use crate::record::Dispatch;
 use crate::shader::{self, Store};
 use crate::step_cache::StepCache;
 use crate::view::{DType, Matrix};
@@ -240,6 +241,56 @@ impl Kernels {
             } if elem.is_multiple_of(4) => Some(bind),
             _ => None,
         })
+    }
+
+    /// A dispatch of `entry` in `source` (a hand-written WGSL file whose bindings, in
+    /// order, are the float32 quads `names`, then its uniform), on `layout`: how the fused
+    /// kernels (matmul/fused.rs, foreach.rs, optim_fused.rs) build theirs.
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn f32_quads_dispatch<'a>(
+        &self,
+        module: &str,
+        source: &str,
+        names: &[&str],
+        entry: &str,
+        layout: &'a (wgpu::BindGroupLayout, wgpu::PipelineLayout),
+        storage: Vec<Bind<'a>>,
+        writes: u32,
+        params: &[u8],
+        groups: [u32; 3],
+    ) -> Result<Dispatch<'a>, KernelError> {
+        let pipeline = self
+            .cache
+            .get(&self.device, &layout.1, module, entry, &[], || {
+                let bindings: Vec<(&str, Store)> = names.iter().map(|&n| (n, Store::F32)).collect();
+                let mut s = shader::prelude(shader::Compute::F32, &bindings, shader::Layout::Quads);
+                s.push_str(source);
+                s
+            })?;
+        Ok(Dispatch {
+            pipeline,
+            layout: &layout.0,
+            storage,
+            writes,
+            params: params.to_vec(),
+            groups,
+        })
+    }
+
+    /// Records `fused` where there is one, else runs `separate` (the unfused kernels).
+    pub(crate) fn fused_or(
+        &self,
+        encoder: &mut wgpu::CommandEncoder,
+        fused: Option<Dispatch<'_>>,
+        separate: impl FnOnce(&mut wgpu::CommandEncoder) -> Result<(), KernelError>,
+    ) -> Result<(), KernelError> {
+        match fused {
+            Some(d) => {
+                crate::record::record(self, encoder, &[d]);
+                Ok(())
+            }
+            None => separate(encoder),
+        }
     }
 
     /// A binding for a slot the kernel does not use.

@@ -8,9 +8,7 @@ use crate::elementwise::split2;
 use crate::error::KernelError;
 use crate::kernels::Kernels;
 use crate::optim::Adam;
-use crate::pieces::Bind;
-use crate::record::{Dispatch, grid, record};
-use crate::shader::{Compute, Layout, Store, prelude};
+use crate::record::{Dispatch, grid};
 use crate::view::Matrix;
 
 const OPTIM_FUSED: &str = include_str!("optim_fused.wgsl");
@@ -49,16 +47,11 @@ impl Kernels {
         scale: f64,
         eps: f64,
     ) -> Result<(), KernelError> {
-        match self.adam_denom_dispatch(t, h, scale, eps)? {
-            Some(d) => {
-                record(self, encoder, &[d]);
-                Ok(())
-            }
-            None => {
-                self.adam(encoder, &t.param, &t.grad, &t.m, &t.v, h)?;
-                self.adam_denom(encoder, &t.v, &t.denom, scale, eps)
-            }
-        }
+        let fused = self.adam_denom_dispatch(t, h, scale, eps)?;
+        self.fused_or(encoder, fused, |e| {
+            self.adam(e, &t.param, &t.grad, &t.m, &t.v, h)?;
+            self.adam_denom(e, &t.v, &t.denom, scale, eps)
+        })
     }
 
     fn adam_denom_dispatch<'a>(
@@ -96,9 +89,7 @@ impl Kernels {
         let ((s, s_lo), (e, e_lo)) = (split2(scale), split2(eps));
         let mut offsets = [0u32; 5];
         for (o, b) in offsets.iter_mut().zip(&binds) {
-            if let Bind::Direct { elem, .. } = b {
-                *o = *elem as u32;
-            }
+            *o = b.elem() as u32;
         }
         let params = Params {
             n: n as u32,
@@ -108,28 +99,18 @@ impl Kernels {
             h: [s, e, s_lo, e_lo],
             ..Params::default()
         };
-        let pipeline = self.cache.get(
-            &self.device,
-            &layout.1,
+        self.f32_quads_dispatch(
             "optim-fused/f32",
+            OPTIM_FUSED,
+            &["param", "grad", "m", "v", "d"],
             "adam_with_denom",
-            &[],
-            || {
-                let names = ["param", "grad", "m", "v", "d"];
-                let bindings: Vec<(&str, Store)> = names.iter().map(|&x| (x, Store::F32)).collect();
-                let mut s = prelude(Compute::F32, &bindings, Layout::Quads);
-                s.push_str(OPTIM_FUSED);
-                s
-            },
-        )?;
-        Ok(Some(Dispatch {
-            pipeline,
-            layout: &layout.0,
-            storage: binds,
+            layout,
+            binds,
             // param, m, v and d.
-            writes: 0b11101,
-            params: bytemuck::bytes_of(&params).to_vec(),
-            groups: grid((n / 4).div_ceil(64).max(1), self.limits.max_workgroups),
-        }))
+            0b11101,
+            bytemuck::bytes_of(&params),
+            grid((n / 4).div_ceil(64).max(1), self.limits.max_workgroups),
+        )
+        .map(Some)
     }
 }

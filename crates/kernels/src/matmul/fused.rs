@@ -15,8 +15,8 @@ use super::{Gemm, MatmulKernel};
 use crate::error::KernelError;
 use crate::kernels::Kernels;
 use crate::pieces::Bind;
-use crate::record::{Dispatch, grid, record};
-use crate::shader::{Compute, Layout, Store, prelude};
+use crate::record::{Dispatch, grid};
+use crate::shader::Store;
 use crate::view::{DType, Matrix};
 
 const FUSED: &str = include_str!("fused.wgsl");
@@ -58,16 +58,11 @@ impl Kernels {
         g: &Gemm<'_>,
         out: &Matrix<'_>,
     ) -> Result<(), KernelError> {
-        match self.fused_relu(g, out)? {
-            Some(d) => {
-                record(self, encoder, &[d]);
-                Ok(())
-            }
-            None => {
-                self.matmul(encoder, g)?;
-                self.relu(encoder, &g.c, out)
-            }
-        }
+        let fused = self.fused_relu(g, out)?;
+        self.fused_or(encoder, fused, |e| {
+            self.matmul(e, g)?;
+            self.relu(e, &g.c, out)
+        })
     }
 
     /// `g.c = op(g.a)·op(g.b)` and `sums` = the column sums of `g.b` (a weight's and its
@@ -79,22 +74,12 @@ impl Kernels {
         g: &Gemm<'_>,
         sums: &Matrix<'_>,
     ) -> Result<(), KernelError> {
-        match self.fused_colsum(g, sums)? {
-            Some(d) => {
-                record(self, encoder, &[d]);
-                Ok(())
-            }
-            None => {
-                self.matmul(encoder, g)?;
-                match self.colsum_rows(&g.b, sums)? {
-                    Some(d) => {
-                        record(self, encoder, &[d]);
-                        Ok(())
-                    }
-                    None => self.colsum(encoder, &g.b, sums, false),
-                }
-            }
-        }
+        let fused = self.fused_colsum(g, sums)?;
+        self.fused_or(encoder, fused, |e| {
+            self.matmul(e, g)?;
+            let one_pass = self.colsum_rows(&g.b, sums)?;
+            self.fused_or(e, one_pass, |e| self.colsum(e, &g.b, sums, false))
+        })
     }
 
     /// The column sums of `b` in one pass where it has at most [`COLSUM_ROWS`] rows (else
@@ -120,8 +105,8 @@ impl Kernels {
         let params = FusedParams {
             n: b.cols as u32,
             k: b.rows as u32,
-            b_off: elem(&bb),
-            x_off: elem(&x),
+            b_off: bb.elem() as u32,
+            x_off: x.elem() as u32,
             ..FusedParams::default()
         };
         let groups = grid(b.cols.div_ceil(64), self.limits.max_workgroups);
@@ -178,11 +163,11 @@ impl Kernels {
             n: n as u32,
             k: k as u32,
             flags: if bias.is_some() { BIAS } else { 0 },
-            a_off: elem(&a),
-            b_off: elem(&b),
-            c_off: elem(&c),
-            x_off: bias.as_ref().map_or(0, elem),
-            r_off: elem(&r),
+            a_off: a.elem() as u32,
+            b_off: b.elem() as u32,
+            c_off: c.elem() as u32,
+            x_off: bias.as_ref().map_or(0, |b| b.elem() as u32),
+            r_off: r.elem() as u32,
             ..FusedParams::default()
         };
         let max = self.limits.max_workgroups;
@@ -237,10 +222,10 @@ impl Kernels {
             m: m as u32,
             n: n as u32,
             k: k as u32,
-            a_off: elem(&a),
-            b_off: elem(&b),
-            c_off: elem(&c),
-            x_off: elem(&x),
+            a_off: a.elem() as u32,
+            b_off: b.elem() as u32,
+            c_off: c.elem() as u32,
+            x_off: x.elem() as u32,
             ..FusedParams::default()
         };
         let groups = grid(n.div_ceil(4).div_ceil(64), self.limits.max_workgroups);
@@ -266,31 +251,17 @@ impl Kernels {
         let layout = self.layouts.storage5.as_ref().ok_or_else(|| {
             KernelError::Unsupported("five storage buffers per shader stage".into())
         })?;
-        let pipeline =
-            self.cache
-                .get(&self.device, &layout.1, "mm-fused/f32", entry, &[], || {
-                    let mut s = prelude(
-                        Compute::F32,
-                        &[
-                            ("a", Store::F32),
-                            ("b", Store::F32),
-                            ("c", Store::F32),
-                            ("x", Store::F32),
-                            ("r", Store::F32),
-                        ],
-                        Layout::Quads,
-                    );
-                    s.push_str(FUSED);
-                    s
-                })?;
-        Ok(Dispatch {
-            pipeline,
-            layout: &layout.0,
+        self.f32_quads_dispatch(
+            "mm-fused/f32",
+            FUSED,
+            &["a", "b", "c", "x", "r"],
+            entry,
+            layout,
             storage,
             writes,
-            params: bytemuck::bytes_of(&params).to_vec(),
+            bytemuck::bytes_of(&params),
             groups,
-        })
+        )
     }
 }
 
@@ -298,12 +269,4 @@ impl Kernels {
 fn fusable(call: &Call<'_>, n: u64) -> bool {
     let s = &call.stores;
     n.is_multiple_of(4) && call.m > 0 && [s.a, s.b, s.c, s.bias].iter().all(|&x| x == Store::F32)
-}
-
-/// The first element of an operand inside its binding.
-fn elem(b: &Bind<'_>) -> u32 {
-    match b {
-        Bind::Direct { elem, .. } => *elem as u32,
-        Bind::Gather { lead, .. } => *lead as u32,
-    }
 }
