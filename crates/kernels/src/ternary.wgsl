@@ -20,7 +20,20 @@ struct Params {
 fn threshold_backward(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>, @builtin(local_invocation_index) li: u32) {
     let o = p.off.z;
     let nq = quads(o, p.n);
-    for (var u = (wg.y * nwg.x + wg.x) * 64u + li; u < nq; u += nwg.x * nwg.y * 64u) {
+    let first = (wg.y * nwg.x + wg.x) * 64u + li;
+    let stride = nwg.x * nwg.y * 64u;
+    if (p.aligned != 0u && (o & 3u) == 0u && (p.n & 3u) == 0u) {
+        // Whole quads only: no per-quad bounds (software adapters pay for each index op).
+        let q0 = p.off.x >> 2u;
+        let q1 = p.off.y >> 2u;
+        let q2 = o >> 2u;
+        for (var u = first; u < nq; u += stride) {
+            let on = ld4_x1(q1 + u) > vec4<T>();
+            st4_x2(q2 + u, select(vec4<T>(), ld4_x0(q0 + u), on));
+        }
+        return;
+    }
+    for (var u = first; u < nq; u += stride) {
         let r = quad(o, p.n, u);
         if (r.y == 4u && p.aligned != 0u) {
             let on = ld4_x1((p.off.y + r.x) >> 2u) > vec4<T>();
