@@ -131,7 +131,25 @@ fn smallk_quads(row0: u32, row1: u32, j0: u32, b0: vec4<T>, b1: vec4<T>, b2: vec
     var q = (p.c_off + row0 * p.c_stride + j0) >> 2u;
     var at = p.a_off + row0 * p.a_rs;
     let acc = (p.flags & 1u) != 0u;
-    for (var i = row0; i < row1; i++) {
+    var i = row0;
+    // k = 2 with A's rows dense from a quad (dA = dZ·Wᵀ of the lesson's output layer): two
+    // rows of A are one quad, one load for both; per-lane loads are what llvmpipe pays for.
+    if (p.k == 2u && p.a_cs == 1u && p.a_rs == 2u && (at & 3u) == 0u) {
+        for (; i + 1u < row1; i += 2u) {
+            let av = ld4_a(at >> 2u);
+            var v0 = fma(vec4<T>(av.y), b1, vec4<T>(av.x) * b0) + bias;
+            var v1 = fma(vec4<T>(av.w), b1, vec4<T>(av.z) * b0) + bias;
+            if (acc) {
+                v0 += ld4_c(q);
+                v1 += ld4_c(q + qs);
+            }
+            st4_c(q, v0);
+            st4_c(q + qs, v1);
+            q += 2u * qs;
+            at += 4u;
+        }
+    }
+    for (; i < row1; i++) {
         // The bias after the products, as the general loop and the cpu backing add it.
         var v = vec4<T>(ld_a(at)) * b0;
         if (p.k > 1u) {
