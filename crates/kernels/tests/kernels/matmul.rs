@@ -92,10 +92,11 @@ fn check(ctx: &Ctx, name: &str, kernels: &Kernels, kernel: MatmulKernel, case: &
     assert_close(&what, &got, &want);
 }
 
-/// (m, k, n). The last six are the skinny kernels' fast paths: k of 2 and 3 over whole
-/// quads of C with two row blocks, n = 2 and 3 with split-k and k tails, and m = 2 and 4
+/// (m, k, n). The last seven are the skinny kernels' fast paths: k of 2 and 3 over whole
+/// quads of C with two row blocks (k = 2 once with an odd last block: pairs of A's rows and
+/// a single one), n = 2 and 3 with split-k and k tails, and m = 2 and 4
 /// over whole quads of B.
-const SHAPES: [(usize, usize, usize); 14] = [
+const SHAPES: [(usize, usize, usize); 15] = [
     (1, 1, 1),
     (3, 5, 7),
     (17, 33, 9),
@@ -105,6 +106,7 @@ const SHAPES: [(usize, usize, usize); 14] = [
     (64, 64, 64),
     (35, 41, 68),
     (70, 2, 12),
+    (67, 2, 8),
     (66, 3, 8),
     (40, 302, 2),
     (36, 130, 3),
