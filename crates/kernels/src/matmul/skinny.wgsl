@@ -205,6 +205,13 @@ fn bn(at: u32) -> vec4<T> {
     return b;
 }
 
+// op(B) is two dense columns (n = 2, rows of 2 elements) starting on a quad: two rows of B
+// are one quad. k0 of every split is a multiple of 4, so the rows a loop starts at stay on
+// quads.
+fn two_dense_b() -> bool {
+    return p.n == 2u && p.b_cs == 1u && p.b_rs == 2u && (p.b_off & 3u) == 0u;
+}
+
 fn smalln(i: u32, s: u32) {
     let k0 = s * p.kc;
     let k1 = min(k0 + p.kc, p.k);
@@ -212,9 +219,25 @@ fn smalln(i: u32, s: u32) {
     var kk = k0;
     // Addresses are stepped along k, not recomputed per load.
     var bt = p.b_off + k0 * p.b_rs;
+    if ((p.flags & 4u) != 0u && two_dense_b()) {
+        // VEC, and B two dense columns from a quad (the logits' W): four rows of B are two
+        // quads, so 2 loads where bn() makes 8; the same products in the same order.
+        var at = (p.a_off + i * p.a_rs + k0) >> 2u;
+        for (; kk + 4u <= k1; kk += 4u) {
+            let a = ld4_a(at);
+            let b01 = ld4_b(bt >> 2u);
+            let b23 = ld4_b((bt >> 2u) + 1u);
+            acc = fma(vec4<T>(a.x), vec4<T>(b01.xy, T(0.0), T(0.0)), acc);
+            acc = fma(vec4<T>(a.y), vec4<T>(b01.zw, T(0.0), T(0.0)), acc);
+            acc = fma(vec4<T>(a.z), vec4<T>(b23.xy, T(0.0), T(0.0)), acc);
+            acc = fma(vec4<T>(a.w), vec4<T>(b23.zw, T(0.0), T(0.0)), acc);
+            at += 1u;
+            bt += 8u;
+        }
+    }
     if ((p.flags & 4u) != 0u) {
         // VEC: op(A)'s rows run along k (a_cs = 1) from a quad; k0 is a multiple of 4.
-        var at = (p.a_off + i * p.a_rs + k0) >> 2u;
+        var at = (p.a_off + i * p.a_rs + kk) >> 2u;
         for (; kk + 4u <= k1; kk += 4u) {
             let a = ld4_a(at);
             acc = fma(vec4<T>(a.x), bn(bt), acc);
@@ -244,7 +267,30 @@ fn smalln4(i0: u32, s: u32) {
     // a_cs is a multiple of 4 here: a quad's step along k.
     var at = (p.a_off + i0 + k0 * p.a_cs) >> 2u;
     var bt = p.b_off + k0 * p.b_rs;
-    for (var kk = k0; kk < k1; kk++) {
+    var kk = k0;
+    if (two_dense_b()) {
+        // B two dense columns from a quad (dZ of the output layer): two rows of B in one
+        // load where bn() makes two each; the same products in the same order.
+        for (; kk + 2u <= k1; kk += 2u) {
+            let bq = ld4_b(bt >> 2u);
+            let a = ld4_a(at);
+            let b = vec4<T>(bq.xy, T(0.0), T(0.0));
+            c0 = fma(vec4<T>(a.x), b, c0);
+            c1 = fma(vec4<T>(a.y), b, c1);
+            c2 = fma(vec4<T>(a.z), b, c2);
+            c3 = fma(vec4<T>(a.w), b, c3);
+            at += p.a_cs >> 2u;
+            let a2 = ld4_a(at);
+            let b2 = vec4<T>(bq.zw, T(0.0), T(0.0));
+            c0 = fma(vec4<T>(a2.x), b2, c0);
+            c1 = fma(vec4<T>(a2.y), b2, c1);
+            c2 = fma(vec4<T>(a2.z), b2, c2);
+            c3 = fma(vec4<T>(a2.w), b2, c3);
+            at += p.a_cs >> 2u;
+            bt += 4u;
+        }
+    }
+    for (; kk < k1; kk++) {
         let a = ld4_a(at);
         let b = bn(bt);
         c0 = fma(vec4<T>(a.x), b, c0);

@@ -92,11 +92,11 @@ fn check(ctx: &Ctx, name: &str, kernels: &Kernels, kernel: MatmulKernel, case: &
     assert_close(&what, &got, &want);
 }
 
-/// (m, k, n). The last seven are the skinny kernels' fast paths: k of 2 and 3 over whole
+/// (m, k, n). The last eight are the skinny kernels' fast paths: k of 2 and 3 over whole
 /// quads of C with two row blocks (k = 2 once with an odd last block: pairs of A's rows and
-/// a single one), n = 2 and 3 with split-k and k tails, and m = 2 and 4
-/// over whole quads of B.
-const SHAPES: [(usize, usize, usize); 15] = [
+/// a single one), n = 2 and 3 with split-k and k tails (n = 2 once with k a multiple of 4:
+/// B's two dense columns loaded as quads), and m = 2 and 4 over whole quads of B.
+const SHAPES: [(usize, usize, usize); 16] = [
     (1, 1, 1),
     (3, 5, 7),
     (17, 33, 9),
@@ -109,6 +109,7 @@ const SHAPES: [(usize, usize, usize); 15] = [
     (67, 2, 8),
     (66, 3, 8),
     (40, 302, 2),
+    (9, 260, 2),
     (36, 130, 3),
     (2, 37, 16),
     (4, 9, 20),
