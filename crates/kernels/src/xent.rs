@@ -151,6 +151,21 @@ impl Kernels {
             Operand::new("loss", &loss.flat(), lim, 1)?,
             Operand::new("total_weight", &total_weight.flat(), lim, 1)?,
         );
+        let pieces = segments(b, &[&lp, &lab]);
+        if let [(s, e)] = pieces[..] {
+            // One piece: the sum and the mean in one dispatch.
+            let one = pipeline(self, [sl, s_loss, s_tw], "nll_loss_one")?;
+            let storage = vec![
+                lp.bind(s, e),
+                loss_op.bind(0, 1),
+                tw_op.bind(0, 1),
+                lab.bind(s, e),
+            ];
+            let n = [batch, c as u32, stride, 1];
+            let d = dispatch(self, &one, storage, 0b0110, n, [1, 1, 1]);
+            record(self, encoder, &[d]);
+            return Ok(());
+        }
         // The running sum: one value in the compute type.
         let acc = self.scratch(NLL_SLOT, compute.size());
         let acc_bind = || Bind::Direct {
@@ -163,7 +178,7 @@ impl Kernels {
         let sum = pipeline(self, [sl, t, t], "nll_sum")?;
         let mean = pipeline(self, [t, s_loss, s_tw], "nll_mean")?;
         let mut dispatches = Vec::new();
-        for (i, (s, e)) in segments(b, &[&lp, &lab]).into_iter().enumerate() {
+        for (i, (s, e)) in pieces.into_iter().enumerate() {
             let storage = vec![lp.bind(s, e), acc_bind(), self.dummy_bind(), lab.bind(s, e)];
             let n = [(e - s) as u32, c as u32, stride, u32::from(i == 0)];
             dispatches.push(dispatch(self, &sum, storage, 0b0010, n, [1, 1, 1]));

@@ -83,11 +83,10 @@ fn log_softmax_backward(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workg
 const WG: u32 = 256u;
 var<workgroup> partial: array<T, WG>;
 
-// b[0] (+)= sum over this piece's rows of a[r, label r] (a = logp, b = the running sum in
-// T). NaN for an out-of-range label. One workgroup: each invocation strides over rows,
-// then a tree sum in a fixed order.
-@compute @workgroup_size(256)
-fn nll_sum(@builtin(local_invocation_index) li: u32) {
+// The sum over this piece's rows of a[r, label r] (a = logp), in partial[0]; NaN for an
+// out-of-range label. One workgroup: each invocation strides over rows, then a tree sum in
+// a fixed order.
+fn picked_sum(li: u32) {
     var s = T(0.0);
     for (var r = li; r < p.rows; r += WG) {
         let y = class_of(r);
@@ -105,12 +104,30 @@ fn nll_sum(@builtin(local_invocation_index) li: u32) {
         }
         workgroupBarrier();
     }
+}
+
+// b[0] (+)= this piece's sum (b = the running sum in T).
+@compute @workgroup_size(256)
+fn nll_sum(@builtin(local_invocation_index) li: u32) {
+    picked_sum(li);
     if (li == 0u) {
         var total = partial[0];
         if (p.first == 0u) {
             total = ld_b(p.off.y) + total;
         }
         st_b(p.off.y, total);
+    }
+}
+
+// nll_sum then nll_mean in one dispatch, for a batch that is one piece: b = -sum / rows,
+// c = rows (a = logp, b = loss, c = total_weight), the same values the two write.
+@compute @workgroup_size(256)
+fn nll_loss_one(@builtin(local_invocation_index) li: u32) {
+    picked_sum(li);
+    if (li == 0u) {
+        let n = T(p.rows);
+        st_b(p.off.y, -partial[0] / n);
+        st_c(p.off.z, n);
     }
 }
 
