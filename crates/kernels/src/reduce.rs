@@ -31,8 +31,9 @@ struct Params {
 const MAX_GROUPS: u64 = 1024;
 
 impl Kernels {
-    /// `dst (+)= sum over rows of src`: src is R×C, dst has C elements. Two levels
-    /// (fixed row groups, then the groups in order), so the result is deterministic;
+    /// `dst (+)= sum over rows of src`: src is R×C, dst has C elements. One pass down each
+    /// column for a few float32 rows written anew, else two levels (fixed row groups, then
+    /// the groups in order); either way the result is deterministic;
     /// pieces of a tall src run one after another, accumulating. Sums are kept in f32 (f64
     /// when either is float64); src may be any float type (mixed precision sums float16
     /// gradients into a float32 bias gradient), dst too.
@@ -68,6 +69,11 @@ impl Kernels {
                     encoder.clear_buffer(p.buffer, p.offset, Some(p.len.next_multiple_of(4)));
                 }
             }
+            return Ok(());
+        }
+        // Few float32 rows, written not added: one pass (`colsum_rows`, matmul/fused.rs).
+        if !accumulate && let Some(d) = self.colsum_rows(src, &dst)? {
+            record(self, encoder, &[d]);
             return Ok(());
         }
         // Partial sums in the compute type: the two passes' pipelines.

@@ -25,9 +25,8 @@ const FUSED: &str = include_str!("fused.wgsl");
 const SMALLK_ROWS: u64 = 64;
 /// Largest skinny dimension the fused kernels take.
 const SKINNY_MAX: u64 = 4;
-/// Most rows [`Kernels::matmul_colsum`] sums in one pass when the product is not fused (a
-/// choice: a batch's worth; longer columns take the two-pass colsum, which spreads them
-/// over workgroups).
+/// Most rows [`Kernels::colsum`] sums in one pass (a choice: a batch's worth; longer
+/// columns take its two passes, which spread them over workgroups).
 const COLSUM_ROWS: u64 = 256;
 /// `FusedParams::flags`: add the bias.
 const BIAS: u32 = 2;
@@ -77,14 +76,13 @@ impl Kernels {
         let fused = self.fused_colsum(g, sums)?;
         self.fused_or(encoder, fused, |e| {
             self.matmul(e, g)?;
-            let one_pass = self.colsum_rows(&g.b, sums)?;
-            self.fused_or(e, one_pass, |e| self.colsum(e, &g.b, sums, false))
+            self.colsum(e, &g.b, sums, false)
         })
     }
 
     /// The column sums of `b` in one pass where it has at most [`COLSUM_ROWS`] rows (else
     /// `None`: [`Kernels::colsum`]'s two passes spread a long column over workgroups).
-    fn colsum_rows<'a>(
+    pub(crate) fn colsum_rows<'a>(
         &'a self,
         b: &Matrix<'a>,
         sums: &Matrix<'a>,
