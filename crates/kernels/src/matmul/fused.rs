@@ -5,9 +5,11 @@
 //! saved is one dispatch and the second operation's pass over a 64,000-value tensor.
 //!
 //! The fused kernels cover the skinny shapes of the lesson's first layer (k ≤ 4 forward,
-//! m ≤ 4 backward) for float32 operands that are whole quads in one binding each; anything
-//! else, a backward product that split-k would cut, and a device that binds fewer than five
-//! storage buffers per stage (WebGPU's downlevel limits) runs the two separate kernels.
+//! m ≤ 4 backward) and the output layer's weight gradient (n ≤ 4, m a multiple of 4) for
+//! float32 operands that are whole quads in one binding each; anything else, a backward
+//! product that split-k would cut (a GPU cuts the output layer's), and a device that binds
+//! fewer than five storage buffers per stage (WebGPU's downlevel limits) runs the two
+//! separate kernels.
 
 use super::call::Call;
 use super::skinny::Skinny;
@@ -65,8 +67,8 @@ impl Kernels {
     }
 
     /// `g.c = op(g.a)·op(g.b)` and `sums` = the column sums of `g.b` (a weight's and its
-    /// bias's gradients, `aᵀ·dZ` and `Σ dZ`): one kernel where m ≤ 4 and the product would
-    /// not be split along k, else [`Kernels::matmul`] and [`Kernels::colsum`].
+    /// bias's gradients, `aᵀ·dZ` and `Σ dZ`): one kernel where m ≤ 4 or n ≤ 4 and the
+    /// product would not be split along k, else [`Kernels::matmul`] and [`Kernels::colsum`].
     pub fn matmul_colsum(
         &self,
         encoder: &mut wgpu::CommandEncoder,
@@ -190,22 +192,31 @@ impl Kernels {
         g: &Gemm<'a>,
         sums: &Matrix<'a>,
     ) -> Result<Option<Dispatch<'a>>, KernelError> {
-        if self.layouts.storage5.is_none() {
+        if self.layouts.storage5.is_none()
+            || !g.trans_a
+            || g.trans_b
+            || g.accumulate
+            || g.bias.is_some()
+            || sums.dtype != DType::F32
+        {
             return Ok(None);
         }
         let call = Call::new(self, g, MatmulKernel::Auto)?;
         let (m, n, k) = (call.m, call.n, call.k);
-        if !g.trans_a
-            || g.trans_b
-            || g.accumulate
-            || g.bias.is_some()
-            || !(1..=SKINNY_MAX).contains(&m)
-            || !fusable(&call, n)
-            // Only where the unfused product runs unsplit (a GPU splits a long k).
-            || self.skinny(MatmulKernel::Auto, m, n, k, 4) != Some(Skinny::M(1))
-            || sums.len() != n
-            || sums.dtype != DType::F32
-        {
+        let stores = &call.stores;
+        let f32s = [stores.a, stores.b, stores.c]
+            .iter()
+            .all(|&s| s == Store::F32);
+        // Only where the unfused product runs unsplit (a GPU splits a long k): m ≤ 4
+        // (the first layer's), or n ≤ 4 with whole quads of m (the output layer's).
+        let (entry, quads) = match self.skinny(MatmulKernel::Auto, m, n, k, 4) {
+            Some(Skinny::M(1)) if fusable(&call, n) => ("mm_smallm_colsum", n / 4),
+            Some(Skinny::N(1)) if f32s && m.is_multiple_of(4) && n > 0 => {
+                ("mm_smalln4_colsum", m / 4)
+            }
+            _ => return Ok(None),
+        };
+        if sums.len() != n {
             return Ok(None);
         }
         let (Some(a), Some(b), Some(c), Some(x)) = (
@@ -226,16 +237,10 @@ impl Kernels {
             x_off: x.elem() as u32,
             ..FusedParams::default()
         };
-        let groups = grid(n.div_ceil(4).div_ceil(64), self.limits.max_workgroups);
+        let groups = grid(quads.div_ceil(64), self.limits.max_workgroups);
         let r = self.dummy_bind();
-        self.fused_dispatch(
-            "mm_smallm_colsum",
-            vec![a, b, c, x, r],
-            1 << 2 | 1 << 3,
-            params,
-            groups,
-        )
-        .map(Some)
+        self.fused_dispatch(entry, vec![a, b, c, x, r], 1 << 2 | 1 << 3, params, groups)
+            .map(Some)
     }
 
     fn fused_dispatch<'a>(

@@ -9,6 +9,9 @@
 // * mm_smallm_colsum: C = Aᵀ·B and x = the column sums of B; A is k×m (m ≤ 4), B is k×n.
 //   One quad of columns per invocation over every row of B (the weight's and the bias's
 //   gradients from one pass over dZ).
+// * mm_smalln4_colsum: the same with the roles turned: A is k×m (m a multiple of 4), B is
+//   k×n (n ≤ 4; the output layer's dZ). Four rows of C per invocation over every row of B,
+//   each invocation summing B's rows as it goes (B is read anyway); the first writes x.
 //
 // The sums run in the order the unfused kernels use (the products along k, then the bias;
 // the column sums row by row), one value per invocation, so results are deterministic.
@@ -144,6 +147,89 @@ fn smallm_colsum(q: u32) {
     if (p.m > 2u) { c[cq + 2u * quads] = c2; }
     if (p.m > 3u) { c[cq + 3u * quads] = c3; }
     x[(p.x_off >> 2u) + q] = s;
+}
+
+@compute @workgroup_size(64)
+fn mm_smalln4_colsum(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
+                     @builtin(local_invocation_index) li: u32) {
+    for (var q = (wg.y * nwg.x + wg.x) * 64u + li; q < (p.m >> 2u); q += nwg.x * nwg.y * 64u) {
+        smalln4_colsum(q);
+    }
+}
+
+// Row kk of B (its n ≤ 4 values from element t; zeros after).
+fn b_row(t: u32) -> vec4<f32> {
+    var v = vec4<f32>(ld_b(t), 0.0, 0.0, 0.0);
+    if (p.n > 1u) { v.y = ld_b(t + 1u); }
+    if (p.n > 2u) { v.z = ld_b(t + 2u); }
+    if (p.n > 3u) { v.w = ld_b(t + 3u); }
+    return v;
+}
+
+// Rows 4q..4q+3 of C (columns 4q..4q+3 of A, one quad a row of A), the products along k in
+// mm_smalln4's order; s sums B's rows in colsum_rows' order.
+fn smalln4_colsum(q: u32) {
+    let mq = p.m >> 2u;
+    var c0 = vec4<f32>();
+    var c1 = vec4<f32>();
+    var c2 = vec4<f32>();
+    var c3 = vec4<f32>();
+    var s = vec4<f32>();
+    var at = (p.a_off >> 2u) + q;
+    var t = p.b_off;
+    var kk = 0u;
+    // n = 2 (the lesson's two classes): two rows of B are one quad, one load for both.
+    if (p.n == 2u) {
+        for (; kk + 1u < p.k; kk += 2u) {
+            let bq = b[t >> 2u];
+            let g0 = vec4<f32>(bq.xy, 0.0, 0.0);
+            let a0 = a[at];
+            c0 = fma(vec4<f32>(a0.x), g0, c0);
+            c1 = fma(vec4<f32>(a0.y), g0, c1);
+            c2 = fma(vec4<f32>(a0.z), g0, c2);
+            c3 = fma(vec4<f32>(a0.w), g0, c3);
+            s += g0;
+            let g1 = vec4<f32>(bq.zw, 0.0, 0.0);
+            let a1 = a[at + mq];
+            c0 = fma(vec4<f32>(a1.x), g1, c0);
+            c1 = fma(vec4<f32>(a1.y), g1, c1);
+            c2 = fma(vec4<f32>(a1.z), g1, c2);
+            c3 = fma(vec4<f32>(a1.w), g1, c3);
+            s += g1;
+            at += 2u * mq;
+            t += 4u;
+        }
+    }
+    for (; kk < p.k; kk++) {
+        let g = b_row(t);
+        let av = a[at];
+        c0 = fma(vec4<f32>(av.x), g, c0);
+        c1 = fma(vec4<f32>(av.y), g, c1);
+        c2 = fma(vec4<f32>(av.z), g, c2);
+        c3 = fma(vec4<f32>(av.w), g, c3);
+        s += g;
+        at += mq;
+        t += p.n;
+    }
+    // The four rows are 4n values from a quad: n whole quads of C.
+    let cq = (p.c_off >> 2u) + q * p.n;
+    if (p.n == 2u) {
+        c[cq] = vec4<f32>(c0.xy, c1.xy);
+        c[cq + 1u] = vec4<f32>(c2.xy, c3.xy);
+    } else {
+        let e = p.c_off + 4u * q * p.n;
+        for (var j = 0u; j < p.n; j++) {
+            st_c(e + j, c0[j]);
+            st_c(e + p.n + j, c1[j]);
+            st_c(e + 2u * p.n + j, c2[j]);
+            st_c(e + 3u * p.n + j, c3[j]);
+        }
+    }
+    if (q == 0u) {
+        for (var j = 0u; j < p.n; j++) {
+            st_x(p.x_off + j, s[j]);
+        }
+    }
 }
 
 // x[j] = Σ_k B[k, j] alone, in one pass, for a B of few rows (COLSUM_ROWS in fused.rs): one
