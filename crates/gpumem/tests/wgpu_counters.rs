@@ -131,7 +131,7 @@ fn profiled_kernels_are_named_and_counted() {
     let profile = device.kernel_profile();
     let dispatches: u64 = profile.iter().map(|s| s.dispatches).sum();
     assert_eq!(dispatches, step.dispatches, "{profile:?}");
-    for kernel in ["log_softmax", "threshold_backward", "sgd_foreach"] {
+    for kernel in ["log_softmax_backward", "threshold_backward", "sgd_foreach"] {
         assert!(
             profile
                 .iter()

@@ -18,23 +18,34 @@ use crate::record::{Dispatch, grid, record};
 use crate::shader::{Compute, Layout, Store, pair_store, prelude};
 use crate::view::{DType, Matrix};
 
+mod fused;
+
 const SOURCE: &str = include_str!("xent.wgsl");
 
 /// The WGSL of the module whose float bindings a, b, c are stored as `stores` (labels are
 /// u32 words), computed in f64 when any of them is float64; a and c (the row outputs) get
 /// pair stores.
 pub(crate) fn source(stores: [Store; 3]) -> String {
-    let bindings = [
+    module(stores, &[], 4)
+}
+
+/// [`source`] with `extra` bindings after the labels and the uniform at binding `uniform`.
+fn module(stores: [Store; 3], extra: &[(&str, Store)], uniform: u32) -> String {
+    let mut bindings = vec![
         ("a", stores[0]),
         ("b", stores[1]),
         ("c", stores[2]),
         ("labels", Store::U32),
     ];
+    bindings.extend_from_slice(extra);
     let compute = Compute::of(&stores);
     let mut s = prelude(compute, &bindings, Layout::Scalar);
     s.push_str(&pair_store("a", stores[0], compute));
     s.push_str(&pair_store("c", stores[2], compute));
     s.push_str(SOURCE);
+    s.push_str(&format!(
+        "@group(0) @binding({uniform}) var<uniform> p: Params;\n"
+    ));
     s
 }
 

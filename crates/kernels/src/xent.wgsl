@@ -20,7 +20,8 @@ struct Params {
     g: vec4<f32>,
 }
 
-@group(0) @binding(4) var<uniform> p: Params;
+// The uniform `p` is declared by the host after this source (binding 4 here, 5 in the
+// fused module of xent/fused.rs, which binds a fifth buffer).
 
 // The class of row r: its label, or cols when the label is out of range (>= cols, or an
 // int64 label with a non-zero high word).
@@ -39,15 +40,9 @@ fn log_softmax(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) nw
     for (var r = (wg.y * nwg.x + wg.x) * 64u + li; r < p.rows; r += nwg.x * nwg.y * 64u) {
         let x = p.off.x + r * p.cols;
         let o = p.off.z + r * p.cols;
-        var m = ld_a(x);
-        for (var j = 1u; j < p.cols; j++) {
-            m = max(m, ld_a(x + j));
-        }
-        var s = T(0.0);
-        for (var j = 0u; j < p.cols; j++) {
-            s += exp_t(ld_a(x + j) - m);
-        }
-        let ls = log_t(s);
+        let ml = row_lse(x);
+        let m = ml.x;
+        let ls = ml.y;
         var j = 0u;
         for (; j + 1u < p.cols; j += 2u) {
             st2_c(o + j, (vec2<T>(ld_a(x + j), ld_a(x + j + 1u)) - m) - ls);
@@ -56,6 +51,19 @@ fn log_softmax(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) nw
             st_c(o + j, (ld_a(x + j) - m) - ls);
         }
     }
+}
+
+// The max of the row of a at element x and the log of the sum of exp(a - max) over it.
+fn row_lse(x: u32) -> vec2<T> {
+    var m = ld_a(x);
+    for (var j = 1u; j < p.cols; j++) {
+        m = max(m, ld_a(x + j));
+    }
+    var s = T(0.0);
+    for (var j = 0u; j < p.cols; j++) {
+        s += exp_t(ld_a(x + j) - m);
+    }
+    return vec2<T>(m, log_t(s));
 }
 
 // c = a - exp(b) * sum(a) per row (a = grad, b = logp, c = out).
@@ -96,6 +104,11 @@ fn picked_sum(li: u32) {
             s += T(bitcast<f32>(0x7fc00000u));
         }
     }
+    tree_sum(li, s);
+}
+
+// The sum of every invocation's s, in partial[0], in a fixed order.
+fn tree_sum(li: u32, s: T) {
     partial[li] = s;
     workgroupBarrier();
     for (var w = WG / 2u; w > 0u; w >>= 1u) {

@@ -253,6 +253,21 @@ pub fn nll_loss(
     })
 }
 
+/// `log_softmax` then `nll_loss`, one kernel where they allow it
+/// (`Kernels::log_softmax_nll_loss`).
+pub fn log_softmax_nll_loss(
+    x: &Tensor,
+    logp: &Tensor,
+    labels: &Tensor,
+    loss: &Tensor,
+    total_weight: &Tensor,
+) -> Result<(), Error> {
+    with(
+        [x, logp, labels, loss, total_weight],
+        |k, e, [x, p, y, l, t]| k.log_softmax_nll_loss(e, &x, &p, &y, &l, &t),
+    )
+}
+
 pub fn nll_loss_backward(
     grad: &Tensor,
     labels: &Tensor,

@@ -93,7 +93,7 @@ macro_rules! on_backing {
 }
 
 mod fused;
-pub use fused::{adam_with_denom, matmul_colsum, matmul_relu, sgd_foreach};
+pub use fused::{adam_with_denom, log_softmax_nll_loss, matmul_colsum, matmul_relu, sgd_foreach};
 
 /// Shape of `op(t)`.
 fn op_shape(t: &Tensor, trans: bool) -> (u64, u64) {
@@ -300,12 +300,31 @@ pub fn relu_(x: &Tensor) -> Result<(), Error> {
     on_backing!(x, Ok(()), cpu::relu_(x), gpu::relu_(x))
 }
 
-/// Row-wise `log_softmax` of `x` into `out`.
-pub fn log_softmax(x: &Tensor, out: &Tensor) -> Result<(), Error> {
+fn check_log_softmax(x: &Tensor, out: &Tensor) -> Result<(), Error> {
     same_device(&[x, out])?;
     float(&[x, out])?;
     same_shape(x, out)?;
-    distinct(out, &[x])?;
+    distinct(out, &[x])
+}
+
+fn check_nll_loss(
+    logp: &Tensor,
+    labels: &Tensor,
+    loss: &Tensor,
+    total_weight: &Tensor,
+) -> Result<(), Error> {
+    same_device(&[logp, labels, loss, total_weight])?;
+    float(&[logp, loss, total_weight])?;
+    labels_for(labels, logp)?;
+    scalar(loss)?;
+    scalar(total_weight)?;
+    distinct(loss, &[logp, labels, total_weight])?;
+    distinct(total_weight, &[logp, labels])
+}
+
+/// Row-wise `log_softmax` of `x` into `out`.
+pub fn log_softmax(x: &Tensor, out: &Tensor) -> Result<(), Error> {
+    check_log_softmax(x, out)?;
     on_backing!(
         out,
         Ok(()),
@@ -322,13 +341,7 @@ pub fn nll_loss(
     loss: &Tensor,
     total_weight: &Tensor,
 ) -> Result<(), Error> {
-    same_device(&[logp, labels, loss, total_weight])?;
-    float(&[logp, loss, total_weight])?;
-    labels_for(labels, logp)?;
-    scalar(loss)?;
-    scalar(total_weight)?;
-    distinct(loss, &[logp, labels, total_weight])?;
-    distinct(total_weight, &[logp, labels])?;
+    check_nll_loss(logp, labels, loss, total_weight)?;
     on_backing!(
         loss,
         Ok(()),

@@ -272,18 +272,27 @@ impl Mlp {
     ) -> Result<Tensor, Error> {
         let (rows, classes) = (y_pred.rows(), y_pred.cols());
         let mut logp = Tensor::new(&self.device, rows, classes, y_pred.dtype(), "log_softmax")?;
-        ops::log_softmax(y_pred, &logp)?;
+        let cast_first = logp.dtype() == DType::F16;
+        if cast_first {
+            ops::log_softmax(y_pred, &logp)?;
+        }
         tape.push(Node::LogSoftmax {
             output: logp.clone(),
         });
-        if logp.dtype() == DType::F16 {
+        if cast_first {
             logp = cast(&logp, DType::F32, "log_softmax (float32 copy)")?;
             tape.push(Node::ToFloat32 { from: DType::F16 });
         }
         let dtype = logp.dtype();
         let loss = Tensor::new(&self.device, 1, 1, dtype, "loss")?;
         let total_weight = Tensor::new(&self.device, 1, 1, dtype, "total_weight")?;
-        ops::nll_loss(&logp, y, &loss, &total_weight)?;
+        if cast_first {
+            ops::nll_loss(&logp, y, &loss, &total_weight)?;
+        } else {
+            // Nothing between the two operations but the loss's two allocations, made
+            // before either runs, so one kernel can write all three tensors.
+            ops::log_softmax_nll_loss(y_pred, &logp, y, &loss, &total_weight)?;
+        }
         tape.push(Node::NllLoss {
             logp,
             labels: y.clone(),

@@ -19,3 +19,4 @@ mod optim_fused;
 mod reduce;
 mod ternary;
 mod xent;
+mod xent_fused;

@@ -4,8 +4,8 @@
 //! sequence's order, so the allocator's trace does not change.
 
 use super::{
-    AdamStep, Matmul, backend_of, check_adam, check_adam_denom, check_colsum, check_matmul,
-    check_relu, distinct, float, same_device, same_shape,
+    AdamStep, Matmul, backend_of, check_adam, check_adam_denom, check_colsum, check_log_softmax,
+    check_matmul, check_nll_loss, check_relu, distinct, float, same_device, same_shape,
 };
 use crate::error::Error;
 #[cfg(feature = "cpu")]
@@ -55,6 +55,29 @@ pub fn matmul_colsum(
         Ok(()),
         cpu::matmul(spec, a, b, c, None).and_then(|()| cpu::colsum(b, sums)),
         gpu::matmul_colsum(spec, a, b, c, sums),
+    )
+}
+
+/// [`log_softmax`]`(x, logp)` then [`nll_loss`]`(logp, labels, loss, total_weight)`:
+/// `F.cross_entropy`'s two forward operations, every output written as the two write it
+/// (one kernel on the wgpu backing where the tensors allow it).
+pub fn log_softmax_nll_loss(
+    x: &Tensor,
+    logp: &Tensor,
+    labels: &Tensor,
+    loss: &Tensor,
+    total_weight: &Tensor,
+) -> Result<(), Error> {
+    check_log_softmax(x, logp)?;
+    check_nll_loss(logp, labels, loss, total_weight)?;
+    same_device(&[x, loss])?;
+    distinct(loss, &[x])?;
+    distinct(total_weight, &[x])?;
+    on_backing!(
+        loss,
+        Ok(()),
+        cpu::log_softmax(x, logp).and_then(|()| cpu::nll_loss(logp, labels, loss, total_weight)),
+        gpu::log_softmax_nll_loss(x, logp, labels, loss, total_weight),
     )
 }
 
