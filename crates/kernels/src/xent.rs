@@ -173,7 +173,7 @@ impl Kernels {
                 lab.bind(s, e),
             ];
             let n = [batch, c as u32, stride, 1];
-            let d = dispatch(self, &one, storage, 0b0110, n, [1, 1, 1]);
+            let d = dispatch(self, &one, storage, 0b0110, n, [0.0; 4], [1, 1, 1]);
             record(self, encoder, &[d]);
             return Ok(());
         }
@@ -192,7 +192,15 @@ impl Kernels {
         for (i, (s, e)) in pieces.into_iter().enumerate() {
             let storage = vec![lp.bind(s, e), acc_bind(), self.dummy_bind(), lab.bind(s, e)];
             let n = [(e - s) as u32, c as u32, stride, u32::from(i == 0)];
-            dispatches.push(dispatch(self, &sum, storage, 0b0010, n, [1, 1, 1]));
+            dispatches.push(dispatch(
+                self,
+                &sum,
+                storage,
+                0b0010,
+                n,
+                [0.0; 4],
+                [1, 1, 1],
+            ));
         }
         let storage = vec![
             acc_bind(),
@@ -201,7 +209,15 @@ impl Kernels {
             self.dummy_bind(),
         ];
         let n = [batch, c as u32, stride, 0];
-        dispatches.push(dispatch(self, &mean, storage, 0b0110, n, [1, 1, 1]));
+        dispatches.push(dispatch(
+            self,
+            &mean,
+            storage,
+            0b0110,
+            n,
+            [0.0; 4],
+            [1, 1, 1],
+        ));
         record(self, encoder, &dispatches);
         Ok(())
     }
@@ -364,6 +380,7 @@ fn dispatch<'a>(
     storage: Vec<Bind<'a>>,
     writes: u32,
     n: [u32; 4],
+    f: [f32; 4],
     groups: [u32; 3],
 ) -> Dispatch<'a> {
     let mut off = [0u32; 4];
@@ -373,7 +390,7 @@ fn dispatch<'a>(
     let params = FlatParams {
         n,
         off,
-        f: [0.0; 4],
+        f,
         g: [0.0; 4],
     };
     Dispatch {
@@ -434,7 +451,7 @@ fn row_kernel(
         }
         let n = [(e - s) as u32, c as u32, stride, 0];
         let groups = grid((e - s).div_ceil(64), k.limits.max_workgroups);
-        dispatches.push(dispatch(k, &pipeline, storage, writes, n, groups));
+        dispatches.push(dispatch(k, &pipeline, storage, writes, n, [0.0; 4], groups));
     }
     record(k, encoder, &dispatches);
     Ok(())

@@ -161,7 +161,23 @@ fn nll_mean() {
 // all zeros (a = out, b = grad_loss, c = total_weight).
 @compute @workgroup_size(64)
 fn nll_loss_backward(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>, @builtin(local_invocation_index) li: u32) {
-    let v = -ld_b(p.off.y) / ld_c(p.off.z);
+    nll_backward_rows(-ld_b(p.off.y) / ld_c(p.off.z), wg, nwg, li);
+}
+
+// fill then nll_loss_backward, for a batch that is one piece (xent/fused.rs): b = f.x (the
+// gradient of ones the backward pass starts from) and a as nll_loss_backward writes it from
+// that value (read from the uniform, so no invocation reads b).
+@compute @workgroup_size(64)
+fn fill_nll_loss_backward(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>, @builtin(local_invocation_index) li: u32) {
+    let g = T(p.f.x);
+    if (wg.x == 0u && wg.y == 0u && li == 0u) {
+        st_b(p.off.y, g);
+    }
+    nll_backward_rows(-g / ld_c(p.off.z), wg, nwg, li);
+}
+
+// a[r, j] = v where j is row r's label, else 0 (a row with an out-of-range label: zeros).
+fn nll_backward_rows(v: T, wg: vec3<u32>, nwg: vec3<u32>, li: u32) {
     for (var r = (wg.y * nwg.x + wg.x) * 64u + li; r < p.rows; r += nwg.x * nwg.y * 64u) {
         let y = class_of(r);
         let o = p.off.x + r * p.cols;

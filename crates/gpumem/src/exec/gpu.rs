@@ -268,6 +268,20 @@ pub fn log_softmax_nll_loss(
     )
 }
 
+/// `fill` then `nll_loss_backward`, one kernel where they allow it
+/// (`Kernels::fill_nll_loss_backward`).
+pub fn fill_nll_loss_backward(
+    grad: &Tensor,
+    value: f32,
+    labels: &Tensor,
+    total_weight: &Tensor,
+    out: &Tensor,
+) -> Result<(), Error> {
+    with([grad, labels, total_weight, out], |k, e, [g, y, t, o]| {
+        k.fill_nll_loss_backward(e, &g, value, &y, &t, &o)
+    })
+}
+
 pub fn nll_loss_backward(
     grad: &Tensor,
     labels: &Tensor,

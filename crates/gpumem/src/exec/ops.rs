@@ -93,7 +93,10 @@ macro_rules! on_backing {
 }
 
 mod fused;
-pub use fused::{adam_with_denom, log_softmax_nll_loss, matmul_colsum, matmul_relu, sgd_foreach};
+pub use fused::{
+    adam_with_denom, fill_nll_loss_backward, log_softmax_nll_loss, matmul_colsum, matmul_relu,
+    sgd_foreach,
+};
 
 /// Shape of `op(t)`.
 fn op_shape(t: &Tensor, trans: bool) -> (u64, u64) {
@@ -357,18 +360,27 @@ pub fn nll_loss_backward(
     total_weight: &Tensor,
     out: &Tensor,
 ) -> Result<(), Error> {
-    same_device(&[grad, labels, total_weight, out])?;
-    float(&[grad, total_weight, out])?;
-    labels_for(labels, out)?;
-    scalar(grad)?;
-    scalar(total_weight)?;
-    distinct(out, &[grad, labels, total_weight])?;
+    check_nll_loss_backward(grad, labels, total_weight, out)?;
     on_backing!(
         out,
         Ok(()),
         cpu::nll_loss_backward(grad, labels, total_weight, out),
         gpu::nll_loss_backward(grad, labels, total_weight, out),
     )
+}
+
+fn check_nll_loss_backward(
+    grad: &Tensor,
+    labels: &Tensor,
+    total_weight: &Tensor,
+    out: &Tensor,
+) -> Result<(), Error> {
+    same_device(&[grad, labels, total_weight, out])?;
+    float(&[grad, total_weight, out])?;
+    labels_for(labels, out)?;
+    scalar(grad)?;
+    scalar(total_weight)?;
+    distinct(out, &[grad, labels, total_weight])
 }
 
 /// `out = grad − exp(logp) · Σ_row grad`: `_log_softmax_backward_data`.

@@ -20,10 +20,20 @@ const TN: Matmul = Matmul {
     trans_b: false,
 };
 
+/// The gradient a backward pass starts from.
+pub(super) enum Seed {
+    /// `torch.ones_like(loss)`, allocated by the caller and filled here: by the first node's
+    /// backward where that is `nll_loss`'s (one operation, `ops::fill_nll_loss_backward`),
+    /// else before it.
+    Ones(Tensor),
+    /// A gradient received (a pipeline stage's, from the stage after it).
+    Received(Tensor),
+}
+
 impl Mlp {
     /// `loss.backward()` from `seed`: every node in reverse, each freeing what it saved and
     /// the gradient it received once it has run. Returns the layers computed again.
-    pub(super) fn backward(&mut self, tape: Tape, seed: Tensor) -> Result<u64, Error> {
+    pub(super) fn backward(&mut self, tape: Tape, seed: Seed) -> Result<u64, Error> {
         self.backward_to_input(tape, seed)
             .map(|(recomputed, _)| recomputed)
     }
@@ -33,8 +43,12 @@ impl Mlp {
     pub(super) fn backward_to_input(
         &mut self,
         tape: Tape,
-        seed: Tensor,
+        seed: Seed,
     ) -> Result<(u64, Option<Tensor>), Error> {
+        let (seed, mut fill) = match seed {
+            Seed::Ones(t) => (t, Some(1.0)),
+            Seed::Received(t) => (t, None),
+        };
         let mut grad = Some(seed);
         let mut recomputed = 0;
         for node in tape.into_backward_order() {
@@ -42,15 +56,28 @@ impl Mlp {
             if let Node::Checkpoint { layers, .. } = &node {
                 recomputed += layers.len() as u64;
             }
-            grad = self.backward_node(node, g)?;
+            grad = self.backward_node(node, g, fill.take())?;
+        }
+        // An empty tape: the seed is the gradient.
+        if let (Some(value), Some(g)) = (fill, &grad) {
+            ops::fill(g, value)?;
         }
         Ok((recomputed, grad))
     }
 
     /// One node's backward: the gradient for its input (`None` where none is needed).
-    fn backward_node(&mut self, node: Node, grad: Tensor) -> Result<Option<Tensor>, Error> {
+    /// `fill`: the value `grad` is still to be filled with (the seed of ones).
+    fn backward_node(
+        &mut self,
+        node: Node,
+        grad: Tensor,
+        fill: Option<f32>,
+    ) -> Result<Option<Tensor>, Error> {
         let new =
             |rows, cols, dtype, label: &str| Tensor::new(&self.device, rows, cols, dtype, label);
+        if let Some(value) = fill.filter(|_| !matches!(node, Node::NllLoss { .. })) {
+            ops::fill(&grad, value)?;
+        }
         Ok(match node {
             Node::Scale { factor } => Some(scaled(&grad, factor, "loss.grad (scaled)")?),
             Node::NllLoss {
@@ -59,7 +86,13 @@ impl Mlp {
                 total_weight,
             } => {
                 let out = new(logp.rows(), logp.cols(), logp.dtype(), "nll_loss_backward")?;
-                ops::nll_loss_backward(&grad, &labels, &total_weight, &out)?;
+                match fill {
+                    // Nothing between the fill and this node but `out`'s allocation.
+                    Some(value) => {
+                        ops::fill_nll_loss_backward(&grad, value, &labels, &total_weight, &out)?
+                    }
+                    None => ops::nll_loss_backward(&grad, &labels, &total_weight, &out)?,
+                }
                 Some(out)
             }
             Node::ToFloat32 { from } => Some(cast(&grad, from, "log_softmax.grad (float16)")?),
@@ -98,7 +131,7 @@ impl Mlp {
                 let mut g = Some(grad);
                 for node in sub.into_backward_order() {
                     let Some(incoming) = g.take() else { break };
-                    g = self.backward_node(node, incoming)?;
+                    g = self.backward_node(node, incoming, None)?;
                 }
                 g
             }

@@ -4,6 +4,7 @@
 //! The schedule (GPipe, 1F1B) that orders them lives in [`crate::parallel`].
 
 use super::autograd::Tape;
+use super::backward::Seed;
 use super::{Mlp, Pass};
 use crate::error::Error;
 use crate::exec::ops;
@@ -73,17 +74,21 @@ impl Mlp {
         self.pass = Pass::Backward;
         let StageForward { tape, output, .. } = forward;
         let seed = match grad {
-            Some(g) => g,
-            None => {
-                let seed = Tensor::new(&self.device, 1, 1, DType::F32, "loss.grad (ones_like)")?;
-                ops::fill(&seed, 1.0)?;
-                seed
-            }
+            Some(g) => Seed::Received(g),
+            None => Seed::Ones(Tensor::new(
+                &self.device,
+                1,
+                1,
+                DType::F32,
+                "loss.grad (ones_like)",
+            )?),
         };
         drop(output);
         // The schedule holds the received gradient (or the seed) until the micro-batch's
         // backward pass is over.
-        let held = seed.clone();
+        let held = match &seed {
+            Seed::Ones(t) | Seed::Received(t) => t.clone(),
+        };
         let (_, input_grad) = self.backward_to_input(tape, seed)?;
         drop(held);
         Ok(input_grad)

@@ -16,11 +16,11 @@
 use super::Mlp;
 use super::Pass;
 use super::autograd::{Node, Tape};
+use super::backward::Seed;
 use super::eval::scores;
 use super::forward::scaled;
 use crate::data::Split;
 use crate::error::Error;
-use crate::exec::ops;
 use crate::tensor::{DType, Tensor};
 
 /// The rows of one step: real data, or only a row count on the `plan` backing.
@@ -256,8 +256,7 @@ impl Mlp {
         let scaled_loss = self.scale_loss(&root, &mut tape)?;
         drop(root);
         let seed = Tensor::new(&self.device, 1, 1, DType::F32, "loss.grad (ones_like)")?;
-        ops::fill(&seed, 1.0)?;
-        let recomputed = self.backward(tape, seed.clone())?;
+        let recomputed = self.backward(tape, Seed::Ones(seed.clone()))?;
         drop((seed, scaled_loss));
         Ok(recomputed)
     }

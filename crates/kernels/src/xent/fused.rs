@@ -1,17 +1,22 @@
-//! `log_softmax` and `nll_loss` in one dispatch (`fused.wgsl`) for the batches the lesson
-//! trains: both outputs written as the two kernels write them (the engine allocates
-//! `logp`, then the loss and `total_weight`, before the one operation), one dispatch saved.
+//! The cross-entropy's kernels fused with their neighbours for the batches the lesson
+//! trains, every output written as the separate kernels write it (the engine allocates the
+//! outputs in the separate operations' order before the one operation):
 //!
-//! Fused where every float operand is float32, the batch is one piece of at most [`WG`]
-//! rows (one workgroup, a row per invocation, as `nll_loss_one` strides them) and the device
-//! binds five storage buffers per stage; anything else runs the two kernels.
+//! * `log_softmax` and `nll_loss` (`fused.wgsl`): where every float operand is float32, the
+//!   batch is one piece of at most [`WG`] rows (one workgroup, a row per invocation, as
+//!   `nll_loss_one` strides them) and the device binds five storage buffers per stage;
+//! * `fill` (the backward pass's gradient of ones) and `nll_loss_backward`
+//!   (`fill_nll_loss_backward` in xent.wgsl): where the float operands are float32 and the
+//!   batch is one piece.
+//!
+//! Anything else runs the separate kernels.
 
-use super::{label_view, module};
+use super::{dispatch, label_view, module, pipeline};
 use crate::elementwise::FlatParams;
 use crate::error::KernelError;
 use crate::kernels::Kernels;
 use crate::pieces::{Operand, segments};
-use crate::record::Dispatch;
+use crate::record::{Dispatch, grid};
 use crate::shader::Store;
 use crate::view::{DType, Matrix};
 
@@ -107,5 +112,65 @@ impl Kernels {
             params: bytemuck::bytes_of(&params).to_vec(),
             groups: [1, 1, 1],
         }))
+    }
+    /// [`Kernels::fill`]`(grad_loss, value)` then [`Kernels::nll_loss_backward`]`(grad_loss,
+    /// labels, total_weight, out)`: the gradient the backward pass starts from and the loss's
+    /// gradient, one dispatch where the module docs say.
+    pub fn fill_nll_loss_backward(
+        &self,
+        encoder: &mut wgpu::CommandEncoder,
+        grad_loss: &Matrix<'_>,
+        value: f32,
+        labels: &Matrix<'_>,
+        total_weight: &Matrix<'_>,
+        out: &Matrix<'_>,
+    ) -> Result<(), KernelError> {
+        let fused = self.fused_fill_nll(grad_loss, value, labels, total_weight, out)?;
+        self.fused_or(encoder, fused, |e| {
+            self.fill(e, grad_loss, f64::from(value))?;
+            self.nll_loss_backward(e, grad_loss, labels, total_weight, out)
+        })
+    }
+
+    fn fused_fill_nll<'a>(
+        &'a self,
+        grad_loss: &Matrix<'a>,
+        value: f32,
+        labels: &Matrix<'a>,
+        total_weight: &Matrix<'a>,
+        out: &Matrix<'a>,
+    ) -> Result<Option<Dispatch<'a>>, KernelError> {
+        let (b, c) = (out.rows, out.cols);
+        if b == 0
+            || c == 0
+            || labels.len() != b
+            || grad_loss.len() != 1
+            || total_weight.len() != 1
+            || [grad_loss, total_weight, out]
+                .iter()
+                .any(|m| m.dtype != DType::F32)
+        {
+            return Ok(None);
+        }
+        let (stride, labels) = label_view("nll_loss_backward", labels, b)?;
+        let lim = &self.limits;
+        let (oo, lab) = (
+            Operand::new("out", out, lim, 1)?,
+            Operand::new("labels", &labels, lim, 1)?,
+        );
+        if segments(b, &[&oo, &lab]) != [(0, b)] {
+            return Ok(None);
+        }
+        let storage = vec![
+            oo.bind(0, b),
+            Operand::new("grad_loss", &grad_loss.flat(), lim, 1)?.bind(0, 1),
+            Operand::new("total_weight", &total_weight.flat(), lim, 1)?.bind(0, 1),
+            lab.bind(0, b),
+        ];
+        let entry = pipeline(self, [Store::F32; 3], "fill_nll_loss_backward")?;
+        let n = [b as u32, c as u32, stride, 0];
+        let groups = grid(b.div_ceil(64), lim.max_workgroups);
+        let f = [value, 0.0, 0.0, 0.0];
+        Ok(Some(dispatch(self, &entry, storage, 0b0011, n, f, groups)))
     }
 }

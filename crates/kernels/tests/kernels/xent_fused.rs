@@ -1,7 +1,9 @@
 //! `Kernels::log_softmax_nll_loss` writes `logp`, the loss and `total_weight` with the bits
 //! `log_softmax` then `nll_loss` write (whose values xent.rs checks against f64): in one
 //! dispatch where it fuses (float32, a batch that is one piece of at most 256 rows, five
-//! storage bindings), as the two kernels elsewhere.
+//! storage bindings), as the two kernels elsewhere. `Kernels::fill_nll_loss_backward`
+//! likewise writes what `fill` then `nll_loss_backward` write (one dispatch for a float32
+//! batch in one piece).
 
 use gpumem_kernels::{Kernels, Matrix};
 
@@ -141,4 +143,100 @@ fn downlevel_devices_run_the_two_kernels() {
     let Some(ctx) = downlevel_ctx() else { return };
     let own = Kernels::new(&ctx.gpu.device).expect("kernels");
     assert!(same_bits(ctx, "downlevel", &own, CASES[0], false) >= 2);
+}
+
+/// What `fill_nll_loss_backward` (or `fill` then `nll_loss_backward`) wrote, as bits.
+fn run_backward(
+    ctx: &Ctx,
+    k: &Kernels,
+    (b, c, split): (usize, usize, bool),
+    value: f32,
+    fused: bool,
+) -> Written {
+    let mut rng = rng(9100 + (b * c) as u64);
+    let mut y: Vec<i64> = (0..b)
+        .map(|_| i64::from(rng.next_u32() % c as u32))
+        .collect();
+    // An out-of-range label: its row stays zeros.
+    y[b / 2] = c as i64;
+    let cuts = if split {
+        awkward_cuts(4 * (b * c) as u64, 4 * c as u64)
+    } else {
+        Vec::new()
+    };
+    let so = Stored::new(ctx, &vec![7f32; b * c], &cuts);
+    let sy = Stored::new(ctx, &y, &[]);
+    let (sg, stw) = (
+        Stored::new(ctx, &[0f32], &[]),
+        Stored::new(ctx, &[b as f32], &[]),
+    );
+    let (po, py, pg, ptw) = (so.parts(), sy.parts(), sg.parts(), stw.parts());
+    let (mo, my) = (
+        matrix(&po, b as u64, c as u64),
+        Matrix::labels_i64(&py, b as u64),
+    );
+    let (mg, mt) = (matrix(&pg, 1, 1), matrix(&ptw, 1, 1));
+    let before = k.counters().dispatches;
+    ctx.run(|e| {
+        if fused {
+            k.fill_nll_loss_backward(e, &mg, value, &my, &mt, &mo)
+                .expect("fill_nll_loss_backward");
+        } else {
+            k.fill(e, &mg, f64::from(value)).expect("fill");
+            k.nll_loss_backward(e, &mg, &my, &mt, &mo)
+                .expect("nll_loss_backward");
+        }
+    });
+    let bits = |s: &Stored| {
+        s.read::<f32>(ctx)
+            .iter()
+            .map(|v| v.to_bits())
+            .collect::<Vec<_>>()
+    };
+    Written {
+        logp: bits(&so),
+        loss: bits(&sg)[0],
+        total_weight: bits(&stw)[0],
+        dispatches: k.counters().dispatches - before,
+    }
+}
+
+/// The fused call and the two kernels agree bit for bit; returns the fused dispatches.
+fn same_backward(ctx: &Ctx, name: &str, k: &Kernels, case: (usize, usize, bool)) -> u64 {
+    let mut dispatches = 0;
+    for value in [1.0, 0.75] {
+        let fused = run_backward(ctx, k, case, value, true);
+        let separate = run_backward(ctx, k, case, value, false);
+        let what = format!("{name} {case:?} fill {value}");
+        assert_eq!(fused.logp, separate.logp, "{what}: nll_loss_backward");
+        assert_eq!(fused.loss, value.to_bits(), "{what}: the filled gradient");
+        assert_eq!(fused.loss, separate.loss, "{what}: the filled gradient");
+        dispatches = fused.dispatches;
+    }
+    dispatches
+}
+
+/// (rows, classes, split): the lesson's batch, one row, many classes, a batch of 3001 rows
+/// (one piece with the device's limits, pieces with the tiny ones), a batch over buffers.
+const BACKWARD_CASES: [(usize, usize, bool); 5] = [
+    (32, 2, false),
+    (1, 1, false),
+    (17, 10, false),
+    (3001, 2, false),
+    (40, 2, true),
+];
+
+#[test]
+fn fused_fill_and_nll_loss_backward_write_the_two_kernels_bits() {
+    let Some(ctx) = ctx() else { return };
+    for (name, k) in ctx.all() {
+        for case in BACKWARD_CASES {
+            same_backward(ctx, name, k, case);
+        }
+    }
+    let own = Kernels::new(&ctx.gpu.device).expect("kernels");
+    for case in &BACKWARD_CASES[..4] {
+        assert_eq!(same_backward(ctx, "own", &own, *case), 1, "{case:?}");
+    }
+    assert!(same_backward(ctx, "own", &own, BACKWARD_CASES[4]) >= 2);
 }

@@ -5,7 +5,8 @@
 
 use super::{
     AdamStep, Matmul, backend_of, check_adam, check_adam_denom, check_colsum, check_log_softmax,
-    check_matmul, check_nll_loss, check_relu, distinct, float, same_device, same_shape,
+    check_matmul, check_nll_loss, check_nll_loss_backward, check_relu, distinct, float,
+    same_device, same_shape,
 };
 use crate::error::Error;
 #[cfg(feature = "cpu")]
@@ -78,6 +79,30 @@ pub fn log_softmax_nll_loss(
         Ok(()),
         cpu::log_softmax(x, logp).and_then(|()| cpu::nll_loss(logp, labels, loss, total_weight)),
         gpu::log_softmax_nll_loss(x, logp, labels, loss, total_weight),
+    )
+}
+
+/// [`fill`]`(grad, value)` then [`nll_loss_backward`]`(grad, labels, total_weight, out)`:
+/// `torch.ones_like(loss)` (with `value` 1) and the loss's backward, both written as the two
+/// write them (one kernel on the wgpu backing where the tensors allow it).
+pub fn fill_nll_loss_backward(
+    grad: &Tensor,
+    value: f32,
+    labels: &Tensor,
+    total_weight: &Tensor,
+    out: &Tensor,
+) -> Result<(), Error> {
+    check_nll_loss_backward(grad, labels, total_weight, out)?;
+    on_backing!(
+        out,
+        Ok(()),
+        cpu::fill(grad, value).and_then(|()| cpu::nll_loss_backward(
+            grad,
+            labels,
+            total_weight,
+            out
+        )),
+        gpu::fill_nll_loss_backward(grad, value, labels, total_weight, out),
     )
 }
 
