@@ -210,11 +210,11 @@ pub(crate) fn flat<'a>(
 }
 
 /// Workgroups of a flat kernel over a piece of `n` elements: one quad per invocation
-/// on a GPU; on a CPU adapter (lavapipe) at most `FLAT_GROUPS_CPU`, each invocation
+/// on a GPU; with a CPU adapter's plans (lavapipe) at most `FLAT_GROUPS_CPU`, each invocation
 /// looping over many quads, since every workgroup there costs µs of its own.
 pub(crate) fn flat_groups(k: &Kernels, n: u64) -> u64 {
     let one_each = n.div_ceil(4).div_ceil(64) + 1;
-    if k.device.adapter_info().device_type == wgpu::DeviceType::Cpu {
+    if k.limits.cpu_plans {
         one_each.min(FLAT_GROUPS_CPU)
     } else {
         one_each

@@ -127,7 +127,7 @@ impl Kernels {
             cache: shared.cache,
             subgroups: false,
             wg: matmul::workgroup_width(device),
-            split_target: matmul::split_target(device),
+            split_target: matmul::split_target(limits.cpu_plans),
             counters: shared.counters,
             active: Mutex::new(None),
             pipelines_seen: shared.pipelines_seen,

@@ -17,6 +17,11 @@ pub struct KernelLimits {
     /// Store float16 natively (`array<f16>`) when the device has `Features::SHADER_F16`;
     /// false forces the packed `u32` storage that devices without it use.
     pub shader_f16: bool,
+    /// Plan as for a CPU adapter (lavapipe), where every workgroup and split costs µs of
+    /// its own: flat kernels in a few workgroups that loop, split-k aiming for one
+    /// workgroup's worth. [`KernelLimits::of`] sets it from the adapter's type; false runs
+    /// a GPU's plans anywhere (the tests do, on lavapipe).
+    pub cpu_plans: bool,
 }
 
 impl KernelLimits {
@@ -35,6 +40,7 @@ impl KernelLimits {
             max_workgroups: l.max_compute_workgroups_per_dimension.max(1),
             subgroups: true,
             shader_f16: true,
+            cpu_plans: device.adapter_info().device_type == wgpu::DeviceType::Cpu,
         }
     }
 
@@ -48,6 +54,7 @@ impl KernelLimits {
             max_workgroups: self.max_workgroups.clamp(1, d.max_workgroups),
             subgroups: self.subgroups,
             shader_f16: self.shader_f16,
+            cpu_plans: self.cpu_plans,
         }
     }
 }

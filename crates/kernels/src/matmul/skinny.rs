@@ -26,9 +26,9 @@ const SPLIT_TARGET_CPU: u64 = 8;
 const MIN_CHUNK: u64 = 64;
 const MAX_SPLITS: u64 = 64;
 
-/// How many invocations split-k aims for on `device` (see `SPLIT_TARGET_CPU`).
-pub(crate) fn split_target(device: &wgpu::Device) -> u64 {
-    if device.adapter_info().device_type == wgpu::DeviceType::Cpu {
+/// How many invocations split-k aims for (see `SPLIT_TARGET_CPU`).
+pub(crate) fn split_target(cpu_plans: bool) -> u64 {
+    if cpu_plans {
         SPLIT_TARGET_CPU
     } else {
         SPLIT_TARGET

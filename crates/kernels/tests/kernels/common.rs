@@ -17,6 +17,9 @@ pub struct Ctx {
     pub packed: Kernels,
     /// The device's limits, float16 packed.
     pub full_packed: Kernels,
+    /// The device's limits planned as for a GPU (`cpu_plans` off): on lavapipe, the plans
+    /// a real GPU runs (more workgroups, split-k, no fused backward products).
+    pub gpu_plans: Kernels,
 }
 
 /// The shared context, or None (test skipped) without an adapter.
@@ -66,6 +69,7 @@ impl Ctx {
             max_workgroups: 3,
             subgroups: true,
             shader_f16: true,
+            cpu_plans: full.limits().cpu_plans,
         };
         // Sharing the pipelines: each one is compiled once (seconds on lavapipe).
         let tiny = full.reuse_with_limits(tiny_limits).expect("tiny kernels");
@@ -89,6 +93,12 @@ impl Ctx {
             })
             .expect("packed kernels");
         assert!(!packed.uses_native_f16() && !full_packed.uses_native_f16());
+        let gpu_plans = full
+            .reuse_with_limits(KernelLimits {
+                cpu_plans: false,
+                ..*full.limits()
+            })
+            .expect("kernels with a GPU's plans");
         Ctx {
             gpu,
             full,
@@ -96,17 +106,24 @@ impl Ctx {
             plain,
             packed,
             full_packed,
+            gpu_plans,
         }
     }
 }
 
+/// Whether `k` plans with the device's own bindings (not the tiny limits' 4 KiB ones).
+pub fn device_limits(k: &Kernels) -> bool {
+    k.limits().max_binding > 4096
+}
+
 impl Ctx {
     /// Every configuration a kernel should be checked under.
-    pub fn all(&self) -> [(&'static str, &Kernels); 3] {
+    pub fn all(&self) -> [(&'static str, &Kernels); 4] {
         [
             ("full", &self.full),
             ("tiny", &self.tiny),
             ("plain", &self.plain),
+            ("gpu_plans", &self.gpu_plans),
         ]
     }
 

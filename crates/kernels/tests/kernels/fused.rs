@@ -2,7 +2,7 @@
 //! as the separate kernels would, on the shapes they fuse (one dispatch) and on the ones
 //! they hand to the separate kernels (split buffers, odd n, larger skinny dimensions).
 
-use gpumem_kernels::{Gemm, Kernels};
+use gpumem_kernels::{Gemm, KernelLimits, Kernels};
 
 use crate::common::*;
 
@@ -112,60 +112,50 @@ fn matmul_relu_writes_the_product_and_its_relu() {
         // 2000 columns are wider than the tiny limits' 4 KiB binding.
         for case in RELU_CASES
             .into_iter()
-            .filter(|c| name == "full" || c.2 < 1000)
+            .filter(|c| device_limits(kernels) || c.2 < 1000)
         {
             check_relu(ctx, name, kernels, case);
         }
     }
 }
 
-/// Kernels of their own: the shared ones' counters see the other tests' dispatches.
+/// Kernels of their own (the shared ones' counters see the other tests' dispatches), with
+/// the adapter's plans and with a GPU's.
 #[test]
-fn the_first_layers_forward_and_gradients_are_one_dispatch_each() {
+fn the_lesson_layers_forward_and_gradients_are_one_dispatch_each() {
     let Some(ctx) = ctx() else { return };
     let own = Kernels::new(&ctx.gpu.device).expect("kernels");
-    assert_eq!(check_relu(ctx, "own", &own, RELU_CASES[0]), 1);
-    assert_eq!(check_colsum(ctx, "own", &own, COLSUM_CASES[0]), 1);
-    // Split over buffers: the product and the second operation run separately.
-    assert!(check_relu(ctx, "own", &own, RELU_CASES[6]) >= 2);
-    assert!(check_colsum(ctx, "own", &own, COLSUM_CASES[5]) >= 2);
-    // The output layer's: one dispatch where its product alone is one (a CPU adapter),
-    // else the product's, then the sums in one pass (a GPU splits its k).
-    let fused = check_colsum(ctx, "own", &own, COLSUM_CASES[7]);
-    match matmul_alone(ctx, &own, COLSUM_CASES[7]) {
-        1 => assert_eq!(fused, 1),
-        product => assert_eq!(fused, product + 1),
+    let gpu = own
+        .reuse_with_limits(KernelLimits {
+            cpu_plans: false,
+            ..*own.limits()
+        })
+        .expect("kernels with a GPU's plans");
+    for (name, k) in [("own", &own), ("own gpu_plans", &gpu)] {
+        assert_eq!(check_relu(ctx, name, k, RELU_CASES[0]), 1);
+        assert_eq!(check_colsum(ctx, name, k, COLSUM_CASES[0]), 1);
+        // The output layer's at batch 32: k is too short for either plan to split.
+        assert_eq!(check_colsum(ctx, name, k, COLSUM_CASES[7]), 1);
+        // Split over buffers: the product and the second operation run separately.
+        assert!(check_relu(ctx, name, k, RELU_CASES[6]) >= 2);
+        assert!(check_colsum(ctx, name, k, COLSUM_CASES[5]) >= 2);
+        assert!(check_colsum(ctx, name, k, COLSUM_CASES[12]) >= 2);
     }
-    assert!(check_colsum(ctx, "own", &own, COLSUM_CASES[12]) >= 2);
-}
-
-/// The dispatches of `c = aᵀ·b` alone on a colsum case's shapes.
-fn matmul_alone(ctx: &Ctx, kernels: &Kernels, (m, k, n, _): (usize, usize, usize, bool)) -> u64 {
-    let (sa, sb, sc) = (
-        Stored::new(ctx, &vec![0f32; k * m], &[]),
-        Stored::new(ctx, &vec![0f32; k * n], &[]),
-        Stored::new(ctx, &vec![0f32; m * n], &[]),
-    );
-    let (pa, pb, pc) = (sa.parts(), sb.parts(), sc.parts());
-    let g = Gemm {
-        a: matrix(&pa, k as u64, m as u64),
-        trans_a: true,
-        b: matrix(&pb, k as u64, n as u64),
-        trans_b: false,
-        c: matrix(&pc, m as u64, n as u64),
-        accumulate: false,
-        bias: None,
-    };
-    let before = kernels.counters().dispatches;
-    ctx.run(|e| kernels.matmul(e, &g).expect("matmul"));
-    kernels.counters().dispatches - before
+    // A long k: a GPU's plan splits the product (partial sums, their sum), so the column
+    // sums run apart; a CPU adapter's plan keeps it whole and fused.
+    let long = COLSUM_CASES[13];
+    assert!(check_colsum(ctx, "own gpu_plans", &gpu, long) >= 3);
+    if own.limits().cpu_plans {
+        assert_eq!(check_colsum(ctx, "own", &own, long), 1);
+    }
 }
 
 /// (m, k, n, split): the lesson's first-layer gradient at batch 32 and variations.
 /// k of 33 leaves one row after the pairs of the m = 2 loop; from index 7, the output
 /// layer's gradient at batch 32 (m = 2000, n = 2) and variations of n ≤ 4 (odd k leaves a
-/// row after the n = 2 pairs; n of 1, 3 and 4 store C element by element).
-const COLSUM_CASES: [(usize, usize, usize, bool); 13] = [
+/// row after the n = 2 pairs; n of 1, 3 and 4 store C element by element), the last with
+/// a k long enough for a GPU's plan to split.
+const COLSUM_CASES: [(usize, usize, usize, bool); 14] = [
     (2, 32, 2000, false),
     (1, 7, 8, false),
     (3, 65, 12, false),
@@ -179,6 +169,7 @@ const COLSUM_CASES: [(usize, usize, usize, bool); 13] = [
     (20, 11, 3, false),
     (264, 6, 4, false),
     (32, 10, 2, true),
+    (400, 1024, 2, false),
 ];
 
 /// Runs `matmul_colsum` (c = aᵀ·b, sums = column sums of b); returns its dispatches.
@@ -239,7 +230,7 @@ fn matmul_colsum_writes_the_product_and_the_column_sums() {
     for (name, kernels) in ctx.all() {
         for case in COLSUM_CASES
             .into_iter()
-            .filter(|c| name == "full" || (c.0 < 1000 && c.2 < 1000))
+            .filter(|c| device_limits(kernels) || (c.0 < 1000 && c.2 < 1000))
         {
             check_colsum(ctx, name, kernels, case);
         }

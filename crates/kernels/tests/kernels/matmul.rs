@@ -143,6 +143,8 @@ pub fn all_forms_odd_shapes_device_limits_on(ctx: &Ctx) {
                     split: false,
                 };
                 check(ctx, "full", &ctx.full, MatmulKernel::Auto, &case, seed);
+                let gpu = &ctx.gpu_plans;
+                check(ctx, "gpu_plans", gpu, MatmulKernel::Auto, &case, seed);
             }
         }
     }
