@@ -12,7 +12,7 @@
 //! separate kernels.
 
 use super::call::Call;
-use super::skinny::Skinny;
+use super::skinny::{SKINNY_MAX, Skinny};
 use super::{Gemm, MatmulKernel};
 use crate::error::KernelError;
 use crate::kernels::Kernels;
@@ -25,8 +25,6 @@ const FUSED: &str = include_str!("fused.wgsl");
 
 /// Rows per workgroup of `mm_smallk_relu` (`SMALLK_ROWS` in fused.wgsl).
 const SMALLK_ROWS: u64 = 64;
-/// Largest skinny dimension the fused kernels take.
-const SKINNY_MAX: u64 = 4;
 /// Most rows [`Kernels::colsum`] sums in one pass (a choice: a batch's worth; longer
 /// columns take its two passes, which spread them over workgroups).
 const COLSUM_ROWS: u64 = 256;

@@ -9,8 +9,8 @@ use crate::kernels::Kernels;
 use crate::pieces::Bind;
 use crate::record::{Dispatch, grid};
 
-/// Largest skinny dimension.
-const SKINNY_MAX: u64 = 4;
+/// Largest skinny dimension (the fused kernels' too: they unroll it).
+pub(super) const SKINNY_MAX: u64 = 4;
 /// Rows per invocation of `mm_smallk` (`SK_ROWS` in skinny.wgsl).
 const SK_ROWS: u64 = 64;
 /// Split-k: aim for this many invocations, with chunks of at least `MIN_CHUNK` values of
