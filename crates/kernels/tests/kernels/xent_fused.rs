@@ -31,6 +31,21 @@ struct Written {
     dispatches: u64,
 }
 
+impl Written {
+    /// The bits of a row output and two scalars (the loss or the filled gradient, then
+    /// `total_weight`).
+    fn read(ctx: &Ctx, [rows, loss, tw]: [&Stored; 3], dispatches: u64) -> Written {
+        let bits =
+            |s: &Stored| -> Vec<u32> { s.read::<f32>(ctx).iter().map(|v| v.to_bits()).collect() };
+        Written {
+            logp: bits(rows),
+            loss: bits(loss)[0],
+            total_weight: bits(tw)[0],
+            dispatches,
+        }
+    }
+}
+
 /// Runs `case` fused (`log_softmax_nll_loss`) or as the two kernels; row 4's label is out
 /// of range (NaN) where `bad`.
 fn run(ctx: &Ctx, k: &Kernels, case: (usize, usize, bool), bad: bool, fused: bool) -> Written {
@@ -81,18 +96,7 @@ fn run(ctx: &Ctx, k: &Kernels, case: (usize, usize, bool), bad: bool, fused: boo
             k.nll_loss(e, &mp, &my, &ml, &mt).expect("nll_loss");
         }
     });
-    let bits = |s: &Stored| {
-        s.read::<f32>(ctx)
-            .iter()
-            .map(|v| v.to_bits())
-            .collect::<Vec<_>>()
-    };
-    Written {
-        logp: bits(&sp),
-        loss: bits(&sloss)[0],
-        total_weight: bits(&stw)[0],
-        dispatches: k.counters().dispatches - before,
-    }
+    Written::read(ctx, [&sp, &sloss, &stw], k.counters().dispatches - before)
 }
 
 /// The fused call and the two kernels agree bit for bit (the dispatch counts aside).
@@ -187,18 +191,7 @@ fn run_backward(
                 .expect("nll_loss_backward");
         }
     });
-    let bits = |s: &Stored| {
-        s.read::<f32>(ctx)
-            .iter()
-            .map(|v| v.to_bits())
-            .collect::<Vec<_>>()
-    };
-    Written {
-        logp: bits(&so),
-        loss: bits(&sg)[0],
-        total_weight: bits(&stw)[0],
-        dispatches: k.counters().dispatches - before,
-    }
+    Written::read(ctx, [&so, &sg, &stw], k.counters().dispatches - before)
 }
 
 /// The fused call and the two kernels agree bit for bit; returns the fused dispatches.
