@@ -87,21 +87,9 @@ fn check_relu(
         }
     }
     let what = format!("{name} matmul_relu {m}x{k}x{n} bias={with_bias} split={split}");
-    let got: Vec<f64> = sc.read::<f32>(ctx).into_iter().map(f64::from).collect();
-    assert_close_as(
-        &format!("{what}: c"),
-        gpumem_kernels::DType::F32,
-        &got,
-        &want,
-    );
+    assert_close(&format!("{what}: c"), &sc.read::<f32>(ctx), &want);
     let relu: Vec<f64> = want.iter().map(|&x| x.max(0.0)).collect();
-    let got: Vec<f64> = sr.read::<f32>(ctx).into_iter().map(f64::from).collect();
-    assert_close_as(
-        &format!("{what}: relu"),
-        gpumem_kernels::DType::F32,
-        &got,
-        &relu,
-    );
+    assert_close(&format!("{what}: relu"), &sr.read::<f32>(ctx), &relu);
     kernels.counters().dispatches - before
 }
 
@@ -204,23 +192,11 @@ fn check_colsum(
     });
     let what = format!("{name} matmul_colsum {m}x{k}x{n} split={split}");
     let want = reference(&a, &b, (m, k, n), true);
-    let got: Vec<f64> = sc.read::<f32>(ctx).into_iter().map(f64::from).collect();
-    assert_close_as(
-        &format!("{what}: c"),
-        gpumem_kernels::DType::F32,
-        &got,
-        &want,
-    );
+    assert_close(&format!("{what}: c"), &sc.read::<f32>(ctx), &want);
     let sums: Vec<f64> = (0..n)
         .map(|j| (0..k).map(|r| f64::from(b[r * n + j])).sum())
         .collect();
-    let got: Vec<f64> = ss.read::<f32>(ctx).into_iter().map(f64::from).collect();
-    assert_close_as(
-        &format!("{what}: sums"),
-        gpumem_kernels::DType::F32,
-        &got,
-        &sums,
-    );
+    assert_close(&format!("{what}: sums"), &ss.read::<f32>(ctx), &sums);
     kernels.counters().dispatches - before
 }
 
