@@ -3,14 +3,14 @@
 //! while the last batch of an epoch is short (a fragmented cache), with each of the
 //! allocator's remedies.
 //!
-//! Both come from challenge 3's own code — its loop (`challenge3::runner`) on each scenario's
+//! Both come from challenge 3's own code — its loop (`demos::challenge3::runner`) on each scenario's
 //! defaults on the `plan` backing — so the book quotes what
 //! `cargo run -p challenge3 -- --scenario leak|fragmentation --backend plan` prints.
 
 use anyhow::{Result, anyhow};
-use challenge3::fragmentation::{self, Fragmentation};
-use challenge3::leak::{self, Leak};
-use challenge3::{Scenario, Setup};
+use demos::challenge3::fragmentation::{self, Fragmentation};
+use demos::challenge3::leak::{self, Leak};
+use demos::challenge3::{Scenario, Setup};
 use std::sync::OnceLock;
 
 /// The leak scenario's settings: the lesson's network at batch 32 on 20 000 rows for 8

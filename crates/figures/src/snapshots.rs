@@ -44,9 +44,9 @@ pub fn fragmentation_snapshot() -> Result<&'static (Snapshot, u64, u64)> {
         let run = || -> Result<(Snapshot, u64, u64)> {
             let setup = epochs::fragmentation_setup()?;
             let mut spec =
-                challenge3::fragmentation::spec(&setup, setup.allocator.config(), false, true);
+                demos::challenge3::fragmentation::spec(&setup, setup.allocator.config(), false, true);
             spec.options.record_history = Some(History::UNBOUNDED);
-            let result = challenge3::runner::run(&spec)?;
+            let result = demos::challenge3::runner::run(&spec)?;
             let failure = result
                 .failure
                 .as_ref()

@@ -160,7 +160,7 @@ fn monitoring_page_claims() {
     let run = |rows: u64| {
         let batch = rows.to_string();
         let (result, text) = demo::capture(|| {
-            challenge1::run(["challenge1", "--backend", "plan", "--batch", batch.as_str()])
+            demos::challenge1::run(["challenge1", "--backend", "plan", "--batch", batch.as_str()])
         });
         result.unwrap();
         text
@@ -196,7 +196,7 @@ fn monitoring_page_claims() {
 fn challenge3_claims() {
     use figures::epochs;
     let card = epochs::card(&epochs::leak_setup().unwrap()).unwrap();
-    let challenge3::leak::Leak { leaky, fixed } = epochs::leak_runs().unwrap();
+    let demos::challenge3::leak::Leak { leaky, fixed } = epochs::leak_runs().unwrap();
     // Allocated climbs every epoch, reserved never falls and reaches the card, and the
     // failure comes several whole epochs in, asking for a new segment.
     assert!(leaky.epochs.len() >= 3, "{}", leaky.epochs.len());
@@ -236,7 +236,7 @@ fn challenge3_claims() {
     // caching finish, the threshold does not (no segment is wholly unused); the split limit
     // costs no extra segment, expandable segments a few page mappings and a little more
     // reserved memory, empty_cache() a few, no caching one per tensor (the most by far).
-    let challenge3::fragmentation::Fragmentation { base, remedies } =
+    let demos::challenge3::fragmentation::Fragmentation { base, remedies } =
         epochs::fragmentation_runs().unwrap();
     assert!(base.failure.as_ref().unwrap().oom.is_fragmentation());
     assert_eq!(remedies.len(), 5);

@@ -369,7 +369,7 @@ fn lesson_pages_open_with_questions_and_objectives() {
 /// (found here from the record, not by the advice's code).
 #[test]
 fn challenge4_advice_follows_the_recorded_times() {
-    use challenge4::strategies::row_of;
+    use demos::challenge4::strategies::row_of;
     use figures::measured::{base, load, planned};
     let advice = figures::pages::challenge_4::challenge4_time_advice().unwrap();
     for setup in &load().unwrap().setups {

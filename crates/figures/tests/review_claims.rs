@@ -140,7 +140,7 @@ fn glossary_entries_match_the_allocators_rules() {
 /// card) and the room the solution keeps back (5 %) are the grader's `NEEDED_ABOVE`.
 #[test]
 fn challenge4_page_states_the_graders_share_of_the_card() {
-    let needed = (challenge4::grader::NEEDED_ABOVE * 100.0).round() as u64;
+    let needed = (grading::challenge4::NEEDED_ABOVE * 100.0).round() as u64;
     let text = page("challenge-4")
         .split_whitespace()
         .collect::<Vec<_>>()
@@ -153,7 +153,7 @@ fn challenge4_page_states_the_graders_share_of_the_card() {
 /// other" — the grader's own margin.
 #[test]
 fn challenge1_page_states_the_graders_margin() {
-    let margin = (challenge1::grader::FITS_MARGIN * 100.0).round() as u64;
+    let margin = (grading::challenge1::FITS_MARGIN * 100.0).round() as u64;
     let text = page("challenge-1")
         .split_whitespace()
         .collect::<Vec<_>>()
@@ -334,7 +334,7 @@ fn challenge3_default_run_asks_the_device_once() {
     let out = std::env::temp_dir().join(format!("c3-review-{}.svg", std::process::id()));
     let out_arg = out.to_string_lossy().to_string();
     let (result, text) = demo::capture(|| {
-        challenge3::run([
+        demos::challenge3::run([
             "challenge3",
             "--backend",
             "plan",
@@ -379,7 +379,7 @@ fn setup_asks_for_the_workspaces_rust_version() {
 /// device is a GPU (the cpu backing, and llvmpipe on wgpu), as the page says.
 #[test]
 fn the_demos_cheapest_was_never_the_fastest() {
-    use challenge4::strategies::row_of;
+    use demos::challenge4::strategies::row_of;
     use figures::measured::{base, load, planned};
     use gpumem::mlp::Precision;
     for setup in &load().unwrap().setups {

@@ -1,8 +1,14 @@
-//! What the exercises' graders share. Each grader lives with its challenge
-//! (`exercises/challengeN/src/grader.rs`); this crate holds their common parts: calling a
-//! learner's function without crashing on `todo!()` ([`attempt`]), the report it prints
-//! ([`Report`]), the setups the exercises talk about ([`Setup`]), what graders ask the engine
-//! ([`measure`]) and what every proof of a grader asserts ([`proofs`]).
+//! The book's graders, one module per challenge ([`challenge1`] … [`challenge5`]), and what
+//! they share: calling a learner's function without crashing on `todo!()` ([`attempt`]), the
+//! report it prints ([`Report`]), the setups the exercises talk about ([`Setup`]), what graders
+//! ask the engine ([`measure`]) and what every proof of a grader asserts ([`proofs`]).
+//!
+//! A learner's folder (`exercises/challengeN/`) holds only their answer and a test that
+//! calls `grading::challengeN::grade`; the reference solutions are in `solutions/`, and the
+//! proofs that every grader grades (every solution passes, every shipped stub fails, named
+//! wrong answers fail) are this crate's `tests/challengeN.rs`, behind the `proofs` feature.
+//! The crate needs only the engine's planner and its cpu backing, so a learner's first
+//! `cargo test` builds no GPU stack.
 //!
 //! Each exercise asks the learner for a few functions. A grader calls them on fixed and
 //! random setups and compares what comes back with what the engine *measures* — allocator
@@ -10,6 +16,11 @@
 //! Every check prints what was expected, what came back and a hint. A function that still
 //! says `todo!()` is reported as "not attempted yet", not as a crash.
 
+pub mod challenge1;
+pub mod challenge2;
+pub mod challenge3;
+pub mod challenge4;
+pub mod challenge5;
 pub mod measure;
 pub mod proofs;
 mod report;

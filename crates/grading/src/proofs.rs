@@ -1,4 +1,4 @@
-//! What every proof of a grader asserts about a report (the exercises' `tests/proofs.rs`).
+//! What every proof of a grader asserts about a report (this crate's `tests/challengeN.rs`).
 
 use crate::{Outcome, Report};
 

@@ -1,76 +1,80 @@
-//! The shipped stub of an exercise, for the proofs that its grader fails it.
+//! The shipped stubs of the exercises, for the proofs that their graders fail them.
 //!
-//! A learner solves an exercise by editing `src/answer.rs` in place, so that file is not
-//! always the stub the book ships. The proofs (run by the repository's test command) must
-//! grade the stub as committed, so an exercise's build script calls [`write_stub_module`]:
-//! when the exercise's `proofs` feature is on, it takes `src/answer.rs` from git's `HEAD`
-//! and writes a module declaration for it into `OUT_DIR`, which `tests/proofs.rs` includes.
-//! Without git (a tarball, no `git` on the path) the working file is used, and the build
-//! says so.
+//! A learner solves an exercise by editing `exercises/challengeN/src/answer.rs` in place, so
+//! that file is not always the stub the book ships. The proofs (the grading crate's
+//! `tests/challengeN.rs`, run by the repository's test command) must grade the stub as
+//! committed, so the grading crate's build script calls [`write_stub_modules`]: when its
+//! `proofs` feature is on, it takes each stub from git's `HEAD` and writes a module
+//! declaration for it into `OUT_DIR`, which the proof includes. Without git (a tarball, no
+//! `git` on the path) the working file is used, and the build says so.
 
 use std::env;
 use std::fs;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-/// The file a proof includes: `include!(concat!(env!("OUT_DIR"), "/shipped_stub.rs"));`
-/// declares `mod stub` for the shipped `src/answer.rs`.
-pub const MODULE_FILE: &str = "shipped_stub.rs";
+/// The file a proof includes for the stub called `name`:
+/// `include!(concat!(env!("OUT_DIR"), "/shipped_challenge1.rs"));` declares `mod stub`.
+pub fn module_file(name: &str) -> String {
+    format!("shipped_{name}.rs")
+}
 
-/// Where the stub's text comes from.
+/// Where a stub's text comes from.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Source {
-    /// `git show HEAD:./src/answer.rs`.
+    /// `git show HEAD:./<file>`.
     Head,
     /// The working file: git could not tell (the reason).
     WorkingFile(String),
 }
 
-/// The build script's whole job. Does nothing unless the `proofs` feature is on, so that a
-/// learner's `cargo test` does not depend on git.
-pub fn write_stub_module() {
+/// The build script's whole job, for stubs given as `(name, file relative to the crate)`.
+/// Does nothing unless the `proofs` feature is on, so that a learner's `cargo test` does not
+/// depend on git.
+pub fn write_stub_modules(stubs: &[(&str, &str)]) {
     println!("cargo:rerun-if-changed=build.rs");
     if env::var_os("CARGO_FEATURE_PROOFS").is_none() {
         return;
     }
     let manifest = PathBuf::from(env::var_os("CARGO_MANIFEST_DIR").expect("set by cargo"));
     let out = PathBuf::from(env::var_os("OUT_DIR").expect("set by cargo"));
-    let answer = manifest.join("src/answer.rs");
-    println!("cargo:rerun-if-changed={}", answer.display());
     for watched in git_files_to_watch(&manifest) {
         println!("cargo:rerun-if-changed={}", watched.display());
     }
-    match write(&manifest, &out) {
-        Ok(Source::Head) if differs_from_head(&manifest) => println!(
-            "cargo:warning=src/answer.rs differs from its last commit: the proofs grade the \
-             committed stub (commit a change to the stub for them to see it)"
-        ),
-        Ok(Source::Head) => {}
-        Ok(Source::WorkingFile(why)) => println!(
-            "cargo:warning=the proofs grade src/answer.rs as it is in the folder ({why}): \
-             if you edited it, they will not see the shipped stub"
-        ),
-        Err(e) => panic!("writing the shipped stub for the proofs: {e}"),
+    for &(name, file) in stubs {
+        println!("cargo:rerun-if-changed={}", manifest.join(file).display());
+        match write(&manifest, file, name, &out) {
+            Ok(Source::Head) if differs_from_head(&manifest, file) => println!(
+                "cargo:warning={file} differs from its last commit: the proofs grade the \
+                 committed stub (commit a change to the stub for them to see it)"
+            ),
+            Ok(Source::Head) => {}
+            Ok(Source::WorkingFile(why)) => println!(
+                "cargo:warning=the proofs grade {file} as it is in the folder ({why}): \
+                 if you edited it, they will not see the shipped stub"
+            ),
+            Err(e) => panic!("writing the shipped stub {file} for the proofs: {e}"),
+        }
     }
 }
 
-/// Writes `OUT_DIR/shipped_answer.rs` (the stub) and `OUT_DIR/shipped_stub.rs` (the module
-/// declaration that points at it).
-pub fn write(manifest: &Path, out: &Path) -> std::io::Result<Source> {
-    let (text, source) = match head_version(manifest, "src/answer.rs") {
+/// Writes `OUT_DIR/shipped_<name>_answer.rs` (the stub `file`, relative to `dir`) and
+/// `OUT_DIR/shipped_<name>.rs` (the module declaration that points at it).
+pub fn write(dir: &Path, file: &str, name: &str, out: &Path) -> std::io::Result<Source> {
+    let (text, source) = match head_version(dir, file) {
         Ok(text) => (text, Source::Head),
         Err(why) => (
-            fs::read_to_string(manifest.join("src/answer.rs"))?,
+            fs::read_to_string(dir.join(file))?,
             Source::WorkingFile(why),
         ),
     };
-    let stub = out.join("shipped_answer.rs");
+    let stub = out.join(format!("shipped_{name}_answer.rs"));
     fs::write(&stub, text)?;
     let path = stub.to_str().ok_or_else(|| {
         std::io::Error::new(std::io::ErrorKind::InvalidData, "OUT_DIR is not UTF-8")
     })?;
     fs::write(
-        out.join(MODULE_FILE),
+        out.join(module_file(name)),
         format!(
             "/// The exercise's stub as shipped (git HEAD), not the working copy.\n\
              #[path = {path:?}]\nmod stub;\n"
@@ -79,10 +83,10 @@ pub fn write(manifest: &Path, out: &Path) -> std::io::Result<Source> {
     Ok(source)
 }
 
-/// Whether the working `src/answer.rs` differs from the committed one.
-fn differs_from_head(manifest: &Path) -> bool {
-    let working = fs::read_to_string(manifest.join("src/answer.rs")).ok();
-    working != head_version(manifest, "src/answer.rs").ok()
+/// Whether the working `file` differs from the committed one.
+fn differs_from_head(dir: &Path, file: &str) -> bool {
+    let working = fs::read_to_string(dir.join(file)).ok();
+    working != head_version(dir, file).ok()
 }
 
 /// `file` (relative to `dir`) as the last commit has it.
@@ -174,8 +178,11 @@ mod tests {
         }
         // The learner solves the exercise in place.
         fs::write(exercise.join("src/answer.rs"), "pub fn f() {}\n").unwrap();
-        assert_eq!(write(&exercise, &out).unwrap(), Source::Head);
-        let stub = fs::read_to_string(out.join("shipped_answer.rs")).unwrap();
+        let grading = root.join("crates/grading");
+        fs::create_dir_all(&grading).unwrap();
+        let file = "../../exercises/challenge9/src/answer.rs";
+        assert_eq!(write(&grading, file, "c9", &out).unwrap(), Source::Head);
+        let stub = fs::read_to_string(out.join("shipped_c9_answer.rs")).unwrap();
         assert_eq!(stub, "pub fn f() { todo!() }\n");
         fs::remove_dir_all(&root).unwrap();
     }
@@ -187,11 +194,11 @@ mod tests {
         fs::create_dir_all(manifest.join("src")).unwrap();
         fs::write(manifest.join("src/answer.rs"), "pub fn f() {}\n").unwrap();
         // Not a git checkout: the working file, and the reason why.
-        let source = write(&manifest, &out).unwrap();
+        let source = write(&manifest, "src/answer.rs", "c9", &out).unwrap();
         assert!(matches!(source, Source::WorkingFile(_)), "{source:?}");
-        let module = fs::read_to_string(out.join(MODULE_FILE)).unwrap();
-        assert!(module.contains("shipped_answer.rs") && module.contains("mod stub;"));
-        let stub = fs::read_to_string(out.join("shipped_answer.rs")).unwrap();
+        let module = fs::read_to_string(out.join(module_file("c9"))).unwrap();
+        assert!(module.contains("shipped_c9_answer.rs") && module.contains("mod stub;"));
+        let stub = fs::read_to_string(out.join("shipped_c9_answer.rs")).unwrap();
         assert_eq!(stub, "pub fn f() {}\n");
         fs::remove_dir_all(&out).unwrap();
     }

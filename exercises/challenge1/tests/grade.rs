@@ -2,5 +2,6 @@
 
 #[test]
 fn learner_answer() -> Result<(), String> {
-    challenge1::grader::grade(&challenge1::answers(), grading::seed()).verdict()
+    let answers = grading::challenge1::answers_of!(challenge1_exercise);
+    grading::challenge1::grade(&answers, grading::seed()).verdict()
 }

@@ -2,5 +2,6 @@
 
 #[test]
 fn learner_answer() -> Result<(), String> {
-    challenge2::grader::grade(&challenge2::answers(), grading::seed()).verdict()
+    let answers = grading::challenge2::answers_of!(challenge2_exercise);
+    grading::challenge2::grade(&answers, grading::seed()).verdict()
 }

@@ -15,7 +15,7 @@
 //! stub: `git checkout -- exercises/challenge3/src/answer.rs`.
 #![allow(unused_variables, unused_imports)]
 
-use challenge3::grader::{Block, FreeBlock, Pool, Step};
+use grading::challenge3::{Block, FreeBlock, Pool, Step};
 use gpumem::Error;
 // PyTorch's constants, under its names: 512 B, 1 MiB, 2 MiB, 10 MiB, 20 MiB and 2 MiB.
 use gpumem::alloc::{

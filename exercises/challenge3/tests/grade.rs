@@ -2,5 +2,6 @@
 
 #[test]
 fn learner_answer() -> Result<(), String> {
-    challenge3::grader::grade(&challenge3::answers(), grading::seed()).verdict()
+    let answers = grading::challenge3::answers_of!(challenge3_exercise);
+    grading::challenge3::grade(&answers, grading::seed()).verdict()
 }

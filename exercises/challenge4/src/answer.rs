@@ -18,7 +18,7 @@
 //! To start again from the stub: `git checkout -- exercises/challenge4/src/answer.rs`.
 #![allow(unused_variables, unused_imports)]
 
-use challenge4::grader::{Checkpointing, Precision, Settings};
+use grading::challenge4::{Checkpointing, Precision, Settings};
 use grading::{Opt, Setup};
 
 // ANCHOR: peak_bytes

@@ -2,5 +2,6 @@
 
 #[test]
 fn learner_answer() -> Result<(), String> {
-    challenge4::grader::grade(&challenge4::answers(), grading::seed()).verdict()
+    let answers = grading::challenge4::answers_of!(challenge4_exercise);
+    grading::challenge4::grade(&answers, grading::seed()).verdict()
 }

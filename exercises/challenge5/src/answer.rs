@@ -10,7 +10,7 @@
 //! `git checkout -- exercises/challenge5/src/answer.rs`.
 #![allow(unused_variables, unused_imports)]
 
-use challenge5::grader::{MAX_CARDS, Scheme, largest_share, terms};
+use grading::challenge5::{MAX_CARDS, Scheme, largest_share, terms};
 use grading::Setup;
 
 // ANCHOR: card_bytes

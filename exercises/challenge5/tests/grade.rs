@@ -2,5 +2,6 @@
 
 #[test]
 fn learner_answer() -> Result<(), String> {
-    challenge5::grader::grade(&challenge5::answers(), grading::seed()).verdict()
+    let answers = grading::challenge5::answers_of!(challenge5_exercise);
+    grading::challenge5::grade(&answers, grading::seed()).verdict()
 }

@@ -32,7 +32,7 @@ struct Bar {
 
 /// The demo's name, short enough for the axis: the segments are in the page's text.
 fn label(name: &str) -> String {
-    use challenge4::strategies::{CHEAPEST_FLOAT32_PREFIX, CHEAPEST_PREFIX};
+    use demos::challenge4::strategies::{CHEAPEST_FLOAT32_PREFIX, CHEAPEST_PREFIX};
     let name = name.replace("accumulation", "accum.");
     // The demo's recommendations, starred: their full names are in the page's tables.
     let recommended = name.strip_prefix(CHEAPEST_PREFIX);

@@ -2,7 +2,7 @@
 //!
 //! A time changes from machine to machine and from run to run, so it cannot be regenerated
 //! byte for byte like everything else here. Instead `cargo run --release -p figures --
-//! --measure` runs Challenge 4's demo (`challenge4::run … --json`, the instructor's command)
+//! --measure` runs Challenge 4's demo (`demos::challenge4::run … --json`, the instructor's command)
 //! on each setup and backing, and records what it printed in [`RECORD_PATH`], with the
 //! machine, the date and the command. The chart and the table are rendered from that record
 //! (deterministically), and [`load`] checks the record against a fresh plan of the same
@@ -11,7 +11,7 @@
 
 use crate::data::LESSON_WIDTH;
 use anyhow::{Context, Result, anyhow};
-use challenge4::strategies::{self, Accumulation, Cheapest, Planner, Row};
+use demos::challenge4::strategies::{self, Accumulation, Cheapest, Planner, Row};
 use gpumem::data::LESSON_TRAINING_EVENTS as FULL;
 use gpumem::fit::checkpointing_has_effect;
 use gpumem::lesson::CARD_BYTES;

@@ -3,9 +3,9 @@
 use crate::epochs;
 use crate::style::grouped;
 use anyhow::{Result, anyhow};
-use challenge3::fragmentation::Fragmentation;
-use challenge3::leak::{self, Leak};
-use challenge3::runner::{Keep, RunResult};
+use demos::challenge3::fragmentation::Fragmentation;
+use demos::challenge3::leak::{self, Leak};
+use demos::challenge3::runner::{Keep, RunResult};
 use gpumem::size::format_bytes;
 use std::fmt::Write as _;
 

@@ -39,11 +39,11 @@ pub fn challenge4_deep() -> Result<String> {
 
 /// Every strategy alone, then the cheapest combination that fits (and the cheapest that keeps
 /// float32), one update of `rows` rows planned at full size by the demo's own code
-/// (`challenge4::strategies`) — the memory half of `command`'s table. No times: they are
+/// (`demos::challenge4::strategies`) — the memory half of `command`'s table. No times: they are
 /// measurements, not plans. With `explain`, a last sentence gives the engine's order of
 /// "cheapest".
 fn strategies_table(base: &MlpConfig, rows: u64, command: &str, explain: bool) -> Result<String> {
-    use challenge4::strategies::{self, Accumulation, Planner, Row, precision_name};
+    use demos::challenge4::strategies::{self, Accumulation, Planner, Row, precision_name};
     use gpumem::fit::{CHEAPEST_RULE, checkpointing_has_effect};
     use gpumem::mlp::{Checkpointing, Precision, Strategy};
     let (f32, sqrt) = (Precision::Float32, Checkpointing::Sqrt);
@@ -262,7 +262,7 @@ pub fn challenge4_time_advice() -> Result<String> {
         let (planned, cheapest) = crate::measured::planned(setup.layers)?;
         let base = crate::measured::base(setup.layers);
         let name_of = |fit: Option<&gpumem::fit::Fit>| {
-            fit.and_then(|f| challenge4::strategies::row_of(&planned, &f.strategy, &base))
+            fit.and_then(|f| demos::challenge4::strategies::row_of(&planned, &f.strategy, &base))
                 .map(|r| r.name.clone())
         };
         let best = name_of(cheapest.best.as_ref());
@@ -323,7 +323,7 @@ pub fn challenge4_time_advice() -> Result<String> {
 
 /// A row's name without the demo's "cheapest …: " prefix (the sentence says which it is).
 fn plain(name: &str) -> &str {
-    use challenge4::strategies::{CHEAPEST_FLOAT32_PREFIX, CHEAPEST_PREFIX};
+    use demos::challenge4::strategies::{CHEAPEST_FLOAT32_PREFIX, CHEAPEST_PREFIX};
     name.strip_prefix(CHEAPEST_PREFIX)
         .or_else(|| name.strip_prefix(CHEAPEST_FLOAT32_PREFIX))
         .unwrap_or(name)

@@ -7,12 +7,12 @@ use super::transcript;
 
 /// `cargo run -p challenge1 -- --backend plan`, as it prints.
 pub fn demo_challenge1() -> Result<String> {
-    transcript(|| challenge1::run(["challenge1", "--backend", "plan"]))
+    transcript(|| demos::challenge1::run(["challenge1", "--backend", "plan"]))
 }
 
 /// `cargo run -p challenge2 -- --backend plan`, as it prints.
 pub fn demo_challenge2() -> Result<String> {
-    transcript(|| challenge2::run(["challenge2", "--backend", "plan"]))
+    transcript(|| demos::challenge2::run(["challenge2", "--backend", "plan"]))
 }
 
 /// The instructors' commands, as timed by `figures -- --measure`: the table of the
@@ -53,7 +53,7 @@ pub fn demo_times() -> Result<String> {
 }
 
 /// Challenge 1's reference solution, graded as the proofs grade it.
-#[path = "../../../../exercises/challenge1/solution/answer.rs"]
+#[path = "../../../../solutions/challenge1/answer.rs"]
 mod solution;
 
 /// The reference solution with one classic mistake: bits instead of bytes.
@@ -67,7 +67,7 @@ mod bits {
 /// What Challenge 1's grader prints for an answer that counts bits instead of bytes (the
 /// seed the learners' grader uses by default): its summary line and the first missed check.
 pub fn grader_bits() -> Result<String> {
-    let report = challenge1::grader::grade(&challenge1::answers_of!(bits), grading::seed());
+    let report = grading::challenge1::grade(&grading::challenge1::answers_of!(bits), grading::seed());
     let text = report.to_string();
     let mut lines = text.lines().filter(|l| !l.is_empty());
     let mut out = String::new();

@@ -274,9 +274,9 @@ pub fn after_a_few_epochs() -> Result<Vec<Question>> {
             failure.epoch, failure.step
         ),
     };
-    let (grew, steps) = challenge3::leak::growth(&runs.leaky);
+    let (grew, steps) = demos::challenge3::leak::growth(&runs.leaky);
     let per_step = bytes(grew / steps);
-    let (fixed_grew, _) = challenge3::leak::growth(&runs.fixed);
+    let (fixed_grew, _) = demos::challenge3::leak::growth(&runs.fixed);
     let growth_q = Question {
         prompt: "Which number climbs epoch after epoch in the leaking loop?".to_string(),
         answer: format!("`memory_allocated()`, about {per_step} a step"),

@@ -85,5 +85,114 @@ macro_rules! compute {
     };
 }
 
+#[cfg(feature = "matrixmultiply")]
 compute!(f32, DType::F32, matrixmultiply::sgemm);
+#[cfg(feature = "matrixmultiply")]
 compute!(f64, DType::F64, matrixmultiply::dgemm);
+#[cfg(not(feature = "matrixmultiply"))]
+compute!(f32, DType::F32, plain_gemm::<f32>);
+#[cfg(not(feature = "matrixmultiply"))]
+compute!(f64, DType::F64, plain_gemm::<f64>);
+
+/// `C = alpha·A·B + beta·C` by the textbook loop, with matrixmultiply's arguments: the cpu
+/// backing's product without that crate (the graders' tiny networks). Like matrixmultiply,
+/// `beta = 0` never reads `C` (it may hold garbage).
+///
+/// # Safety
+/// As [`Compute::gemm`]'s.
+#[allow(clippy::too_many_arguments, dead_code)]
+unsafe fn plain_gemm<T: Float + std::ops::AddAssign>(
+    m: usize,
+    k: usize,
+    n: usize,
+    alpha: T,
+    a: *const T,
+    rsa: isize,
+    csa: isize,
+    b: *const T,
+    rsb: isize,
+    csb: isize,
+    beta: T,
+    c: *mut T,
+    rsc: isize,
+    csc: isize,
+) {
+    for i in 0..m as isize {
+        for j in 0..n as isize {
+            let mut sum = T::zero();
+            for p in 0..k as isize {
+                // SAFETY: inside the m×k and k×n matrices the caller describes.
+                sum += unsafe { *a.offset(i * rsa + p * csa) * *b.offset(p * rsb + j * csb) };
+            }
+            // SAFETY: inside the m×n matrix the caller describes.
+            let out = unsafe { &mut *c.offset(i * rsc + j * csc) };
+            *out = if beta == T::zero() {
+                alpha * sum
+            } else {
+                alpha * sum + beta * *out
+            };
+        }
+    }
+}
+
+#[cfg(all(test, feature = "matrixmultiply"))]
+mod tests {
+    use super::plain_gemm;
+
+    /// The plain loop agrees with matrixmultiply on transposed strides, `beta` 0 (over
+    /// garbage) and 1.
+    #[test]
+    fn the_plain_product_matches_matrixmultiply() {
+        let (m, k, n) = (5, 7, 3);
+        let a: Vec<f32> = (0..m * k).map(|v| (v as f32 * 0.37).sin()).collect();
+        let b: Vec<f32> = (0..k * n).map(|v| (v as f32 * 0.11).cos()).collect();
+        for beta in [0.0f32, 1.0] {
+            let start: Vec<f32> = (0..m * n)
+                .map(|v| if beta == 0.0 { f32::NAN } else { v as f32 })
+                .collect();
+            let (mut plain, mut fast) = (start.clone(), start);
+            // A read as k×m transposed (column strides), B row-major.
+            // SAFETY: the strides describe the vectors above.
+            unsafe {
+                plain_gemm(
+                    m,
+                    k,
+                    n,
+                    1.0,
+                    a.as_ptr(),
+                    1,
+                    m as isize,
+                    b.as_ptr(),
+                    n as isize,
+                    1,
+                    beta,
+                    plain.as_mut_ptr(),
+                    n as isize,
+                    1,
+                );
+                matrixmultiply::sgemm(
+                    m,
+                    k,
+                    n,
+                    1.0,
+                    a.as_ptr(),
+                    1,
+                    m as isize,
+                    b.as_ptr(),
+                    n as isize,
+                    1,
+                    beta,
+                    fast.as_mut_ptr(),
+                    n as isize,
+                    1,
+                );
+            }
+            for (p, f) in plain.iter().zip(&fast) {
+                assert!(
+                    (p - f).abs() <= 1e-5 * f.abs().max(1.0),
+                    "{p} vs {f} (beta {beta})"
+                );
+            }
+        }
+    }
+}

@@ -1,0 +1,8 @@
+//! `cargo run -p challenge3`: the instructor's demo. Its code is the `demos` library
+//! (`crates/demos/src/challenge3.rs`), so that the book can quote its output.
+
+use std::process::ExitCode;
+
+fn main() -> ExitCode {
+    demo::run_main(|| demos::challenge3::run(std::env::args_os()))
+}

@@ -1,0 +1,8 @@
+//! `cargo run -p challenge4`: the instructor's demo. Its code is the `demos` library
+//! (`crates/demos/src/challenge4.rs`), so that the book can quote its output.
+
+use std::process::ExitCode;
+
+fn main() -> ExitCode {
+    demo::run_main(|| demos::challenge4::run(std::env::args_os()))
+}

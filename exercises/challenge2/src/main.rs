@@ -1,8 +1,0 @@
-//! `cargo run -p challenge2`: the instructor's demo. Its code is in the library
-//! (`src/instructor.rs`), so that the book can quote its output.
-
-use std::process::ExitCode;
-
-fn main() -> ExitCode {
-    demo::run_main(|| challenge2::run(std::env::args_os()))
-}
