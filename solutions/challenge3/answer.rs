@@ -1,13 +1,13 @@
 //! Challenge 3 — a reference solution.
 #![allow(unused_imports)]
 
-use grading::challenge3::{Block, FreeBlock, Pool, Step};
 use gpumem::Error;
 use gpumem::alloc::{
     LARGE_BUFFER, MIN_BLOCK, MIN_LARGE_ALLOC, ROUND_LARGE, SMALL_BUFFER, SMALL_SIZE,
 };
 use gpumem::data::Split;
 use gpumem::mlp::{Batch, Mlp, StepOutputs};
+use grading::challenge3::{Block, FreeBlock, Pool, Step};
 
 // ANCHOR: rounded_size
 /// The size the allocator looks for when `requested` bytes are asked for: the

@@ -1,8 +1,8 @@
 //! Challenge 5 — a reference solution.
 #![allow(unused_imports)]
 
-use grading::challenge5::{MAX_CARDS, Scheme, largest_share, terms};
 use grading::Setup;
+use grading::challenge5::{MAX_CARDS, Scheme, largest_share, terms};
 
 // ANCHOR: card_bytes
 /// The most bytes any one card of `cards` holds at once when `setup` trains under `scheme`.

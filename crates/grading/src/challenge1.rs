@@ -4,13 +4,13 @@
 //! for the backward pass, and whether a whole training step fits on a card. Each answer is
 //! compared with what the engine measures on planned steps.
 
+use crate::card;
+use crate::measure::{needs, requested, step, trace};
+use crate::{Opt, Report, Setup, attempt};
 use gpumem::data::LESSON_TRAINING_EVENTS as FULL;
 use gpumem::lesson::CARD_BYTES;
 use gpumem::mlp::MlpConfig;
 use gpumem::size::format_bytes;
-use crate::card;
-use crate::measure::{needs, requested, step, trace};
-use crate::{Opt, Report, Setup, attempt};
 use rand::{RngExt, SeedableRng};
 
 /// The learner's functions.
@@ -92,32 +92,47 @@ pub fn grade(answers: &Answers, seed: u64) -> Report {
     }
 
     for (setup, card_bytes) in fit_cases(&mut rng) {
-        let m = step(&setup.config(), setup.batch, card_bytes);
-        let expected = m.fits();
-        let why = match &m.oom {
-            Some(o) => format!(
-                "the engine ran out of memory: tried to allocate {}",
-                format_bytes(o.tried)
-            ),
-            None => format!(
-                "the step peaked at {} reserved",
-                format_bytes(m.peak_reserved)
-            ),
-        };
-        report.compare(
-            "fits",
-            format!("fits({setup}) {}", card(card_bytes)),
-            &expected,
-            why,
-            attempt(|| (answers.fits)(setup, card_bytes)),
-            "add parameters, a gradient each, Adam's 2 values per parameter, the batch \
-             (features and an 8-byte int64 label per row) and what is alive at the busiest \
-             moment: the top of the backward pass holds every kept activation plus two more \
-             batch × width gradients; the bottom holds every gradient; Adam's update adds \
-             square roots as large as all the parameters",
-        );
+        compare_fits(&mut report, answers, setup, card_bytes, FITS_HINT);
+    }
+    for (setup, card_bytes) in label_cases() {
+        compare_fits(&mut report, answers, setup, card_bytes, LABELS_HINT);
     }
     report
+}
+
+/// The hint for a wrong `fits`.
+const FITS_HINT: &str = "add parameters, a gradient each, Adam's 2 values per parameter, the \
+     batch (features and an 8-byte int64 label per row) and what is alive at the busiest \
+     moment: the top of the backward pass holds every kept activation plus two more batch × \
+     width gradients; the bottom holds every gradient; Adam's update adds square roots as \
+     large as all the parameters";
+
+/// The hint for a wrong `fits` on a setup the labels decide.
+const LABELS_HINT: &str = "a narrow network with a huge batch: the batch is most of the \
+     step, and its labels decide it — each row's label is an int64 (8 bytes, as \
+     F.cross_entropy wants), not a 4-byte number";
+
+/// Asks `fits(setup, card_bytes)` and compares it with the engine's plan of the step.
+fn compare_fits(report: &mut Report, answers: &Answers, setup: Setup, card_bytes: u64, hint: &str) {
+    let m = step(&setup.config(), setup.batch, card_bytes);
+    let why = match &m.oom {
+        Some(o) => format!(
+            "the engine ran out of memory: tried to allocate {}",
+            format_bytes(o.tried)
+        ),
+        None => format!(
+            "the step peaked at {} reserved",
+            format_bytes(m.peak_reserved)
+        ),
+    };
+    report.compare(
+        "fits",
+        format!("fits({setup}) {}", card(card_bytes)),
+        &m.fits(),
+        why,
+        attempt(|| (answers.fits)(setup, card_bytes)),
+        hint,
+    );
 }
 
 /// Setups whose answer does not hinge on the allocator's rounding: those that fit leave at
@@ -150,7 +165,8 @@ fn fit_cases(rng: &mut impl rand::Rng) -> Vec<(Setup, u64)> {
         40 * GIB,
         80 * GIB,
     ];
-    while cases.len() < fixed.len() + 8 {
+    let fixed_cases = cases.len();
+    while cases.len() < fixed_cases + 8 {
         let batch = if rng.random_bool(0.2) {
             FULL
         } else {
@@ -187,4 +203,49 @@ fn robust(setup: &Setup, card: u64) -> bool {
     } else {
         need.peak_requested as f64 >= (1.0 + FITS_MARGIN) * card as f64
     }
+}
+
+/// The narrow networks (width, layers, optimizer) whose full step is put just past the
+/// lesson's card by [`label_cases`]: the batch's bytes are most of what they need. None is
+/// narrower than 3 (with 2 classes): below that the loss's own batch × classes tensors make
+/// the busiest moment, which the page's equation leaves out (measured: 16 bytes per row more
+/// than it at width 1, 8 at width 2, none from 3 on).
+const LABEL_NETWORKS: [(u64, u64, Opt); 3] =
+    [(3, 1, Opt::Sgd), (4, 2, Opt::Sgd), (5, 1, Opt::Adam)];
+
+/// Setups that the labels' width decides: a narrow network whose batch is
+/// chosen so that its step needs about two bytes per row more than the lesson's card. An
+/// equation that counts each int64 label as 8 bytes says it does not fit, as the engine does;
+/// one that counts 4 bytes (or none) says it fits. Only those that [`labels_decide`] keeps.
+pub fn label_cases() -> Vec<(Setup, u64)> {
+    LABEL_NETWORKS
+        .into_iter()
+        .filter_map(|(width, layers, optimizer)| {
+            let need = |batch: u64| {
+                needs(
+                    &Setup::lesson(width, layers, batch, optimizer).config(),
+                    batch,
+                )
+                .peak_requested as f64
+            };
+            // What a step needs grows linearly with the batch: two plans give the line.
+            let (b1, b2) = (1u64 << 20, 1u64 << 22);
+            let slope = (need(b2) - need(b1)) / (b2 - b1) as f64;
+            let intercept = need(b1) - slope * b1 as f64;
+            // need(batch) = card + 2 bytes per row.
+            let batch = ((CARD_BYTES as f64 - intercept) / (slope - 2.0)).round() as u64;
+            let setup = Setup::lesson(width, layers, batch, optimizer);
+            labels_decide(&setup, CARD_BYTES).then_some((setup, CARD_BYTES))
+        })
+        .collect()
+}
+
+/// The engine says `setup` does not fit `card`, and what it needs exceeds the card by more
+/// than one but less than three bytes per row: counting each label's 8 bytes decides it (a
+/// 4-byte label drops 4 bytes per row, below the card), and the allocator's rounding (a few
+/// MiB on a step of gigabytes) does not.
+pub fn labels_decide(setup: &Setup, card: u64) -> bool {
+    let need = needs(&setup.config(), setup.batch).peak_requested;
+    let over = need.saturating_sub(card);
+    !step(&setup.config(), setup.batch, card).fits() && over > setup.batch && over < 3 * setup.batch
 }

@@ -4,12 +4,12 @@
 //! and the deepest network whose training step fits a card. Answers are compared with the
 //! engine's planned models and steps.
 
-use gpumem::lesson::{CARD_BYTES, planning_device};
-use gpumem::measure::deepest_network;
-use gpumem::size::format_bytes;
 use crate::card;
 use crate::measure::{blocks, needs, requested, trace};
 use crate::{Opt, Report, Setup, attempt};
+use gpumem::lesson::{CARD_BYTES, planning_device};
+use gpumem::measure::deepest_network;
+use gpumem::size::format_bytes;
 use rand::{RngExt, SeedableRng};
 
 /// The learner's functions.

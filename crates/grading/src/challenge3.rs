@@ -13,10 +13,10 @@
 //! with twice as many steps: a loop that keeps nothing alive peaks at the same bytes every
 //! time. It must still train: its per-epoch losses must match a plain loop's.
 
+use crate::Report;
 use gpumem::Error;
 use gpumem::data::Split;
 use gpumem::mlp::Mlp;
-use crate::Report;
 use rand::SeedableRng;
 
 pub use gpumem::alloc::Pool;

@@ -22,14 +22,14 @@
 //! Last, `loss_scale`: the factor each micro-batch's loss is scaled by under gradient
 //! accumulation, compared with the engine's (see [`loss_scale`]).
 
+use crate::{Check, Outcome};
+use crate::{NoValue, Report, Setup, attempt};
 use gpumem::estimate::requested_peak;
 use gpumem::fit::{checkpointing_has_effect, measure_update};
 use gpumem::lesson::{UNLIMITED_BYTES, planning_device};
 use gpumem::measure::StepMemory;
 use gpumem::mlp::{MlpConfig, Strategy};
 use gpumem::size::format_bytes;
-use crate::{Check, Outcome};
-use crate::{NoValue, Report, Setup, attempt};
 
 mod cases;
 mod choice;

@@ -9,9 +9,9 @@
 mod cases;
 mod terms;
 
+use crate::{NoValue, Report, Setup, attempt, card};
 use cases::{LESSON_CARD, fewest, graded_schemes, lesson_setups, random_setup, wants};
 use gpumem::size::format_bytes;
-use crate::{NoValue, Report, Setup, attempt, card};
 use rand::{RngExt, SeedableRng};
 
 pub use gpumem::parallel::Scheme;

@@ -118,6 +118,44 @@ mod no_update_temporaries {
     }
 }
 
+/// Counting each label as a 4-byte number, not PyTorch's int64: everything else as the
+/// solution counts it.
+mod int32_labels {
+    use super::*;
+    pub use crate::solution::{activation_bytes, stored_activation_bytes};
+    pub fn fits(s: Setup, card: u64) -> bool {
+        let four_bytes_less = Setup {
+            batch: s.batch,
+            ..s
+        };
+        // The solution's verdict on a card 4 bytes per row larger is its verdict with
+        // 4-byte labels.
+        crate::solution::fits(four_bytes_less, card + 4 * s.batch)
+    }
+}
+
+#[test]
+fn four_byte_labels_fail() {
+    for seed in [seed(), 1, 2] {
+        let report = grade(&answers_of!(int32_labels), seed);
+        fails_on(&report, "fits", "int64");
+    }
+}
+
+#[test]
+fn the_label_cases_exist_and_the_solution_decides_them() {
+    let cases = grading::challenge1::label_cases();
+    assert_eq!(
+        cases.len(),
+        3,
+        "every narrow network keeps its case: {cases:?}"
+    );
+    for (setup, card) in cases {
+        assert!(!solution::fits(setup, card), "{setup}");
+        assert!(solution::fits(setup, card + 4 * setup.batch), "{setup}");
+    }
+}
+
 #[test]
 fn bits_instead_of_bytes_fail() {
     fails_on(

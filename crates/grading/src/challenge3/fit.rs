@@ -4,8 +4,8 @@
 
 use super::engine::{MIB, Replay, exact, random_request, random_script};
 use super::{Answers, FreeBlock, Step, steps};
-use gpumem::alloc::{pool_for, round_size};
 use crate::{Report, attempt};
+use gpumem::alloc::{pool_for, round_size};
 use rand::RngExt;
 use rand::seq::SliceRandom;
 

@@ -3,8 +3,8 @@
 
 use super::engine::{MIB, Replay, exact};
 use super::{Answers, Step, steps};
-use gpumem::alloc::{MIN_LARGE_ALLOC, SMALL_SIZE, round_size};
 use crate::{Report, attempt};
+use gpumem::alloc::{MIN_LARGE_ALLOC, SMALL_SIZE, round_size};
 use rand::RngExt;
 
 /// Requests at every boundary the rules have, then seeded random ones.

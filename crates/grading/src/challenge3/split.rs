@@ -4,8 +4,8 @@
 
 use super::engine::{MIB, exact};
 use super::{Answers, steps};
-use gpumem::alloc::{MIN_BLOCK, Pool, SMALL_BUFFER, SMALL_SIZE, pool_for, should_split};
 use crate::{Report, attempt};
+use gpumem::alloc::{MIN_BLOCK, Pool, SMALL_BUFFER, SMALL_SIZE, pool_for, should_split};
 use rand::RngExt;
 
 /// `(block_size, size)` at each threshold, then seeded random ones.

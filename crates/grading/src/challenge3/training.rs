@@ -2,10 +2,10 @@
 //! and against itself with more epochs and more steps.
 
 use super::{Answers, TrainFn, exact, steps};
+use crate::{NoValue, Report, attempt};
 use gpumem::data::{Dataset, Split};
 use gpumem::mlp::{Batch, Mlp, MlpConfig};
 use gpumem::{Backend, Device, DeviceOptions, MemorySpec};
-use crate::{NoValue, Report, attempt};
 
 /// A loop's losses (or its error, in words) and the peak allocated bytes of its run.
 type LoopRun = (Result<Vec<f32>, String>, u64);

@@ -5,9 +5,9 @@ use super::{
     Checkpointing, FAMILIES, GIB, NEEDED_ABOVE, Precision, Settings, example, planned, requested,
     run,
 };
+use crate::{Opt, Setup};
 use gpumem::data::LESSON_TRAINING_EVENTS as FULL;
 use gpumem::lesson::CARD_BYTES;
-use crate::{Opt, Setup};
 use rand::RngExt;
 
 /// Setups and settings for `peak_bytes`: every strategy alone and combined.

@@ -5,11 +5,11 @@ use super::{
     Answers, FITS, NEEDED_ABOVE, NOTHING_NEEDLESS, SAME_BATCH, Settings, example, percent, planned,
     push, run, same_batch,
 };
+use crate::{Report, Setup, attempt, card};
 use gpumem::lesson::UNLIMITED_BYTES;
 use gpumem::measure::StepMemory;
 use gpumem::mlp::{Checkpointing, MlpConfig, Precision};
 use gpumem::size::format_bytes;
-use crate::{Report, Setup, attempt, card};
 
 const FITS_HINT: &str = "use your peak_bytes and keep the step within 95 % of the card (the \
     allocator rounds every tensor up, and reserves more than the tensors need when a freed \

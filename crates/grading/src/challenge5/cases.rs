@@ -1,10 +1,10 @@
 //! The setups the grader checks and what the engine measures for them, planned once per
 //! process (the proofs grade the same cases many times).
 
+use crate::{Opt, Setup};
 use gpumem::lesson::{CARD_BYTES, UNLIMITED_BYTES, planning_device, planning_on_card};
 use gpumem::measure::deepest_network;
 use gpumem::parallel::{GroupMemory, Scheme, measure_group};
-use crate::{Opt, Setup};
 use rand::RngExt;
 use std::collections::HashMap;
 use std::sync::Mutex;

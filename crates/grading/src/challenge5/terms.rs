@@ -1,9 +1,9 @@
 //! The single-card figures the exercise hands the learner, so that it is about the schemes:
 //! what each scheme keeps whole, divides or adds is the learner's part.
 
-use gpumem::mlp::ZeroGrad;
 use crate::measure::needs;
 use crate::{Opt, Setup};
+use gpumem::mlp::ZeroGrad;
 
 // ANCHOR: terms
 /// One card's figures for a setup, in bytes (float32 values: 4 bytes each).
