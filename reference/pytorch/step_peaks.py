@@ -552,8 +552,14 @@ def _snapshot(mt: MemTracker) -> tuple[int, dict]:
     snap = mt.get_tracker_snapshot("peak")
     if not snap:
         return 0, {}
-    if len(snap) != 1:
+    if len(snap) != 1 and sum(getattr(d, "type", str(d)) != "cpu" for d in snap) != 1:
         raise RuntimeError(f"expected one device in MemTracker's snapshot, got {list(snap)}")
+    if len(snap) > 1:
+        # On CUDA, non-fused optimizers keep small tensors on the CPU (Adam's `step`): they are
+        # not GPU memory, so the GPU's entry is the figure.
+        gpu = {d: v for d, v in snap.items() if getattr(d, "type", str(d)) != "cpu"}
+        if len(gpu) == 1:
+            snap = gpu
     (dev_snap,) = snap.values()
     cats = {_cat_name(k): int(v) for k, v in dev_snap.items() if k != "Total"}
     return int(dev_snap["Total"]), cats
@@ -924,9 +930,21 @@ def main(argv=None) -> int:
     t_all = time.perf_counter()
     rows = []
     mismatches = []
+    errors = []
     for s in setups:
         t0 = time.perf_counter()
-        r = run_setup(s, backend)
+        try:
+            r = run_setup(s, backend)
+        except Exception as e:  # noqa: BLE001 - on a GPU machine, one setup must not lose the rest
+            if backend != "cuda":
+                raise
+            import traceback
+
+            errors.append({"name": s["name"], "error": traceback.format_exc()})
+            print(f"{s['name']:<58} FAILED: {e!r}", flush=True)
+            gc.collect()
+            torch.cuda.empty_cache()
+            continue
         rows.append((s, r))
         for e in r["step_peaks"]:
             if "ledger_peak_bytes" in e and backend != "cuda":
@@ -976,6 +994,11 @@ def main(argv=None) -> int:
         }
         if backend == "cuda":
             doc["device"] = torch.cuda.get_device_name()
+            doc["errors"] = errors
+            # The card, driver, CUDA and CUBLAS_WORKSPACE_CONFIG & co. (cuda_env.py beside this).
+            from cuda_env import environment
+
+            doc["environment"] = environment()
         os.makedirs(os.path.dirname(os.path.abspath(out_path)), exist_ok=True)
         with open(out_path, "w") as f:
             json.dump(doc, f, indent=2)
@@ -983,7 +1006,7 @@ def main(argv=None) -> int:
         print(f"wrote {out_path} ({len(rows)} setups, {seconds:.1f} s)")
     else:
         print(f"{len(rows)} setups, {seconds:.1f} s")
-    return 1 if mismatches else 0
+    return 1 if mismatches or errors else 0
 
 
 def rough_bytes(s: dict) -> int:

@@ -5,7 +5,9 @@
 //!
 //! `cargo run -p gpumem --example pytorch_gap [-- --json]`. A report to read; the test that
 //! holds the engine to it is `tests/pytorch_fixture.rs`. Setups the engine does not express
-//! (CPU autocast's loss policy: the engine follows CUDA's) are listed as such.
+//! (CPU autocast's loss policy: the engine follows CUDA's) are listed as such. `--fixture`
+//! takes a CUDA run's file too (`step_peaks.py --backend cuda`); its JSON rows also hold the
+//! engine's peak allocated (`engine_allocated`), which is what that file's peaks measure.
 
 use clap::Parser;
 use gpumem::lesson::planning_unlimited;
@@ -30,12 +32,14 @@ fn compare(setup: &Setup) -> Value {
     let (name, pytorch) = (&setup.name, setup.peak_bytes);
     let engine = setup.config().and_then(|c| {
         measure_step(&planning_unlimited(), &c, setup.batch, 0)
-            .map(|m| m.peak_requested)
+            .map(|m| (m.peak_requested, m.peak_allocated))
             .map_err(|e| e.to_string())
     });
     match engine {
-        Ok(e) => json!({
-            "name": name, "pytorch": pytorch, "engine": e,
+        // `engine_allocated` (whole 512 B blocks) is the figure to hold against a CUDA run's
+        // peak (step_peaks.py --backend cuda: max_memory_allocated, workspaces included).
+        Ok((e, allocated)) => json!({
+            "name": name, "pytorch": pytorch, "engine": e, "engine_allocated": allocated,
             "difference": (e as f64 - pytorch as f64) / pytorch as f64,
         }),
         Err(why) => json!({"name": name, "pytorch": pytorch, "not_modelled": why}),
