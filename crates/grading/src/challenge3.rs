@@ -54,8 +54,11 @@ pub struct FreeBlock {
     pub pool: Pool,
     /// Bytes.
     pub size: u64,
-    /// Its segment: segments are numbered in the order they were reserved,
-    /// and a later segment always lies at a higher address.
+    /// Its segment: segments are numbered in the order they were reserved.
+    /// The engine places each new segment above every earlier one, so a
+    /// higher number is a higher address. That is the engine's choice, not
+    /// CUDA's: on a real card `cudaMalloc` picks the address, and may hand a
+    /// range freed by `empty_cache()` out again below older segments.
     pub segment: usize,
     /// Where it starts inside its segment, in bytes.
     pub offset: u64,

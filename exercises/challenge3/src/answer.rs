@@ -62,8 +62,10 @@ pub fn segment_for(requested: u64) -> u64 {
 /// `None` when none fits and the allocator must reserve a new segment. Best
 /// fit: only blocks of the request's pool; the smallest that is large enough;
 /// between blocks of that same size, the one at the lowest address — the
-/// lower segment, then the lower offset. (PyTorch keeps free blocks sorted by
-/// size, then address, and takes the first that is large enough.)
+/// lower segment (the engine places each new segment above the earlier ones),
+/// then the lower offset. (PyTorch keeps free blocks sorted by size, then
+/// address, and takes the first that is large enough; on a real card the
+/// segments' addresses are whatever `cudaMalloc` returned.)
 pub fn best_fit(free: &[FreeBlock], size: u64) -> Option<usize> {
     todo!("pick the cached block the allocator takes")
 }

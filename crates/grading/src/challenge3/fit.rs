@@ -107,8 +107,9 @@ fn diagnose(free: &[FreeBlock], size: u64, expected: Option<usize>, got: Option<
                                        the first one that is"
             .into(),
         Some(_) => "a tie: among blocks of the same size the allocator takes the one at the \
-                    lowest address — the lower segment first, then the lower offset within it \
-                    (PyTorch orders free blocks by size, then address)"
+                    lowest address — the lower segment first, then the lower offset within it. \
+                    PyTorch's rule is size, then address; that a later segment lies higher is \
+                    the engine's layout (on a card, cudaMalloc chooses the address)"
             .into(),
     }
 }
