@@ -1,17 +1,18 @@
 //! Challenge 3: watching memory.
 //!
-//! Part 1: the learner predicts the caching allocator in five graded steps — the size, pool
-//! and segment of one request; the cached block a request takes (best fit); how that block is
-//! split; how a freed block merges with its neighbours; and, from those, `(allocated,
+//! The core (about 20 minutes), graded first: step 1, the size, pool and segment of one
+//! request; and the leak, a training loop the learner makes flat. The grader runs the loop
+//! through the engine on the cpu backing (kernels run) and compares the peak memory after 1,
+//! 2 and 3 epochs, and with twice as many steps: a loop that keeps nothing alive peaks at the
+//! same bytes every time. It must still train: its per-epoch losses must match a plain loop's.
+//!
+//! Going further (extensions: graded once attempted, see [`Report::extension`]): steps 2–5
+//! build the rest of the allocator — the cached block a request takes (best fit); how that
+//! block is split; how a freed block merges with its neighbours; and, from those, `(allocated,
 //! reserved)` after each step of a whole script. Every answer is compared with the engine's
 //! own allocator (its rules, or a run of it on the same script), on fixed cases chosen to catch
 //! the usual slips and on seeded random ones. Each step is its own group in the report, so a
 //! learner sees which step passes and which one to fix next.
-//!
-//! Part 2: the learner fixes a training loop that leaks. The grader runs it through the engine
-//! on the cpu backing (kernels run) and compares the peak memory after 1, 2 and 3 epochs, and
-//! with twice as many steps: a loop that keeps nothing alive peaks at the same bytes every
-//! time. It must still train: its per-epoch losses must match a plain loop's.
 
 use crate::Report;
 use gpumem::Error;
@@ -125,18 +126,28 @@ pub mod steps {
     pub const SPLIT: &str = "step 3 (split)";
     pub const FREE_BLOCK: &str = "step 4 (free_block)";
     pub const MEMORY_AFTER: &str = "step 5 (memory_after)";
-    pub const TRAIN: &str = "part 2 (train)";
+    pub const TRAIN: &str = "the leak (train)";
 }
 
 /// Grades `answers`, with random cases drawn from `seed`.
 pub fn grade(answers: &Answers, seed: u64) -> Report {
     let mut report = Report::new("Challenge 3 (watching memory)");
     let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(seed);
+    // The core.
     sizes::grade_sizes(answers, &mut report, &mut rng);
+    training::grade_training(answers, &mut report);
+    // Going further.
+    for step in [
+        steps::BEST_FIT,
+        steps::SPLIT,
+        steps::FREE_BLOCK,
+        steps::MEMORY_AFTER,
+    ] {
+        report.extension(step);
+    }
     fit::grade_best_fit(answers, &mut report, &mut rng);
     split::grade_split(answers, &mut report, &mut rng);
     merge::grade_free_block(answers, &mut report, &mut rng);
     script::grade_scripts(answers, &mut report, &mut rng);
-    training::grade_training(answers, &mut report);
     report
 }

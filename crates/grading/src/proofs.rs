@@ -58,3 +58,15 @@ pub fn passes_on_other_seeds(grade: impl Fn(u64) -> Report) {
         assert!(report.passed(), "seed {seed}:\n{report}");
     }
 }
+
+/// A learner's test passes on `report` (the core passed; every attempted extension too).
+pub fn learner_passes(report: &Report) {
+    assert!(report.learner_passed(), "{report}");
+    assert!(report.verdict().is_ok());
+}
+
+/// A learner's test fails on `report`.
+pub fn learner_fails(report: &Report) {
+    assert!(!report.learner_passed(), "{report}");
+    assert!(report.verdict().is_err());
+}

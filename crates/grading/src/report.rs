@@ -1,4 +1,8 @@
 //! The grader's verdict: checks grouped by function, printed so a learner knows what to fix.
+//!
+//! An exercise has a core, graded first, and may have extensions ("going further"): check
+//! groups marked with [`Report::extension`]. A learner's test passes when the core passes and
+//! every extension they attempted passes; an extension still at `todo!()` is left for later.
 
 use crate::NoValue;
 use std::fmt;
@@ -31,6 +35,8 @@ pub struct Check {
 pub struct Report {
     pub title: String,
     pub checks: Vec<Check>,
+    /// The check groups that are extensions, not the core.
+    pub extensions: Vec<&'static str>,
 }
 
 impl Report {
@@ -38,7 +44,36 @@ impl Report {
         Report {
             title: title.to_string(),
             checks: Vec::new(),
+            extensions: Vec::new(),
         }
+    }
+
+    /// Marks the check group `function` as an extension ("going further"): left at
+    /// `todo!()`, it does not fail a learner's test.
+    pub fn extension(&mut self, function: &'static str) {
+        if !self.extensions.contains(&function) {
+            self.extensions.push(function);
+        }
+    }
+
+    fn is_extension(&self, function: &str) -> bool {
+        self.extensions.contains(&function)
+    }
+
+    /// Whether a learner's test passes: the core passes, and so does every extension with
+    /// at least one answer (not `todo!()`).
+    pub fn learner_passed(&self) -> bool {
+        self.functions().into_iter().all(|function| {
+            let outcomes: Vec<&Outcome> = self
+                .checks
+                .iter()
+                .filter(|c| c.function == function)
+                .map(|c| &c.outcome)
+                .collect();
+            outcomes.iter().all(|o| **o == Outcome::Pass)
+                || (self.is_extension(function)
+                    && outcomes.iter().all(|o| **o == Outcome::NotAttempted))
+        })
     }
 
     /// Records the comparison of `got` (the learner's answer) with `expected` (measured).
@@ -73,6 +108,7 @@ impl Report {
         });
     }
 
+    /// Every check passed, extensions included.
     pub fn passed(&self) -> bool {
         self.checks.iter().all(|c| c.outcome == Outcome::Pass)
     }
@@ -97,24 +133,39 @@ impl Report {
     /// check misses, so the report is all they see.
     pub fn verdict(&self) -> Result<(), String> {
         println!("{self}");
-        if self.passed() {
+        if self.learner_passed() {
             Ok(())
         } else {
             Err(format!("{} — see the report above", self.summary()))
         }
     }
 
-    /// One line: how many checks passed.
+    /// One line: how many checks passed (the core's and the extensions' apart, when the
+    /// exercise has extensions).
     pub fn summary(&self) -> String {
-        let passed = self
-            .checks
-            .iter()
-            .filter(|c| c.outcome == Outcome::Pass)
-            .count();
+        let count = |extension: bool| {
+            let part: Vec<&Check> = self
+                .checks
+                .iter()
+                .filter(|c| self.is_extension(c.function) == extension)
+                .collect();
+            let passed = part.iter().filter(|c| c.outcome == Outcome::Pass).count();
+            (passed, part.len())
+        };
+        let (passed, total) = count(false);
+        if self.extensions.is_empty() {
+            return format!("{}: {passed} of {total} checks passed", self.title);
+        }
+        let (further, further_total) = count(true);
+        let core = if passed == total {
+            "the core passed"
+        } else {
+            "the core not yet"
+        };
         format!(
-            "{}: {passed} of {} checks passed",
-            self.title,
-            self.checks.len()
+            "{}: {core} ({passed} of {total} checks); going further: {further} of \
+             {further_total} checks passed",
+            self.title
         )
     }
 }
@@ -139,7 +190,12 @@ impl fmt::Display for Report {
             } else {
                 format!("{} of {} missed", checks.len() - passed, checks.len())
             };
-            writeln!(f, "\n  {function}: {status}")?;
+            let part = if self.is_extension(function) {
+                " [going further: optional until you attempt it]"
+            } else {
+                ""
+            };
+            writeln!(f, "\n  {function}{part}: {status}")?;
             if checks.iter().all(|c| c.outcome == Outcome::NotAttempted) {
                 continue;
             }

@@ -1,7 +1,8 @@
 //! Proofs that challenge 3's grader grades: the reference solution passes, the shipped stub
-//! fails every step (part 1 "not attempted", part 2 because its loop leaks), and for every
-//! step a plausible wrong answer fails on that step alone, with a hint that names the
-//! mistake.
+//! fails every step (the allocator's steps "not attempted", the leak because its loop leaks),
+//! and for every step a plausible wrong answer fails on that step alone, with a hint that
+//! names the mistake. A learner's test passes on the core alone (step 1 and the leak), and
+//! fails on a wrong answer to an extension they attempted.
 //!
 //! Built only with the `proofs` feature (the repository's test command turns it on). The stub
 //! graded here is `src/answer.rs` as git's HEAD has it (see `build.rs`), so solving the
@@ -26,11 +27,37 @@ fn the_reference_solution_passes_other_seeds() {
     passes_on_other_seeds(|s| grade(&answers_of!(solution), s));
 }
 
+/// The core solved (step 1 and the leak), every extension still the stub.
+mod core_only {
+    pub use crate::solution::{pool_for, rounded_size, segment_for, train};
+    pub use crate::stub::{best_fit, free_block, memory_after, split};
+}
+
+#[test]
+fn the_core_alone_passes_a_learners_test() {
+    let report = grade(&answers_of!(core_only), seed());
+    assert!(!report.passed(), "the extensions are not attempted:\n{report}");
+    learner_passes(&report);
+    let text = report.to_string();
+    assert!(text.contains("the core passed"), "{text}");
+    assert!(text.contains("going further"), "{text}");
+}
+
+#[test]
+fn a_wrong_extension_fails_a_learners_test() {
+    learner_fails(&grade(&answers_of!(wrong::first_fit), seed()));
+}
+
+#[test]
+fn the_shipped_stub_fails_a_learners_test() {
+    learner_fails(&grade(&answers_of!(stub), seed()));
+}
+
 #[test]
 fn the_shipped_stub_fails_every_step() {
     let report = grade(&answers_of!(stub), seed());
     assert!(!report.passed());
-    let part1 = [
+    let allocator_steps = [
         steps::ROUNDED_SIZE,
         steps::POOL_FOR,
         steps::SEGMENT_FOR,
@@ -39,7 +66,7 @@ fn the_shipped_stub_fails_every_step() {
         steps::FREE_BLOCK,
         steps::MEMORY_AFTER,
     ];
-    for step in part1 {
+    for step in allocator_steps {
         assert!(
             report.checks.iter().any(|c| c.function == step),
             "no checks for {step}"
@@ -66,7 +93,7 @@ fn the_shipped_stub_fails_every_step() {
 #[path = "challenge3/allocator.rs"]
 mod wrong;
 
-// Part 2: the leak.
+// The leak.
 
 /// A "fix" that empties the cache after every step but still keeps the outputs.
 mod empty_cache_fix {

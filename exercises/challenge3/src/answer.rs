@@ -1,15 +1,17 @@
 //! Challenge 3 — watching memory.
 //!
-//! Part 1: predict the caching allocator, one graded step at a time. Replace each `todo!()`
-//! with your answer and run `cargo test`: the grader compares every step with the engine's
-//! own allocator and reports each step on its own, so fix them in order.
-//! 1. one request: its rounded size, its pool, and the segment it reserves;
+//! Replace each `todo!()` with your answer and run `cargo test`: the grader compares every
+//! step with the engine's own allocator and reports each step on its own.
+//!
+//! The core (about 20 minutes; `cargo test` passes when it does):
+//! - step 1, one request: its rounded size, its pool, and the segment it reserves;
+//! - the leak: `train` keeps memory alive. Fix it so its memory stays flat, epoch after epoch.
+//!
+//! Going further, the rest of the allocator (each graded once you replace its `todo!()`):
 //! 2. best fit: which cached block a request takes;
 //! 3. split: what that block hands out and what it leaves cached;
 //! 4. free: how a freed block merges with its free neighbours;
 //! 5. a whole script: `(allocated, reserved)` after each step, built from steps 1–4.
-//!
-//! Part 2: `train` leaks. Fix it so its memory stays flat, epoch after epoch.
 //!
 //! The book's page "Monitoring memory" has the rules. To start again from the
 //! stub: `git checkout -- exercises/challenge3/src/answer.rs`.
@@ -57,7 +59,7 @@ pub fn segment_for(requested: u64) -> u64 {
 // ANCHOR_END: segment_for
 
 // ANCHOR: best_fit
-/// Step 2. The index in `free` (the cache's free blocks, in no particular
+/// Going further, step 2. The index in `free` (the cache's free blocks, in no particular
 /// order) of the block a request of `size` bytes (already rounded) takes, or
 /// `None` when none fits and the allocator must reserve a new segment. Best
 /// fit: only blocks of the request's pool; the smallest that is large enough;
@@ -72,7 +74,7 @@ pub fn best_fit(free: &[FreeBlock], size: u64) -> Option<usize> {
 // ANCHOR_END: best_fit
 
 // ANCHOR: split
-/// Step 3. What a free block of `block_size` bytes gives a request of `size`
+/// Going further, step 3. What a free block of `block_size` bytes gives a request of `size`
 /// bytes (already rounded, of the block's pool): `(handed out, left free)`.
 /// The rest becomes a free block of its own only when it is worth keeping —
 /// at least 512 B in the small pool, more than 1 MiB in the large pool
@@ -84,7 +86,7 @@ pub fn split(block_size: u64, size: u64) -> (u64, u64) {
 // ANCHOR_END: split
 
 // ANCHOR: free_block
-/// Step 4. The blocks of one segment, in address order, after its block at
+/// Going further, step 4. The blocks of one segment, in address order, after its block at
 /// `index` is freed: the freed block merges with the free block just before
 /// it and the one just after it, if they are free (PyTorch's `free_block`).
 /// Blocks in use do not move.
@@ -94,7 +96,7 @@ pub fn free_block(segment: &[Block], index: usize) -> Vec<Block> {
 // ANCHOR_END: free_block
 
 // ANCHOR: memory_after
-/// Step 5. `(memory_allocated(), memory_reserved())` after each step of
+/// Going further, step 5. `(memory_allocated(), memory_reserved())` after each step of
 /// `steps`, starting from an empty cache. `Step::Free(i)` frees the block of
 /// the `Step::Alloc` at index `i`. Build it from steps 1–4: keep each
 /// segment's blocks; an allocation takes `best_fit` of the free blocks or a

@@ -1,4 +1,4 @@
-//! Part 2: the learner's training loop, run on the cpu backing against a plain loop's losses
+//! The leak (the core's second half): the learner's training loop, run on the cpu backing against a plain loop's losses
 //! and against itself with more epochs and more steps.
 
 use super::{Answers, TrainFn, exact, steps};
@@ -72,7 +72,7 @@ alive. Read the loss you need as a number (or read the loss tensor right away) a
 StepOutputs drop at the end of the step — empty_cache() cannot help, it only returns cached \
 blocks that no tensor uses";
 
-/// Grades part 2.
+/// Grades the leak.
 pub(super) fn grade_training(answers: &Answers, report: &mut Report) {
     const STEPS: u64 = 8;
     let runs: Vec<Result<LoopRun, NoValue>> = [(STEPS, 1), (STEPS, 2), (STEPS, 3)]
