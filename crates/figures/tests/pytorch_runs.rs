@@ -1,0 +1,91 @@
+//! The book's PyTorch files (`pytorch/*.py`, `pytorch/snippets/*.py`) each have a recorded run
+//! in `pytorch/runs/`, made by `reference/pytorch/run_snippets.py` with a real PyTorch: the
+//! record names the torch version and the SHA-256 of the file and the shared helpers it ran
+//! with. This test needs no PyTorch: it recomputes the hashes and fails when a file changed
+//! after its run (or has none), when a run failed, or when a record's file is gone.
+
+use sha2::{Digest, Sha256};
+use std::fs;
+use std::path::{Path, PathBuf};
+
+/// Imported by the others and never run; hashed after each file, in this order (as the
+/// runner does).
+const HELPERS: [&str; 2] = ["pytorch/lesson.py", "pytorch/snippets/measure.py"];
+
+fn root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+/// The files that are run: every `.py` in `pytorch/` and `pytorch/snippets/` but the helpers.
+fn run_files() -> Vec<String> {
+    let mut out = Vec::new();
+    for dir in ["pytorch", "pytorch/snippets"] {
+        for entry in fs::read_dir(root().join(dir)).expect("the folder exists") {
+            let name = entry.unwrap().file_name().to_string_lossy().into_owned();
+            let rel = format!("{dir}/{name}");
+            if name.ends_with(".py") && !HELPERS.contains(&rel.as_str()) {
+                out.push(rel);
+            }
+        }
+    }
+    out.sort();
+    out
+}
+
+fn digest(rel: &str) -> String {
+    let mut h = Sha256::new();
+    for file in std::iter::once(rel).chain(HELPERS) {
+        h.update(fs::read(root().join(file)).expect("readable"));
+    }
+    h.finalize().iter().map(|b| format!("{b:02x}")).collect()
+}
+
+fn record_name(rel: &str) -> String {
+    let inside = rel.strip_prefix("pytorch/").unwrap().replace('/', "__");
+    format!("{}.txt", inside.strip_suffix(".py").unwrap())
+}
+
+#[test]
+fn there_are_files_to_check() {
+    let files = run_files();
+    assert!(files.len() >= 10, "{files:?}");
+    assert!(files.contains(&"pytorch/challenge1.py".to_string()));
+}
+
+#[test]
+fn every_file_has_a_fresh_successful_run() {
+    let mut problems = Vec::new();
+    for rel in run_files() {
+        let record = root().join("pytorch/runs").join(record_name(&rel));
+        let Ok(text) = fs::read_to_string(&record) else {
+            problems.push(format!("{rel}: no recorded run"));
+            continue;
+        };
+        let lines: Vec<&str> = text.lines().take(3).collect();
+        if lines.first() != Some(&format!("# {rel}").as_str()) {
+            problems.push(format!("{rel}: the record names another file"));
+        }
+        if lines.get(1) != Some(&format!("# sha256 {}", digest(&rel)).as_str()) {
+            problems.push(format!("{rel}: changed since its recorded run"));
+        }
+        let env = lines.get(2).copied().unwrap_or_default();
+        if !env.starts_with("# torch ") || !env.ends_with(", exit 0") {
+            problems.push(format!("{rel}: the recorded run failed or names no torch: {env}"));
+        }
+    }
+    assert!(
+        problems.is_empty(),
+        "{}\nrerun: /work/venv-torch/bin/python reference/pytorch/run_snippets.py (a Python \
+         with torch; see reference/pytorch/README.md)",
+        problems.join("\n")
+    );
+}
+
+#[test]
+fn every_record_has_its_file() {
+    let wanted: Vec<String> = run_files().iter().map(|r| record_name(r)).collect();
+    for entry in fs::read_dir(root().join("pytorch/runs")).unwrap() {
+        let name = entry.unwrap().file_name().to_string_lossy().into_owned();
+        assert!(wanted.contains(&name), "pytorch/runs/{name} has no file");
+    }
+}
