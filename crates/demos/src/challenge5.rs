@@ -6,14 +6,14 @@
 mod cli;
 mod grid;
 
-use cli::Cli;
-use grid::Cell;
 use clap::{CommandFactory, FromArgMatches};
+use cli::Cli;
 use demo::{Output, with_defaults};
 use gpumem::measure::deepest_network;
 use gpumem::mlp::{MlpConfig, Optimizer};
 use gpumem::parallel::{Scheme, fewest_cards_by, measure_group};
 use gpumem::size::{MemorySpec, format_bytes};
+use grid::Cell;
 use serde_json::json;
 use std::ffi::OsString;
 
@@ -173,7 +173,7 @@ fn fewest(
 
 fn print_network(config: &MlpConfig, deepest: u64, batch: u64, cells: &[Cell], out: Output) {
     out.section(&format!(
-        "{} inputs → {} hidden layers of {} → {} classes, {}, batch {batch}",
+        "{} inputs → {} hidden layers of {} → {} classes, {}, a global batch of {batch} rows",
         config.inputs, config.layers, config.hidden, config.classes, config.optimizer
     ));
     let fits = match deepest {
@@ -182,8 +182,9 @@ fn print_network(config: &MlpConfig, deepest: u64, batch: u64, cells: &[Cell], o
         n => format!("{n} hidden layers"),
     };
     out.line(format!(
-        "One card fits {fits} (Challenge 2's search); this network has one more. The batch is \
-         split over the cards (a pipeline's stages each see every row, in micro-batches)."
+        "One card fits {fits} (Challenge 2's search); this network has one more. The global \
+         batch is split over the cards, the first ones taking a row more when it does not \
+         divide (a pipeline's stages each see every row, in micro-batches)."
     ));
     let rows: Vec<Vec<String>> = cells.iter().map(Cell::table_row).collect();
     out.table(&grid::HEADERS, &rows);

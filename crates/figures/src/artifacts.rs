@@ -417,6 +417,21 @@ pub const ARTIFACTS: &[Artifact] = &[
         render: pages::challenge_4::challenge4_deep_layers,
     },
     Artifact {
+        path: "generated/challenge5_demo.txt",
+        about: "transcript: challenge 5's demo on the Adam network under the graded schemes",
+        render: pages::challenge_5::challenge5_demo,
+    },
+    Artifact {
+        path: "generated/challenge5_demo_command.md",
+        about: "inline: the command whose output challenge5_demo.txt is",
+        render: pages::challenge_5::challenge5_demo_command,
+    },
+    Artifact {
+        path: "generated/challenge5_tolerances.md",
+        about: "inline: how closely challenge 5's grader compares card_bytes, per scheme",
+        render: pages::challenge_5::challenge5_tolerances,
+    },
+    Artifact {
         path: "generated/demo_challenge1.txt",
         about: "transcript: what `cargo run -p challenge1 -- --backend plan` prints",
         render: pages::instructors::demo_challenge1,
@@ -485,5 +500,10 @@ pub const ARTIFACTS: &[Artifact] = &[
         path: "generated/quizzes/more-than-one-card.toml",
         about: "quiz: what DDP and ZeRO-3 keep on each card",
         render: || crate::quizzes::render("more-than-one-card"),
+    },
+    Artifact {
+        path: "generated/quizzes/challenge-5.toml",
+        about: "quiz (mdbook-quiz): predict-then-check questions for challenge-5.md, numbers from the engine",
+        render: || crate::quizzes::render("challenge-5"),
     },
 ];

@@ -70,7 +70,9 @@ fn every_file_has_a_fresh_successful_run() {
         }
         let env = lines.get(2).copied().unwrap_or_default();
         if !env.starts_with("# torch ") || !env.ends_with(", exit 0") {
-            problems.push(format!("{rel}: the recorded run failed or names no torch: {env}"));
+            problems.push(format!(
+                "{rel}: the recorded run failed or names no torch: {env}"
+            ));
         }
     }
     assert!(

@@ -48,19 +48,38 @@ mod ddp_divided {
     }
 }
 
-/// ZeRO's stages dividing the activations by the cards, as if they were sharded too.
-mod activations_sharded {
+/// `setup.batch` read as every card's batch (a per-card batch, as a `DataLoader`'s
+/// `batch_size` under `DistributedSampler` is): a card's activations do not shrink as cards
+/// are added.
+mod whole_batch_on_every_card {
     use super::*;
     pub use crate::solution::fewest_cards;
     pub fn card_bytes(setup: Setup, scheme: Scheme, cards: u64) -> u64 {
-        let full = crate::solution::card_bytes(setup, scheme, cards);
-        let t = terms(setup);
+        // The reference sum with every card on `setup.batch` rows: a global batch that many
+        // times larger.
+        let every_card = Setup {
+            batch: setup.batch * cards,
+            ..setup
+        };
+        crate::solution::card_bytes(every_card, scheme, cards)
+    }
+}
+
+/// ZeRO-1 dividing the optimizer state evenly over the cards, as if parameters could be cut
+/// anywhere: PyTorch's `ZeroRedundancyOptimizer` hands out whole parameters.
+mod zero1_even_split {
+    use super::*;
+    pub use crate::solution::fewest_cards;
+    pub fn card_bytes(setup: Setup, scheme: Scheme, cards: u64) -> u64 {
+        let n = cards;
+        let t = terms(Setup {
+            batch: setup.batch.div_ceil(n),
+            ..setup
+        });
+        let (p, state, temps) = (t.parameters, t.optimizer_state, t.update_temporaries);
         match scheme {
-            // The same moments with a card's activations divided by the cards.
-            Scheme::Zero1 | Scheme::Zero2 | Scheme::Zero3 => {
-                full.saturating_sub(t.activations - t.activations / cards)
-            }
-            _ => full,
+            Scheme::Zero1 => 2 * p + state / n + t.activations.max(temps / n + t.held_in_update),
+            _ => crate::solution::card_bytes(setup, scheme, cards),
         }
     }
 }
@@ -93,11 +112,20 @@ fn dividing_ddps_model_by_the_cards_fails() {
 }
 
 #[test]
-fn sharding_activations_under_zero_fails() {
+fn every_card_on_the_whole_batch_fails() {
     fails_on(
-        &grade(&answers_of!(activations_sharded), seed()),
+        &grade(&answers_of!(whole_batch_on_every_card), seed()),
         "card_bytes",
-        "activations are never sharded",
+        "its own rows, ⌈batch / cards⌉ of the global batch",
+    );
+}
+
+#[test]
+fn an_even_split_of_zero1s_state_fails() {
+    fails_on(
+        &grade(&answers_of!(zero1_even_split), seed()),
+        "card_bytes",
+        "in whole parameters, not evenly",
     );
 }
 

@@ -6,6 +6,7 @@
 //! The TOML is written by hand rather than through a TOML crate: JSON's string escapes are a
 //! subset of TOML's basic strings, so `serde_json` quotes every string safely.
 
+mod challenge_5;
 mod challenges;
 mod lesson;
 mod more_than_one_card;
@@ -86,6 +87,10 @@ pub const QUIZZES: &[Quiz] = &[
     Quiz {
         page: "more-than-one-card",
         questions: more_than_one_card::more_than_one_card,
+    },
+    Quiz {
+        page: "challenge-5",
+        questions: challenge_5::challenge_5,
     },
 ];
 

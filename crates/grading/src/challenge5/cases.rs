@@ -9,7 +9,7 @@ use rand::RngExt;
 use std::collections::HashMap;
 use std::sync::Mutex;
 
-/// Challenge 2's width and batch (one card's rows).
+/// Challenge 2's width and batch (the global batch, split over the cards).
 const WIDTH: u64 = 5000;
 const BATCH: u64 = 32;
 
@@ -45,7 +45,8 @@ pub(crate) fn lesson_setups() -> Vec<Setup> {
     ]
 }
 
-/// A random setup, small enough to plan quickly, of at least [`MIN_LAYERS`] hidden layers.
+/// A random setup, small enough to plan quickly, of at least [`MIN_LAYERS`] hidden layers,
+/// with a global batch of at least [`super::MAX_CARDS`] rows (every card gets a row).
 pub(crate) fn random_setup(rng: &mut impl rand::Rng) -> Setup {
     let optimizer = if rng.random_bool(0.5) {
         Opt::Adam
@@ -57,7 +58,7 @@ pub(crate) fn random_setup(rng: &mut impl rand::Rng) -> Setup {
         width: rng.random_range(500..=6000),
         layers: rng.random_range(MIN_LAYERS..=30),
         classes: rng.random_range(2..=100),
-        batch: 10f64.powf(rng.random_range(0.0..4.0)) as u64,
+        batch: 10f64.powf(rng.random_range(MIN_BATCH.log10()..4.0)).round() as u64,
         optimizer,
     }
 }
@@ -67,9 +68,13 @@ pub(crate) fn random_setup(rng: &mut impl rand::Rng) -> Setup {
 /// terms does not see (the reference solution is up to 18 % off at 4 hidden layers).
 pub(crate) const MIN_LAYERS: u64 = 8;
 
+/// The smallest random global batch: one row for each of [`super::MAX_CARDS`] cards.
+const MIN_BATCH: f64 = super::MAX_CARDS as f64;
+
 type Key = (u64, u64, u64, u64, u64, bool, Scheme, u64, u64);
 
-/// `setup` (its per-card batch) under `scheme` on `cards` planned cards of `capacity` bytes.
+/// `setup` (its global batch split over the cards) under `scheme` on `cards` planned cards of
+/// `capacity` bytes.
 pub(crate) fn measured(setup: Setup, scheme: Scheme, cards: u64, capacity: u64) -> GroupMemory {
     static MEASURED: Mutex<Option<HashMap<Key, GroupMemory>>> = Mutex::new(None);
     let key = (
@@ -93,7 +98,7 @@ pub(crate) fn measured(setup: Setup, scheme: Scheme, cards: u64, capacity: u64) 
         &setup.config(),
         scheme,
         cards as usize,
-        setup.batch * cards,
+        setup.batch,
         0,
     )
     .expect("graders only plan valid setups");

@@ -1,9 +1,11 @@
 //! The single-card figures the exercise hands the learner, so that it is about the schemes:
 //! what each scheme keeps whole, divides or adds is the learner's part.
 
-use crate::measure::needs;
+use crate::measure::{needs, trace};
 use crate::{Opt, Setup};
+use gpumem::alloc::EventKind;
 use gpumem::mlp::ZeroGrad;
+use std::collections::HashMap;
 
 // ANCHOR: terms
 /// One card's figures for a setup, in bytes (float32 values: 4 bytes each).
@@ -28,6 +30,10 @@ pub struct Terms {
     /// flowing back through them, and a layer's gradient as it is made (before it is added
     /// to the one kept). It grows with the batch, not with the model.
     pub activations: u64,
+    /// What the training loop still holds at `setup.batch` rows while the optimizer updates:
+    /// the batch's inputs and labels, the network's output and the loss. Small beside the
+    /// model, but on the card beside the update's temporaries.
+    pub held_in_update: u64,
 }
 // ANCHOR_END: terms
 
@@ -53,7 +59,37 @@ pub fn terms(setup: Setup) -> Terms {
         update_temporaries: parameters * adam,
         step_peak: needs(&config, setup.batch).peak_requested,
         activations: step.saturating_sub(2 * parameters),
+        held_in_update: held_in_update(setup),
     }
+}
+
+/// Requested bytes alive when Adam's update makes its first temporary, other than the
+/// layers' parameters, gradients and state (`layerN.…`): measured on the engine's trace of a
+/// planned Adam step at `setup.batch` rows (what the loop holds does not depend on the
+/// optimizer).
+fn held_in_update(setup: Setup) -> u64 {
+    let config = Setup {
+        optimizer: Opt::Adam,
+        ..setup
+    }
+    .config();
+    let mut live = HashMap::new();
+    for e in trace(&config, setup.batch).events {
+        match e.kind {
+            EventKind::Alloc if e.label.contains("_foreach_sqrt") => break,
+            EventKind::Alloc => {
+                live.insert(e.addr, (e.label, e.requested));
+            }
+            EventKind::Free => {
+                live.remove(&e.addr);
+            }
+            _ => {}
+        }
+    }
+    live.values()
+        .filter(|(label, _)| !label.starts_with("layer"))
+        .map(|&(_, bytes)| bytes)
+        .sum()
 }
 
 /// The bytes of parameters the fullest of `cards` cards updates under ZeRO-1: PyTorch's
