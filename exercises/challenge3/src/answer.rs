@@ -59,49 +59,50 @@ pub fn segment_for(requested: u64) -> u64 {
 // ANCHOR_END: segment_for
 
 // ANCHOR: best_fit
-/// Going further, step 2. The index in `free` (the cache's free blocks, in no particular
-/// order) of the block a request of `size` bytes (already rounded) takes, or
-/// `None` when none fits and the allocator must reserve a new segment. Best
-/// fit: only blocks of the request's pool; the smallest that is large enough;
-/// between blocks of that same size, the one at the lowest address — the
-/// lower segment (the engine places each new segment above the earlier ones),
-/// then the lower offset. (PyTorch keeps free blocks sorted by size, then
-/// address, and takes the first that is large enough; on a real card the
-/// segments' addresses are whatever `cudaMalloc` returned.)
+/// Going further, step 2. The index in `free` (the cache's free blocks, in no
+/// particular order) of the block a request of `size` bytes (already rounded)
+/// takes, or `None` when none fits and the allocator must reserve a new
+/// segment. Best fit: only blocks of the request's pool; the smallest that is
+/// large enough; between blocks of that same size, the one at the lowest
+/// address — the lower segment (the engine places each new segment above the
+/// earlier ones), then the lower offset. (PyTorch keeps free blocks sorted by
+/// size, then address, and takes the first that is large enough; on a real
+/// card the segments' addresses are whatever `cudaMalloc` returned.)
 pub fn best_fit(free: &[FreeBlock], size: u64) -> Option<usize> {
     todo!("pick the cached block the allocator takes")
 }
 // ANCHOR_END: best_fit
 
 // ANCHOR: split
-/// Going further, step 3. What a free block of `block_size` bytes gives a request of `size`
-/// bytes (already rounded, of the block's pool): `(handed out, left free)`.
-/// The rest becomes a free block of its own only when it is worth keeping —
-/// at least 512 B in the small pool, more than 1 MiB in the large pool
-/// (PyTorch's `should_split`); otherwise the whole block is handed out (and
-/// counts as allocated) and nothing is left: `(block_size, 0)`.
+/// Going further, step 3. What a free block of `block_size` bytes gives a
+/// request of `size` bytes (already rounded, of the block's pool): `(handed
+/// out, left free)`. The rest becomes a free block of its own only when it is
+/// worth keeping — at least 512 B in the small pool, more than 1 MiB in the
+/// large pool (PyTorch's `should_split`); otherwise the whole block is handed
+/// out (and counts as allocated) and nothing is left: `(block_size, 0)`.
 pub fn split(block_size: u64, size: u64) -> (u64, u64) {
     todo!("split the block, or hand it out whole")
 }
 // ANCHOR_END: split
 
 // ANCHOR: free_block
-/// Going further, step 4. The blocks of one segment, in address order, after its block at
-/// `index` is freed: the freed block merges with the free block just before
-/// it and the one just after it, if they are free (PyTorch's `free_block`).
-/// Blocks in use do not move.
+/// Going further, step 4. The blocks of one segment, in address order, after
+/// its block at `index` is freed: the freed block merges with the free block
+/// just before it and the one just after it, if they are free (PyTorch's
+/// `free_block`). Blocks in use do not move.
 pub fn free_block(segment: &[Block], index: usize) -> Vec<Block> {
     todo!("free the block and merge it with its free neighbours")
 }
 // ANCHOR_END: free_block
 
 // ANCHOR: memory_after
-/// Going further, step 5. `(memory_allocated(), memory_reserved())` after each step of
-/// `steps`, starting from an empty cache. `Step::Free(i)` frees the block of
-/// the `Step::Alloc` at index `i`. Build it from steps 1–4: keep each
-/// segment's blocks; an allocation takes `best_fit` of the free blocks or a
-/// new segment of `segment_for`, then `split`s it; a free is `free_block`;
-/// `Step::EmptyCache` gives back every segment with no block in use.
+/// Going further, step 5. `(memory_allocated(), memory_reserved())` after
+/// each step of `steps`, starting from an empty cache. `Step::Free(i)` frees
+/// the block of the `Step::Alloc` at index `i`. Build it from steps 1–4: keep
+/// each segment's blocks; an allocation takes `best_fit` of the free blocks
+/// or a new segment of `segment_for`, then `split`s it; a free is
+/// `free_block`; `Step::EmptyCache` gives back every segment with no block in
+/// use.
 pub fn memory_after(steps: &[Step]) -> Vec<(u64, u64)> {
     todo!("simulate the cache, step by step")
 }
