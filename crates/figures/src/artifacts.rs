@@ -506,4 +506,9 @@ pub const ARTIFACTS: &[Artifact] = &[
         about: "quiz (mdbook-quiz): predict-then-check questions for challenge-5.md, numbers from the engine",
         render: || crate::quizzes::render("challenge-5"),
     },
+    Artifact {
+        path: "generated/reading_times.md",
+        about: "each page's reading time from its prose words (200 a minute), and the table per page and part",
+        render: crate::reading::reading_times,
+    },
 ];

@@ -20,6 +20,7 @@ pub mod fragmented;
 pub mod measured;
 pub mod pages;
 pub mod quizzes;
+pub mod reading;
 pub mod snapshots;
 pub mod tape;
 
