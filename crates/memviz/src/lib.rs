@@ -5,7 +5,10 @@
 //! per-tensor timeline as an SVG, offline: PyTorch's own HTML viewer loads its code from a
 //! CDN.
 //!
-//! [`run`] is the whole command, so that its tests and the book can run it as a library.
+//! [`run`] is the whole command, so that its tests and the book can run it as a library;
+//! [`synthetic`] makes a snapshot of a real run's size for the benchmark and the tests.
+
+pub mod synthetic;
 
 use anyhow::{Context, bail};
 use charts::tensor_timeline::{self, TensorTimelineChart};
