@@ -6,14 +6,14 @@
 mod cli;
 mod grid;
 
-use cli::Cli;
-use grid::Cell;
 use clap::{CommandFactory, FromArgMatches};
+use cli::Cli;
 use demo::{Output, with_defaults};
 use gpumem::measure::deepest_network;
 use gpumem::mlp::{MlpConfig, Optimizer};
 use gpumem::parallel::{Scheme, fewest_cards_by, measure_group};
 use gpumem::size::{MemorySpec, format_bytes};
+use grid::Cell;
 use serde_json::json;
 use std::ffi::OsString;
 

@@ -43,8 +43,12 @@ pub fn fragmentation_snapshot() -> Result<&'static (Snapshot, u64, u64)> {
     SNAP.get_or_init(|| {
         let run = || -> Result<(Snapshot, u64, u64)> {
             let setup = epochs::fragmentation_setup()?;
-            let mut spec =
-                demos::challenge3::fragmentation::spec(&setup, setup.allocator.config(), false, true);
+            let mut spec = demos::challenge3::fragmentation::spec(
+                &setup,
+                setup.allocator.config(),
+                false,
+                true,
+            );
             spec.options.record_history = Some(History::UNBOUNDED);
             let result = demos::challenge3::runner::run(&spec)?;
             let failure = result

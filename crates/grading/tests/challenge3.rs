@@ -36,7 +36,10 @@ mod core_only {
 #[test]
 fn the_core_alone_passes_a_learners_test() {
     let report = grade(&answers_of!(core_only), seed());
-    assert!(!report.passed(), "the extensions are not attempted:\n{report}");
+    assert!(
+        !report.passed(),
+        "the extensions are not attempted:\n{report}"
+    );
     learner_passes(&report);
     let text = report.to_string();
     assert!(text.contains("the core passed"), "{text}");

@@ -17,8 +17,8 @@
 //! stub: `git checkout -- exercises/challenge3/src/answer.rs`.
 #![allow(unused_variables, unused_imports)]
 
-use grading::challenge3::{Block, FreeBlock, Pool, Step};
 use gpumem::Error;
+use grading::challenge3::{Block, FreeBlock, Pool, Step};
 // PyTorch's constants, under its names: 512 B, 1 MiB, 2 MiB, 10 MiB, 20 MiB and 2 MiB.
 use gpumem::alloc::{
     LARGE_BUFFER, MIN_BLOCK, MIN_LARGE_ALLOC, ROUND_LARGE, SMALL_BUFFER, SMALL_SIZE,

@@ -10,8 +10,8 @@
 //! `git checkout -- exercises/challenge5/src/answer.rs`.
 #![allow(unused_variables, unused_imports)]
 
-use grading::challenge5::{MAX_CARDS, Scheme, largest_share, terms};
 use grading::Setup;
+use grading::challenge5::{MAX_CARDS, Scheme, largest_share, terms};
 
 // ANCHOR: card_bytes
 /// The most bytes any one card of `cards` holds at once when `setup` trains

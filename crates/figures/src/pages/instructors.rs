@@ -67,7 +67,8 @@ mod bits {
 /// What Challenge 1's grader prints for an answer that counts bits instead of bytes (the
 /// seed the learners' grader uses by default): its summary line and the first missed check.
 pub fn grader_bits() -> Result<String> {
-    let report = grading::challenge1::grade(&grading::challenge1::answers_of!(bits), grading::seed());
+    let report =
+        grading::challenge1::grade(&grading::challenge1::answers_of!(bits), grading::seed());
     let text = report.to_string();
     let mut lines = text.lines().filter(|l| !l.is_empty());
     let mut out = String::new();
