@@ -159,7 +159,7 @@ pub fn layout(t: &Timeline, bounds: Bounds) -> Layout {
             column_top = column_top.max(all);
         }
         let column_start = step - (step - from) % per_column;
-        if step == to || (step - from + 1) % per_column == 0 {
+        if step == to || (step - from + 1).is_multiple_of(per_column) {
             if moved {
                 restack(t, &mut placed, &live, column_start);
                 moved = false;
