@@ -5,20 +5,25 @@
 //! and tall enough to hold its name; the reserved bytes are a line above the stack.
 //!
 //! It draws a [`Timeline`] from a snapshot ([`gpumem::snapshot::Snapshot::timeline`]), ours
-//! or one PyTorch wrote. A long trace is drawn over its newest [`MAX_STEPS`] entries, the
-//! part that leads to the dump (and to an out-of-memory, if any). The SVG carries a
-//! `<metadata id="tensor-timeline">` with what was drawn, for tests.
+//! or one PyTorch wrote. By default a long trace is drawn over its newest [`MAX_STEPS`]
+//! entries, the part that leads to the dump (and to an out-of-memory, if any); any window
+//! and number of shapes can be asked for ([`Bounds`], laid out by [`layout()`]: bounded work
+//! and output however long the trace). The SVG carries a `<metadata id="tensor-timeline">`
+//! with what was drawn, for tests, and says in the chart what it summarised.
 
 use crate::style::palette::{BLUE, GREEN, ORANGE, PURPLE, SKY, VERMILION, YELLOW};
-use crate::style::{TITLE_PX, byte_unit, font, legend, mesh, svg, with_metadata};
+use crate::style::{NOTE_PX, TITLE_PX, byte_unit, font, legend, mesh, svg, with_metadata};
 use crate::{Chart, capacity_line_in};
 use anyhow::Result;
 use gpumem::snapshot::Timeline;
 use plotters::coord::types::RangedCoordf64;
 use plotters::prelude::*;
+use plotters::style::text_anchor::{HPos, Pos, VPos};
 
-/// Longer traces are drawn over their newest this many entries.
-pub const MAX_STEPS: usize = 4000;
+mod layout;
+
+pub use layout::{Bounds, COLUMNS, Layout, MAX_SHAPES, MAX_STEPS, Placed, layout, stack, window};
+
 /// Bands drawn in colour and named; smaller ones are drawn grey and unnamed.
 pub const MAX_NAMED: usize = 300;
 /// A band's name: the notes' size, the smallest the book's readability check allows.
@@ -39,69 +44,6 @@ pub struct TensorTimelineChart<'a> {
     pub title: &'a str,
     /// The SVG's `<title>`: one sentence for readers who cannot see the chart.
     pub alt: &'a str,
-}
-
-/// One band as drawn: where its bottom edge is, as steps `(entry, bytes below it)` from the
-/// entry where it appears to the one where it goes.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Placed {
-    pub band: usize,
-    pub bottom: Vec<(usize, u64)>,
-    pub end: usize,
-}
-
-/// The entries drawn: the newest [`MAX_STEPS`].
-pub fn window(t: &Timeline) -> (usize, usize) {
-    (t.steps.saturating_sub(MAX_STEPS), t.steps)
-}
-
-/// Stacks the bands alive in `from..to`, oldest at the bottom: each band's bottom edge over
-/// time.
-pub fn stack(t: &Timeline, (from, to): (usize, usize)) -> Vec<Placed> {
-    let alive = |b: &gpumem::snapshot::Band| b.end.is_none_or(|e| e > from) && b.start <= to;
-    let mut order: Vec<usize> = (0..t.bands.len()).filter(|&i| alive(&t.bands[i])).collect();
-    order.sort_by_key(|&i| (t.bands[i].start.max(from), i));
-    let mut ends: Vec<(usize, usize)> = order
-        .iter()
-        .map(|&i| (t.bands[i].end.unwrap_or(to).min(to), i))
-        .collect();
-    ends.sort_unstable();
-    let mut placed: Vec<Placed> = Vec::with_capacity(order.len());
-    let mut slot = vec![usize::MAX; t.bands.len()];
-    let mut live: Vec<usize> = Vec::new(); // indices into `placed`, bottom first
-    let mut total = 0u64;
-    let (mut next_start, mut next_end) = (0, 0);
-    for step in from..=to {
-        // Frees at this entry first, then allocations, as the trace orders them.
-        while next_end < ends.len() && ends[next_end].0 == step {
-            let p = slot[ends[next_end].1];
-            next_end += 1;
-            let Some(at) = live.iter().position(|&q| q == p) else {
-                continue;
-            };
-            let bytes = t.bands[placed[p].band].bytes;
-            placed[p].end = step;
-            live.remove(at);
-            for &q in &live[at..] {
-                let below = placed[q].bottom.last().map_or(0, |b| b.1);
-                placed[q].bottom.push((step, below.saturating_sub(bytes)));
-            }
-            total -= bytes;
-        }
-        while next_start < order.len() && t.bands[order[next_start]].start.max(from) == step {
-            let i = order[next_start];
-            next_start += 1;
-            slot[i] = placed.len();
-            live.push(placed.len());
-            placed.push(Placed {
-                band: i,
-                bottom: vec![(step, total)],
-                end: to,
-            });
-            total += t.bands[i].bytes;
-        }
-    }
-    placed
 }
 
 /// The `n` largest bands, which are drawn in colour and named.
@@ -148,12 +90,39 @@ fn label_at(p: &Placed, name: &str, px_per_step: f64) -> Option<(f64, u64)> {
     (room >= name.chars().count() as f64 * CHAR_PX + 6.0).then_some(((from + to) as f64 / 2.0, y))
 }
 
-/// Renders `chart` as an SVG document.
+/// Renders `chart` as an SVG document, within the default [`Bounds`].
 pub fn tensor_timeline_svg(chart: &TensorTimelineChart<'_>) -> Result<String> {
+    render(
+        chart,
+        &layout(chart.timeline, Bounds::default_for(chart.timeline)),
+    )
+}
+
+/// Per column of `per` entries from `from`: the most of `values` in it, as the steps of a
+/// line; every value its own step where `per` is 1.
+fn column_steps(
+    values: &[u64],
+    from: usize,
+    per: usize,
+    scaled: impl Fn(u64) -> f64,
+) -> Vec<(f64, f64)> {
+    values
+        .chunks(per.max(1))
+        .enumerate()
+        .flat_map(|(c, chunk)| {
+            let x = (from + c * per) as f64;
+            let v = scaled(chunk.iter().copied().max().unwrap_or(0));
+            [(x, v), (x + per as f64, v)]
+        })
+        .collect()
+}
+
+/// Renders `chart` as laid out in `l` (from [`layout()`] on the same timeline).
+pub fn render(chart: &TensorTimelineChart<'_>, l: &Layout) -> Result<String> {
     let t = chart.timeline;
-    let (from, to) = window(t);
-    let placed = stack(t, (from, to));
-    let colored = named(t, &placed, MAX_NAMED);
+    let (from, to) = l.window;
+    let placed = &l.placed;
+    let colored = named(t, placed, MAX_NAMED);
     let reserved = t.reserved.get(from..=to).unwrap_or(&[]);
     let peak_live = t
         .requested
@@ -199,6 +168,9 @@ pub fn tensor_timeline_svg(chart: &TensorTimelineChart<'_>) -> Result<String> {
                 color.mix(0.85).filled(),
             )))?;
         }
+        if l.summarised > 0 {
+            draw_rest(&mut plot, l, &scaled, (x_range.start, x_range.end, y_max))?;
+        }
         for (k, p) in placed.iter().enumerate() {
             let band = &t.bands[p.band];
             if !colored[k] || scaled(band.bytes) * px_per_unit < LABEL_MIN_PX {
@@ -225,14 +197,7 @@ pub fn tensor_timeline_svg(chart: &TensorTimelineChart<'_>) -> Result<String> {
                 label_x,
             )?;
         }
-        let steps: Vec<(f64, f64)> = reserved
-            .iter()
-            .enumerate()
-            .flat_map(|(k, &r)| {
-                let x = (from + k) as f64;
-                [(x, scaled(r)), (x + 1.0, scaled(r))]
-            })
-            .collect();
+        let steps = column_steps(reserved, from, l.per_column, scaled);
         plot.draw_series(LineSeries::new(steps, ORANGE.stroke_width(2)))?
             .label("reserved (segments held from the device)")
             .legend(|(x, y)| PathElement::new([(x, y), (x + 22, y)], ORANGE.stroke_width(2)));
@@ -243,13 +208,85 @@ pub fn tensor_timeline_svg(chart: &TensorTimelineChart<'_>) -> Result<String> {
         .draw()?;
         Ok(())
     })?;
+    // What was summarised only where something was, so that a chart drawn whole keeps
+    // its metadata (and the book's figures their bytes).
+    let bounded = if l.summarised > 0 || l.per_column > 1 {
+        format!(
+            ",\"alive\":{},\"summarised\":{},\"per_column\":{},\"peak_at\":{}",
+            l.alive, l.summarised, l.per_column, l.peak.0
+        )
+    } else {
+        String::new()
+    };
     let meta = format!(
-        "{{\"entries\":{},\"from\":{from},\"to\":{to},\"bands\":{},\"named\":{labels},\"peak_live\":{peak_live},\"peak_reserved\":{}}}",
+        "{{\"entries\":{},\"from\":{from},\"to\":{to},\"bands\":{},\"named\":{labels},\"peak_live\":{peak_live},\"peak_reserved\":{}{bounded}}}",
         t.steps,
         placed.len(),
         reserved.iter().copied().max().unwrap_or(0)
     );
     Ok(with_metadata(&drawn, "tensor-timeline", &meta))
+}
+
+/// The summarised bands as one grey shape on top of the drawn ones, a legend entry and a
+/// note saying what was left out, and a mark at the peak (which the summary keeps exact).
+fn draw_rest(
+    plot: &mut Chart<'_, '_, RangedCoordf64>,
+    l: &Layout,
+    scaled: &impl Fn(u64) -> f64,
+    (x0, x1, y_max): (f64, f64, f64),
+) -> Result<()> {
+    let per = l.per_column as f64;
+    let mut shape: Vec<(f64, f64)> = Vec::with_capacity(l.rest.len() * 4);
+    for &(x, bottom, _) in &l.rest {
+        shape.push((x as f64, scaled(bottom)));
+        shape.push(((x as f64 + per).min(x1), scaled(bottom)));
+    }
+    for &(x, _, top) in l.rest.iter().rev() {
+        shape.push(((x as f64 + per).min(x1), scaled(top)));
+        shape.push((x as f64, scaled(top)));
+    }
+    let grey = RGBColor(0x9a, 0x9a, 0x9a);
+    plot.draw_series(std::iter::once(Polygon::new(shape, grey.mix(0.6).filled())))?
+        .label(format!("{} more tensors, summarised", l.summarised))
+        .legend(move |(x, y)| Rectangle::new([(x, y - 5), (x + 22, y + 5)], grey.filled()));
+    let (px, py) = (l.peak.0 as f64, scaled(l.peak.1));
+    plot.draw_series(std::iter::once(PathElement::new(
+        [(px, 0.0), (px, py)],
+        VERMILION.stroke_width(1),
+    )))?;
+    let text = format!(
+        "peak {} at entry {}",
+        gpumem::size::format_bytes(l.peak.1),
+        l.peak.0
+    );
+    // Right of the mark, or left of it near the right edge, so the text stays inside.
+    let right = px > x0 + 0.6 * (x1 - x0);
+    let (h, dx) = if right {
+        (HPos::Right, -6)
+    } else {
+        (HPos::Left, 6)
+    };
+    let peak_style = font(NOTE_PX)
+        .color(&VERMILION)
+        .pos(Pos::new(h, VPos::Bottom));
+    plot.draw_series(std::iter::once(
+        EmptyElement::at((px, py)) + Text::new(text, (dx, -4), peak_style),
+    ))?;
+    let drawn = l.alive - l.summarised;
+    let what = if l.per_column > 1 {
+        format!(
+            "{drawn} of {} tensors drawn; {} entries per column",
+            l.alive, l.per_column
+        )
+    } else {
+        format!("{drawn} of {} tensors drawn", l.alive)
+    };
+    // At the right, under the legend's height.
+    let what_style = font(NOTE_PX).pos(Pos::new(HPos::Right, VPos::Top));
+    plot.draw_series(std::iter::once(
+        EmptyElement::at((x1, y_max)) + Text::new(what, (-8, 74), what_style),
+    ))?;
+    Ok(())
 }
 
 #[cfg(test)]
@@ -264,6 +301,7 @@ mod tests {
             addr: 0,
             start,
             end,
+            frames: Default::default(),
         }
     }
 

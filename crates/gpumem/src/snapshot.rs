@@ -10,14 +10,15 @@
 //! [`summary`] what a snapshot says (figures, peaks, the per-tensor timeline's bands).
 
 pub mod build;
+mod decode;
 pub mod format;
 pub mod read;
 pub mod summary;
 mod unpickle;
 
 pub use format::{
-    ACTIVE_ALLOCATED, ACTIVE_PENDING_FREE, AllocatorSettings, Block, FRAME_FILE, Frame, INACTIVE,
-    Segment, Snapshot, TraceEntry, frames_name,
+    ACTIVE_ALLOCATED, ACTIVE_PENDING_FREE, AllocatorSettings, Block, FRAME_FILE, Frame, Frames,
+    INACTIVE, Segment, Snapshot, TraceEntry, frames_name,
 };
 pub use read::SnapshotError;
 pub use summary::{Band, Summary, Timeline};

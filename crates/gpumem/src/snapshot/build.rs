@@ -2,7 +2,8 @@
 //! entries, with the sizes PyTorch's `record_trace` callers give them.
 
 use super::format::{
-    ACTIVE_ALLOCATED, AllocatorSettings, Block, Frame, INACTIVE, Segment, Snapshot, TraceEntry,
+    ACTIVE_ALLOCATED, AllocatorSettings, Block, Frame, Frames, INACTIVE, Segment, Snapshot,
+    TraceEntry,
 };
 use crate::alloc::{
     AllocatorConfig, EventKind, HistoryEvent, Pool, SMALL_SIZE, SegmentInfo, round_size,
@@ -14,11 +15,11 @@ pub(crate) fn int(v: u64) -> i64 {
 }
 
 /// The frames that name a tensor: one frame, none for an unnamed block.
-fn frames(label: &str) -> Vec<Frame> {
+fn frames(label: &str) -> Frames {
     if label.is_empty() {
-        Vec::new()
+        Frames::default()
     } else {
-        vec![Frame::tensor(label)]
+        vec![Frame::tensor(label)].into()
     }
 }
 
@@ -94,7 +95,7 @@ pub fn segment(s: &SegmentInfo, label: Option<&str>) -> Segment {
                 frames: if b.allocated {
                     frames(&b.label)
                 } else {
-                    Vec::new()
+                    Frames::default()
                 },
             })
             .collect(),

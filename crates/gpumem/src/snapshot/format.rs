@@ -8,7 +8,8 @@
 //! (`segment_pool_id`, `user_metadata`, …) are ignored on reading; fields older snapshots
 //! lack are defaulted.
 
-use serde::{Deserialize, Serialize};
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
+use std::sync::Arc;
 
 /// `torch.cuda.memory._snapshot()`: the segments now, and each device's recorded events.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -47,7 +48,7 @@ pub struct Segment {
     pub is_expandable: bool,
     /// Where the segment was allocated from.
     #[serde(default)]
-    pub frames: Vec<Frame>,
+    pub frames: Frames,
     /// The segment's blocks in address order; they tile it.
     pub blocks: Vec<Block>,
 }
@@ -65,7 +66,7 @@ pub struct Block {
     /// [`ACTIVE_ALLOCATED`], [`ACTIVE_PENDING_FREE`] or [`INACTIVE`].
     pub state: String,
     #[serde(default)]
-    pub frames: Vec<Frame>,
+    pub frames: Frames,
 }
 
 /// One of the allocator's actions, as the trace records it.
@@ -90,7 +91,7 @@ pub struct TraceEntry {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub device_free: Option<i64>,
     #[serde(default)]
-    pub frames: Vec<Frame>,
+    pub frames: Frames,
 }
 
 /// A stack frame. The engine has no Python stack: its one frame per tensor names the tensor
@@ -136,6 +137,39 @@ impl Frame {
             line: 0,
             name: label.to_string(),
         }
+    }
+}
+
+/// A list of frames, shared: PyTorch's files hold one list per distinct stack, referenced by
+/// every block and trace entry that has it, and a real run's trace has a million entries
+/// with stacks tens of frames deep, so a copy per entry would cost gigabytes. Reading keeps
+/// one list per stack; cloning shares it. It derefs to `[Frame]` and (de)serializes as a
+/// list, as before.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Frames(Arc<[Frame]>);
+
+impl std::ops::Deref for Frames {
+    type Target = [Frame];
+    fn deref(&self) -> &[Frame] {
+        &self.0
+    }
+}
+
+impl From<Vec<Frame>> for Frames {
+    fn from(v: Vec<Frame>) -> Frames {
+        Frames(v.into())
+    }
+}
+
+impl Serialize for Frames {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_seq(self.0.iter())
+    }
+}
+
+impl<'de> Deserialize<'de> for Frames {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Frames, D::Error> {
+        Vec::<Frame>::deserialize(d).map(Frames::from)
     }
 }
 

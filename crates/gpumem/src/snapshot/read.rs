@@ -4,10 +4,10 @@
 //! wrong: not a pickle (or cut short), a pickle of something else, or a segment or trace
 //! entry whose field has the wrong type.
 
-use super::format::{Segment, Snapshot, TraceEntry};
-use super::unpickle::{UnpickleError, unpickle};
-use serde_pickle::{HashableValue, SerOptions, Value};
-use std::collections::BTreeMap;
+use super::decode::{Decoder, describe, is_segment};
+use super::format::Snapshot;
+use super::unpickle::{P, UnpickleError, unpickle};
+use serde_pickle::SerOptions;
 use std::path::{Path, PathBuf};
 
 /// Why a snapshot could not be written or read.
@@ -54,23 +54,40 @@ impl Snapshot {
 
     /// Reads a snapshot file, as `python -m torch.cuda._memory_viz` does.
     pub fn read(path: &Path) -> Result<Snapshot, SnapshotError> {
+        Snapshot::read_with_progress(path, &mut |_, _| {})
+    }
+
+    /// [`Snapshot::read`], telling `progress` the bytes read so far and the file's size now
+    /// and then (a real run's snapshot is tens of megabytes: seconds to read).
+    pub fn read_with_progress(
+        path: &Path,
+        progress: &mut dyn FnMut(u64, u64),
+    ) -> Result<Snapshot, SnapshotError> {
         let bytes = std::fs::read(path).map_err(|error| SnapshotError::Read {
             path: path.to_path_buf(),
             error,
         })?;
-        Snapshot::from_pickle(&bytes)
+        let total = bytes.len() as u64;
+        Snapshot::decode(&bytes, &mut |at| progress(at as u64, total))
     }
 
     /// Reads a snapshot from pickle bytes. A list of segments alone (what
     /// `torch.cuda.memory_snapshot()` returns) is taken as a snapshot without traces, as
     /// PyTorch's `_memory_viz.py` takes it.
     pub fn from_pickle(bytes: &[u8]) -> Result<Snapshot, SnapshotError> {
-        let value = unpickle(bytes).map_err(|e| pickle_error(bytes, e))?;
+        Snapshot::decode(bytes, &mut |_| {})
+    }
+
+    fn decode(bytes: &[u8], progress: &mut dyn FnMut(usize)) -> Result<Snapshot, SnapshotError> {
+        let value = unpickle(bytes, progress).map_err(|e| pickle_error(bytes, e))?;
+        let mut d = Decoder::default();
         match value {
-            Value::Dict(d) => from_dict(d),
-            Value::List(items) if !items.is_empty() && items.iter().all(is_segment) => {
+            P::Dict(items) => d.snapshot(&items.borrow()),
+            P::List(items)
+                if !items.borrow().is_empty() && items.borrow().iter().all(is_segment) =>
+            {
                 Ok(Snapshot {
-                    segments: segments(items)?,
+                    segments: d.segments(&items.borrow())?,
                     ..Snapshot::default()
                 })
             }
@@ -95,93 +112,4 @@ fn pickle_error(bytes: &[u8], e: UnpickleError) -> SnapshotError {
         _ => "",
     };
     SnapshotError::NotPickle { why, hint }
-}
-
-fn key(name: &str) -> HashableValue {
-    HashableValue::String(name.to_string())
-}
-
-fn is_segment(v: &Value) -> bool {
-    matches!(v, Value::Dict(d) if d.contains_key(&key("blocks")))
-}
-
-/// A few words for what a pickle holds instead of a snapshot.
-fn describe(v: &Value) -> String {
-    match v {
-        Value::List(l) => format!("a list of {} item(s)", l.len()),
-        Value::Tuple(t) => format!("a tuple of {} item(s)", t.len()),
-        Value::Dict(_) => "a dict".to_string(),
-        Value::String(_) | Value::Bytes(_) => "a string".to_string(),
-        Value::None => "None".to_string(),
-        _ => "a single value".to_string(),
-    }
-}
-
-fn from_dict(mut d: BTreeMap<HashableValue, Value>) -> Result<Snapshot, SnapshotError> {
-    let Some(segs) = d.remove(&key("segments")) else {
-        let keys: Vec<String> = d.keys().take(8).map(|k| format!("{k:?}")).collect();
-        return Err(SnapshotError::NotSnapshot(format!(
-            "a dict without 'segments' (its keys: {})",
-            keys.join(", ")
-        )));
-    };
-    let Value::List(segs) = segs else {
-        return Err(SnapshotError::NotSnapshot(format!(
-            "'segments' is {}, not a list",
-            describe(&segs)
-        )));
-    };
-    let device_traces = match d.remove(&key("device_traces")) {
-        None | Some(Value::None) => Vec::new(),
-        Some(Value::List(devices)) => traces(devices)?,
-        Some(other) => {
-            return Err(SnapshotError::NotSnapshot(format!(
-                "'device_traces' is {}, not a list",
-                describe(&other)
-            )));
-        }
-    };
-    let allocator_settings = match d.remove(&key("allocator_settings")) {
-        None | Some(Value::None) => None,
-        Some(v) => Some(field(v, "allocator_settings")?),
-    };
-    Ok(Snapshot {
-        segments: segments(segs)?,
-        device_traces,
-        allocator_settings,
-    })
-}
-
-/// `v` as a `T`, or an error naming `place`.
-fn field<T: serde::de::DeserializeOwned>(v: Value, place: &str) -> Result<T, SnapshotError> {
-    serde_pickle::from_value(v).map_err(|e| SnapshotError::BadField {
-        place: place.to_string(),
-        why: e.to_string(),
-    })
-}
-
-fn segments(items: Vec<Value>) -> Result<Vec<Segment>, SnapshotError> {
-    items
-        .into_iter()
-        .enumerate()
-        .map(|(i, v)| field(v, &format!("segment {i}")))
-        .collect()
-}
-
-fn traces(devices: Vec<Value>) -> Result<Vec<Vec<TraceEntry>>, SnapshotError> {
-    devices
-        .into_iter()
-        .enumerate()
-        .map(|(d, events)| match events {
-            Value::List(events) => events
-                .into_iter()
-                .enumerate()
-                .map(|(i, v)| field(v, &format!("device {d}, trace entry {i}")))
-                .collect(),
-            other => Err(SnapshotError::NotSnapshot(format!(
-                "the trace of device {d} is {}, not a list",
-                describe(&other)
-            ))),
-        })
-        .collect()
 }

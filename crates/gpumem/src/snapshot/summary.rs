@@ -6,7 +6,7 @@
 //! newest events up to the dump, so walking back from the segments' figures through each
 //! event's change gives the figures after every event, even when older events were dropped.
 
-use super::format::{Snapshot, TraceEntry, frames_name};
+use super::format::{Frames, Snapshot, TraceEntry, frames_name};
 use serde::Serialize;
 
 /// One device's figures.
@@ -44,6 +44,9 @@ pub struct Band {
     pub addr: u64,
     pub start: usize,
     pub end: Option<usize>,
+    /// Where it was allocated (shared with the trace entry or block that says so).
+    #[serde(skip)]
+    pub frames: Frames,
 }
 
 /// Every band of one device, and the totals after each trace entry.
@@ -85,6 +88,31 @@ fn backwards(entries: &[TraceEntry], end: u64, pick: fn((i128, i128)) -> i128) -
         out[i] = u64::try_from(v.max(0)).unwrap_or(u64::MAX);
     }
     out
+}
+
+impl Timeline {
+    /// The highest requested bytes in live tensors over entries `from..=to` of the x axis
+    /// (a value of [`Timeline::requested`]; the first where several are equal), and where.
+    pub fn peak(&self, (from, to): (usize, usize)) -> (usize, u64) {
+        let slice = self.requested.get(from..=to.min(self.steps)).unwrap_or(&[]);
+        let mut best = (from, 0);
+        for (k, &v) in slice.iter().enumerate() {
+            if v > best.1 {
+                best = (from + k, v);
+            }
+        }
+        best
+    }
+
+    /// The bands alive at `k` on the x axis, where [`Timeline::requested`]`[k]` counts the
+    /// bytes after the first `k` entries: allocated before entry `k` (a band starting at 0
+    /// may have been alive before the trace) and not freed before it.
+    pub fn alive_at(&self, k: usize) -> impl Iterator<Item = (usize, &Band)> {
+        self.bands
+            .iter()
+            .enumerate()
+            .filter(move |(_, b)| (b.start < k || b.start == 0) && b.end.is_none_or(|e| e >= k))
+    }
 }
 
 impl Snapshot {
@@ -129,6 +157,12 @@ impl Snapshot {
 
     /// The figures of `device`, `largest` of its active blocks named.
     pub fn summary(&self, device: i64, largest: usize) -> Summary {
+        self.summary_of(device, largest, &self.timeline(device))
+    }
+
+    /// [`Snapshot::summary`] from the device's timeline, already built: building it walks
+    /// the whole trace, which a caller that also draws it need not do twice.
+    pub fn summary_of(&self, device: i64, largest: usize, t: &Timeline) -> Summary {
         let segs = self.segments.iter().filter(|s| s.device == device);
         let reserved = segs.clone().map(|s| unsigned(s.total_size)).sum();
         let active = || self.blocks_of(device).filter(|(_, b)| b.is_active());
@@ -145,7 +179,6 @@ impl Snapshot {
             .collect();
         blocks.sort_by(|a, b| b.1.cmp(&a.1).then(a.2.cmp(&b.2)));
         blocks.truncate(largest);
-        let t = self.timeline(device);
         let trace = self.trace(device);
         Summary {
             device,
@@ -227,6 +260,7 @@ impl Snapshot {
                         addr,
                         start: i,
                         end: None,
+                        frames: e.frames.clone(),
                     });
                 }
                 "free_completed" | "free" => match open.remove(&addr) {
@@ -237,6 +271,7 @@ impl Snapshot {
                         addr,
                         start: 0,
                         end: Some(i),
+                        frames: e.frames.clone(),
                     }),
                 },
                 _ => {}
@@ -250,6 +285,7 @@ impl Snapshot {
                     addr,
                     start: 0,
                     end: None,
+                    frames: b.frames.clone(),
                 });
             }
         }

@@ -1,17 +1,18 @@
-//! Reading pickles of plain data (dicts, lists, tuples, numbers, strings) into
-//! [`serde_pickle::Value`], sharing memoized objects as Python does.
+//! Reading pickles of plain data (dicts, lists, tuples, numbers, strings) into [`P`], sharing
+//! memoized objects as Python does.
 //!
 //! serde-pickle writes the engine's snapshots, but its reader loses an object that is shared
 //! and holds memoized objects itself: the second reference to a frames list whose frame dicts
 //! were memoized fails as "recursive". PyTorch's snapshots share exactly that (one frames
 //! list per distinct stack, referenced by every block and trace entry that has it), so this
-//! reader keeps memoized containers shared until the end and copies them out then. It reads
-//! protocols 2 to 5, the opcodes PyTorch's own pickler and Python's `pickle.dump` use for
-//! such data; anything else (classes, tensors, protocol 0 text) is refused by name.
+//! reader keeps memoized objects shared ([`P`] holds them behind `Rc`), and the snapshot's
+//! reader ([`super::read`]) keeps one list of frames per stack, however many entries share
+//! it. A real run's trace has a million entries: copying each shared stack out per entry, as
+//! a generic value tree does, costs gigabytes. It reads protocols 2 to 5, the opcodes
+//! PyTorch's own pickler and Python's `pickle.dump` use for such data; anything else
+//! (classes, tensors, protocol 0 text) is refused by name.
 
-use serde_pickle::{HashableValue, Value};
 use std::cell::RefCell;
-use std::collections::{BTreeMap, HashMap};
 use std::rc::Rc;
 
 /// Why bytes are not a pickle this reader can read.
@@ -23,38 +24,54 @@ pub enum UnpickleError {
     Bad(String),
 }
 
-/// A value under construction: containers are shared, so that the memo and every reference
-/// see items appended after memoizing.
+/// A pickled value. Containers are shared, so that the memo and every reference see items
+/// appended after memoizing, and a memoized object read twice is one object (as in Python);
+/// a dict keeps its items in the order written (a later duplicate key wins on lookup).
 #[derive(Debug, Clone)]
-enum V {
-    Plain(Value),
-    List(Rc<RefCell<Vec<V>>>),
-    Dict(Rc<RefCell<Vec<(V, V)>>>),
-    Tuple(Rc<Vec<V>>),
+pub enum P {
+    None,
+    Bool(bool),
+    Int(i64),
+    Float(f64),
+    Str(Rc<str>),
+    /// Bytes: no snapshot field is bytes, so only that they were there is kept.
+    Bytes,
+    List(Rc<RefCell<Vec<P>>>),
+    Dict(Rc<RefCell<Vec<(P, P)>>>),
+    Tuple(Rc<[P]>),
 }
 
-/// Deeper nesting than this is taken for a structure that contains itself.
-const MAX_DEPTH: usize = 200;
+/// Memo ids beyond this are refused rather than allocated for (Python numbers them from 0).
+const MAX_MEMO: usize = 1 << 28;
+/// How often (in bytes read) the progress callback hears of it.
+const PROGRESS_EVERY: usize = 4 << 20;
 
 struct Reader<'a> {
     bytes: &'a [u8],
     pos: usize,
-    stack: Vec<V>,
+    stack: Vec<P>,
     marks: Vec<usize>,
-    memo: HashMap<u32, V>,
+    memo: Vec<Option<P>>,
+    progress: &'a mut dyn FnMut(usize),
+    next_report: usize,
 }
 
-/// Reads `bytes` as one pickle.
-pub fn unpickle(bytes: &[u8]) -> Result<Value, UnpickleError> {
+/// Reads `bytes` as one pickle, telling `progress` the bytes read so far now and then. The
+/// memo is dropped before returning, so that an object nobody else holds is freed as soon as
+/// the caller is done with it.
+pub fn unpickle(bytes: &[u8], progress: &mut dyn FnMut(usize)) -> Result<P, UnpickleError> {
     let mut r = Reader {
         bytes,
         pos: 0,
         stack: Vec::new(),
         marks: Vec::new(),
-        memo: HashMap::new(),
+        memo: Vec::new(),
+        progress,
+        next_report: PROGRESS_EVERY,
     };
-    let v = r.run()?;
-    to_value(&v, 0)
+    let v = r.run();
+    (r.progress)(r.pos);
+    v
 }
 
 fn bad<T>(why: impl Into<String>) -> Result<T, UnpickleError> {
@@ -90,7 +107,7 @@ impl Reader<'_> {
         usize::try_from(v).or_else(|_| bad("a length beyond memory"))
     }
 
-    fn pop(&mut self) -> Result<V, UnpickleError> {
+    fn pop(&mut self) -> Result<P, UnpickleError> {
         match self.stack.pop() {
             Some(v) => Ok(v),
             None => bad(format!("stack underflow at byte {}", self.pos)),
@@ -98,7 +115,7 @@ impl Reader<'_> {
     }
 
     /// The items since the last MARK.
-    fn pop_mark(&mut self) -> Result<Vec<V>, UnpickleError> {
+    fn pop_mark(&mut self) -> Result<Vec<P>, UnpickleError> {
         let Some(m) = self.marks.pop() else {
             return bad(format!("no MARK before byte {}", self.pos));
         };
@@ -108,14 +125,17 @@ impl Reader<'_> {
         Ok(self.stack.split_off(m))
     }
 
-    fn push(&mut self, v: Value) {
-        self.stack.push(V::Plain(v));
+    fn push(&mut self, v: P) {
+        self.stack.push(v);
     }
 
     fn string(&mut self, n: usize) -> Result<(), UnpickleError> {
-        let s = self.take(n)?.to_vec();
-        match String::from_utf8(s) {
-            Ok(s) => self.push(Value::String(s)),
+        let s = self.take(n)?;
+        match std::str::from_utf8(s) {
+            Ok(s) => {
+                let s: Rc<str> = Rc::from(s);
+                self.push(P::Str(s));
+            }
             Err(_) => {
                 return bad(format!(
                     "a string that is not UTF-8 before byte {}",
@@ -129,7 +149,7 @@ impl Reader<'_> {
     fn long(&mut self, n: usize) -> Result<(), UnpickleError> {
         let b = self.take(n)?;
         if n == 0 {
-            self.push(Value::I64(0));
+            self.push(P::Int(0));
             return Ok(());
         }
         if n > 8 {
@@ -141,7 +161,7 @@ impl Reader<'_> {
             [0; 8]
         };
         buf[..n].copy_from_slice(b);
-        self.push(Value::I64(i64::from_le_bytes(buf)));
+        self.push(P::Int(i64::from_le_bytes(buf)));
         Ok(())
     }
 
@@ -150,26 +170,33 @@ impl Reader<'_> {
             Some(v) => v.clone(),
             None => return bad("memoizing an empty stack"),
         };
-        self.memo.insert(id, top);
+        let id = id as usize;
+        if id >= MAX_MEMO {
+            return bad(format!("memo id {id} beyond any real pickle's"));
+        }
+        if id >= self.memo.len() {
+            self.memo.resize(id + 1, None);
+        }
+        self.memo[id] = Some(top);
         Ok(())
     }
 
     fn memo_get(&mut self, id: u32) -> Result<(), UnpickleError> {
-        match self.memo.get(&id) {
-            Some(v) => {
+        match self.memo.get(id as usize) {
+            Some(Some(v)) => {
                 let v = v.clone();
                 self.stack.push(v);
                 Ok(())
             }
-            None => bad(format!("memo {id} read before it was written")),
+            _ => bad(format!("memo {id} read before it was written")),
         }
     }
 
-    fn set_items(&mut self, items: Vec<V>) -> Result<(), UnpickleError> {
+    fn set_items(&mut self, items: Vec<P>) -> Result<(), UnpickleError> {
         if !items.len().is_multiple_of(2) {
             return bad("a dict update with a key and no value");
         }
-        let Some(V::Dict(d)) = self.stack.last() else {
+        let Some(P::Dict(d)) = self.stack.last() else {
             return bad(format!(
                 "SETITEMS on something not a dict at byte {}",
                 self.pos
@@ -183,9 +210,9 @@ impl Reader<'_> {
         Ok(())
     }
 
-    fn append(&mut self, items: Vec<V>) -> Result<(), UnpickleError> {
+    fn append(&mut self, items: Vec<P>) -> Result<(), UnpickleError> {
         match self.stack.last() {
-            Some(V::List(l)) => {
+            Some(P::List(l)) => {
                 l.borrow_mut().extend(items);
                 Ok(())
             }
@@ -201,13 +228,17 @@ impl Reader<'_> {
             return bad("a tuple of more items than the stack holds");
         }
         let items = self.stack.split_off(self.stack.len() - n);
-        self.stack.push(V::Tuple(Rc::new(items)));
+        self.stack.push(P::Tuple(items.into()));
         Ok(())
     }
 
-    fn run(&mut self) -> Result<V, UnpickleError> {
+    fn run(&mut self) -> Result<P, UnpickleError> {
         loop {
             let at = self.pos;
+            if at >= self.next_report {
+                (self.progress)(at);
+                self.next_report = at + PROGRESS_EVERY;
+            }
             let op = self.u8()?;
             match op {
                 0x80 => {
@@ -221,21 +252,21 @@ impl Reader<'_> {
                 }
                 b'.' => return self.pop(),
                 b'(' => self.marks.push(self.stack.len()),
-                b'}' => self.stack.push(V::Dict(Default::default())),
-                b']' => self.stack.push(V::List(Default::default())),
-                b')' => self.stack.push(V::Tuple(Rc::new(Vec::new()))),
+                b'}' => self.stack.push(P::Dict(Default::default())),
+                b']' => self.stack.push(P::List(Default::default())),
+                b')' => self.stack.push(P::Tuple(Rc::new([]))),
                 b'd' => {
                     let items = self.pop_mark()?;
-                    self.stack.push(V::Dict(Default::default()));
+                    self.stack.push(P::Dict(Default::default()));
                     self.set_items(items)?;
                 }
                 b'l' => {
                     let items = self.pop_mark()?;
-                    self.stack.push(V::List(Rc::new(RefCell::new(items))));
+                    self.stack.push(P::List(Rc::new(RefCell::new(items))));
                 }
                 b't' => {
                     let items = self.pop_mark()?;
-                    self.stack.push(V::Tuple(Rc::new(items)));
+                    self.stack.push(P::Tuple(items.into()));
                 }
                 0x85 => self.tuple(1)?,
                 0x86 => self.tuple(2)?,
@@ -257,20 +288,20 @@ impl Reader<'_> {
                     let items = self.pop_mark()?;
                     self.set_items(items)?;
                 }
-                b'N' => self.push(Value::None),
-                0x88 => self.push(Value::Bool(true)),
-                0x89 => self.push(Value::Bool(false)),
+                b'N' => self.push(P::None),
+                0x88 => self.push(P::Bool(true)),
+                0x89 => self.push(P::Bool(false)),
                 b'J' => {
                     let v = self.u32()? as i32;
-                    self.push(Value::I64(v.into()));
+                    self.push(P::Int(v.into()));
                 }
                 b'K' => {
                     let v = self.u8()?;
-                    self.push(Value::I64(v.into()));
+                    self.push(P::Int(v.into()));
                 }
                 b'M' => {
                     let n = self.len(2)?;
-                    self.push(Value::I64(n as i64));
+                    self.push(P::Int(n as i64));
                 }
                 0x8a => {
                     let n = self.len(1)?;
@@ -283,7 +314,7 @@ impl Reader<'_> {
                 b'G' => {
                     let b = self.take(8)?;
                     let v = f64::from_be_bytes([b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7]]);
-                    self.push(Value::F64(v));
+                    self.push(P::Float(v));
                 }
                 0x8c => {
                     let n = self.len(1)?;
@@ -304,8 +335,8 @@ impl Reader<'_> {
                         _ => 8,
                     };
                     let n = self.len(width)?;
-                    let b = self.take(n)?.to_vec();
-                    self.push(Value::Bytes(b));
+                    self.take(n)?;
+                    self.push(P::Bytes);
                 }
                 b'q' => {
                     let id = self.u8()?;
@@ -343,65 +374,46 @@ impl Reader<'_> {
     }
 }
 
-fn hashable(v: Value) -> Result<HashableValue, UnpickleError> {
-    v.into_hashable()
-        .or_else(|e| bad(format!("a dict key that cannot be one: {e}")))
-}
-
-/// The finished value, shared containers copied out.
-fn to_value(v: &V, depth: usize) -> Result<Value, UnpickleError> {
-    if depth > MAX_DEPTH {
-        return bad("a structure that contains itself (or nests deeper than 200)");
-    }
-    Ok(match v {
-        V::Plain(p) => p.clone(),
-        V::List(l) => Value::List(
-            l.borrow()
-                .iter()
-                .map(|x| to_value(x, depth + 1))
-                .collect::<Result<_, _>>()?,
-        ),
-        V::Tuple(t) => Value::Tuple(
-            t.iter()
-                .map(|x| to_value(x, depth + 1))
-                .collect::<Result<_, _>>()?,
-        ),
-        V::Dict(d) => {
-            let mut out = BTreeMap::new();
-            for (k, x) in d.borrow().iter() {
-                out.insert(hashable(to_value(k, depth + 1)?)?, to_value(x, depth + 1)?);
-            }
-            Value::Dict(out)
-        }
-    })
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
 
+    fn read(bytes: &[u8]) -> Result<P, UnpickleError> {
+        unpickle(bytes, &mut |_| {})
+    }
+
     #[test]
-    fn a_shared_list_of_memoized_dicts_reads_twice() {
+    fn a_shared_list_of_memoized_dicts_reads_twice_as_one_object() {
         // Python: f = [{'a': 1}]; pickle.dumps([f, f], protocol=2)
         let bytes = b"\x80\x02]q\x00(]q\x01}q\x02X\x01\x00\x00\x00aq\x03K\x01sah\x01e.";
-        let v = unpickle(bytes).expect("reads");
-        let one = Value::List(vec![Value::Dict(BTreeMap::from([(
-            HashableValue::String("a".into()),
-            Value::I64(1),
-        )]))]);
-        assert_eq!(v, Value::List(vec![one.clone(), one]));
+        let P::List(outer) = read(bytes).expect("reads") else {
+            panic!("a list")
+        };
+        let outer = outer.borrow();
+        let (P::List(a), P::List(b)) = (&outer[0], &outer[1]) else {
+            panic!("two lists")
+        };
+        assert!(Rc::ptr_eq(a, b), "the shared list is one object");
+        let a = a.borrow();
+        let P::Dict(d) = &a[0] else { panic!("a dict") };
+        let d = d.borrow();
+        assert!(matches!((&d[0].0, &d[0].1), (P::Str(k), P::Int(1)) if &**k == "a"));
     }
 
     #[test]
     fn bad_bytes_are_refused() {
-        assert_eq!(unpickle(b"\x80\x02]q\x00("), Err(UnpickleError::Truncated));
-        assert!(matches!(unpickle(b"(dp0\n."), Err(UnpickleError::Bad(_))));
         assert!(matches!(
-            unpickle(b"\x80\x02c__main__\nX\n."),
+            read(b"\x80\x02]q\x00("),
+            Err(UnpickleError::Truncated)
+        ));
+        assert!(matches!(read(b"(dp0\n."), Err(UnpickleError::Bad(_))));
+        assert!(matches!(
+            read(b"\x80\x02c__main__\nX\n."),
             Err(UnpickleError::Bad(_))
         ));
-        // A list that contains itself: l = []; l.append(l)
-        let looped = b"\x80\x02]q\x00h\x00a.";
-        assert!(matches!(unpickle(looped), Err(UnpickleError::Bad(_))));
+        assert!(matches!(
+            read(b"\x80\x02h\x05."),
+            Err(UnpickleError::Bad(_))
+        ));
     }
 }
