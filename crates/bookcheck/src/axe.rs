@@ -1,7 +1,9 @@
 //! Accessibility: axe-core (the standard WCAG checker) run inside each page, in the tab the
 //! browser check already has open. A violation of WCAG 2.x A or AA on the book's own content
-//! is a problem of that page; what mdBook itself draws (its menu bar, sidebar and their
-//! controls) is upstream's, listed by [`UPSTREAM`] and left out of the count.
+//! is a problem of that page — in every theme, colour contrast included: where mdBook's own
+//! theme colours fall short (its dark themes' links, table headers, highlighted code),
+//! `theme/contrast.css` overrides them. What mdBook itself draws around the content (its menu
+//! bar, sidebar and their controls) is upstream's, listed by [`UPSTREAM`] and left out.
 
 use anyhow::{Context, Result, anyhow};
 use headless_chrome::Tab;
@@ -25,15 +27,6 @@ pub const UPSTREAM: &[&str] = &[
     ".nav-chapters",
     ".blockquote-tag-title",
 ];
-
-/// Elements whose colours mdBook's themes set (links, inline code, table headers): outside
-/// the book's own callouts, a contrast finding on them is the theme's, not ours — the dark
-/// themes' links and headers fall short of AA on mdBook's own backgrounds. Code blocks
-/// (`pre`, highlighted by mdBook's theme on its own background) are the theme's everywhere.
-pub const THEME_STYLED: &str = "a, code, th";
-
-/// The rules about colour, the ones [`THEME_STYLED`] applies to.
-pub const COLOUR_RULES: &[&str] = &["color-contrast", "link-in-text-block"];
 
 /// Pages mdBook makes by itself (the sidebar's table-of-contents frame), whose findings are
 /// all upstream's.
@@ -74,14 +67,9 @@ pub fn audit(tab: &Tab, script: &str) -> Result<Vec<Finding>> {
     tab.evaluate(script, false)
         .map_err(|e| anyhow!("cannot load axe-core into the page: {e}"))?;
     let upstream = serde_json::to_string(UPSTREAM)?;
-    let colour = serde_json::to_string(COLOUR_RULES)?;
-    let themed = THEME_STYLED;
     let run = format!(
         r#"(async () => {{
   const upstream = {upstream};
-  const colourRules = {colour};
-  const themed = (v, el) => colourRules.includes(v.id)
-    && (!!el.closest('pre') || (!!el.closest('{themed}') && !el.closest('.callout')));
   const r = await axe.run(document, {{ runOnly: ['wcag2a', 'wcag2aa', 'wcag21a', 'wcag21aa'] }});
   return JSON.stringify(r.violations.map(v => ({{
     id: v.id,
@@ -90,7 +78,7 @@ pub fn audit(tab: &Tab, script: &str) -> Result<Vec<Finding>> {
       const el = document.querySelector(n.target[0]);
       return {{
         target: n.target.join(' '),
-        upstream: !!el && (upstream.some(s => el.closest(s)) || themed(v, el)),
+        upstream: !!el && upstream.some(s => el.closest(s)),
         summary: (n.failureSummary || '').split('\n').slice(1).join(' ').trim(),
       }};
     }}),
