@@ -7,9 +7,8 @@
 mod cli;
 pub mod strategies;
 
-use cli::Cli;
-use strategies::{Row, Timing};
 use clap::{CommandFactory, FromArgMatches};
+use cli::Cli;
 use demo::{Output, SnapshotArgs, with_defaults};
 use gpumem::data::LESSON_TRAINING_EVENTS;
 use gpumem::device::DeviceInfo;
@@ -19,6 +18,7 @@ use gpumem::size::{MemorySpec, format_bytes};
 use gpumem::{Backend, Device};
 use serde_json::json;
 use std::ffi::OsString;
+use strategies::{Row, Timing};
 
 /// Runs the demo with `args`, the program's name first (as `std::env::args_os()` gives them);
 /// it prints through [`demo::Output`]. A command-line error (or `--help`) is returned as a

@@ -31,6 +31,9 @@ pub struct Check {
 pub struct Report {
     pub title: String,
     pub checks: Vec<Check>,
+    /// Check groups that go further than the exercise's core: graded and reported after the
+    /// core, but a learner's test passes without them ([`Report::verdict`]).
+    pub going_further: Vec<&'static str>,
 }
 
 impl Report {
@@ -38,6 +41,7 @@ impl Report {
         Report {
             title: title.to_string(),
             checks: Vec::new(),
+            going_further: Vec::new(),
         }
     }
 
@@ -73,8 +77,21 @@ impl Report {
         });
     }
 
+    /// Every check passed, the going-further ones included.
     pub fn passed(&self) -> bool {
         self.checks.iter().all(|c| c.outcome == Outcome::Pass)
+    }
+
+    /// Whether `check` belongs to a going-further group.
+    pub fn is_going_further(&self, check: &Check) -> bool {
+        self.going_further.contains(&check.function)
+    }
+
+    /// Every check of the core passed (the going-further ones may miss).
+    pub fn core_passed(&self) -> bool {
+        self.checks
+            .iter()
+            .all(|c| c.outcome == Outcome::Pass || self.is_going_further(c))
     }
 
     /// Checks that did not pass.
@@ -94,8 +111,19 @@ impl Report {
     }
 
     /// A learner's test result: prints the report and returns an error (not a panic) when a
-    /// check misses, so the report is all they see.
+    /// check of the core misses, so the report is all they see. Going-further checks are
+    /// reported, and do not fail it (see [`Report::verdict_all`]).
     pub fn verdict(&self) -> Result<(), String> {
+        println!("{self}");
+        if self.core_passed() {
+            Ok(())
+        } else {
+            Err(format!("{} — see the report above", self.summary()))
+        }
+    }
+
+    /// Like [`Report::verdict`], but every check must pass, the going-further ones too.
+    pub fn verdict_all(&self) -> Result<(), String> {
         println!("{self}");
         if self.passed() {
             Ok(())
@@ -104,18 +132,38 @@ impl Report {
         }
     }
 
-    /// One line: how many checks passed.
+    /// How many of `checks` passed, of how many.
+    fn tally<'a>(checks: impl Iterator<Item = &'a Check>) -> (usize, usize) {
+        checks.fold((0, 0), |(p, n), c| {
+            (p + usize::from(c.outcome == Outcome::Pass), n + 1)
+        })
+    }
+
+    /// One line: how many checks passed (the core's and the going-further ones apart, where
+    /// there are going-further checks).
     pub fn summary(&self) -> String {
-        let passed = self
-            .checks
-            .iter()
-            .filter(|c| c.outcome == Outcome::Pass)
-            .count();
-        format!(
-            "{}: {passed} of {} checks passed",
-            self.title,
-            self.checks.len()
-        )
+        let (passed, all) = Self::tally(self.checks.iter());
+        let (further_passed, further) =
+            Self::tally(self.checks.iter().filter(|c| self.is_going_further(c)));
+        if further == 0 {
+            return format!("{}: {passed} of {all} checks passed", self.title);
+        }
+        let (core_passed, core) = (passed - further_passed, all - further);
+        let core_words = if self.core_passed() {
+            "the core is done".to_string()
+        } else {
+            format!("core: {core_passed} of {core} checks passed")
+        };
+        let further_words = if further_passed == further {
+            format!("going further: all {further} checks passed too")
+        } else {
+            format!(
+                "going further (optional): {further_passed} of {further} checks passed, {} \
+                 remain",
+                further - further_passed
+            )
+        };
+        format!("{}: {core_words}; {further_words}", self.title)
     }
 }
 
@@ -125,7 +173,20 @@ const SHOWN: usize = 2;
 impl fmt::Display for Report {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         writeln!(f, "{}", self.summary())?;
-        for function in self.functions() {
+        // The core's groups first, then the going-further ones under their own heading.
+        let (core, further): (Vec<_>, Vec<_>) = self
+            .functions()
+            .into_iter()
+            .partition(|function| !self.going_further.contains(function));
+        let heading = !further.is_empty();
+        for (i, function) in core.iter().chain(&further).copied().enumerate() {
+            if heading && i == core.len() {
+                writeln!(
+                    f,
+                    "\n  going further (optional: your `cargo test` passes on the core alone; \
+                     `cargo test -- --ignored` asks for these too)"
+                )?;
+            }
             let checks: Vec<&Check> = self
                 .checks
                 .iter()

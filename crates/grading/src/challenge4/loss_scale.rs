@@ -5,9 +5,9 @@
 //! the even splits and fails the uneven ones.
 
 use super::{Answers, push};
+use crate::{Report, attempt};
 use gpumem::data::LESSON_TRAINING_EVENTS as FULL;
 use gpumem::mlp::{LossWeighting, micro_batches};
-use crate::{Report, attempt};
 use rand::RngExt;
 
 /// The check group, as the report names it.
