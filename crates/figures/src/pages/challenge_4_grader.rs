@@ -39,7 +39,7 @@ pub fn challenge4_parts() -> Result<String> {
 /// grader's own, planned by the engine); an error if the grader would drop one.
 pub fn challenge4_cases() -> Result<String> {
     let mut out = String::from(
-        "| the case | hidden layers × width, batch, optimizer | card | one choice that passes \
+        "| the case | layers × width, batch, optimizer | card | one choice that passes \
          every rule | it requests |\n| :--- | :--- | ---: | :--- | ---: |\n",
     );
     for case in named_choice_cases() {
