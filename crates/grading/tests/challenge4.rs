@@ -471,7 +471,8 @@ fn a_report_names_expected_got_and_hint() {
     }
 }
 
-/// The same proofs over 40 seeds of random cases (slow in a debug build: about four minutes).
+/// The same proofs over 40 seeds of random cases (slow in a debug build: 620 s on a loaded
+/// 2-core machine).
 /// Run with `cargo test -p grading --features proofs --test challenge4 -- --ignored`.
 #[test]
 #[ignore]
