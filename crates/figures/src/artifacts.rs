@@ -412,6 +412,21 @@ pub const ARTIFACTS: &[Artifact] = &[
         render: pages::challenge_4::challenge4_deep,
     },
     Artifact {
+        path: "generated/challenge4_parts.md",
+        about: "challenge 4: the parts of peak_bytes, the core first, each with the rule it needs (the grader's hints)",
+        render: pages::challenge_4_grader::challenge4_parts,
+    },
+    Artifact {
+        path: "generated/challenge4_cases.md",
+        about: "challenge 4: the choose_settings cases the grader asks by name, each with one choice that passes every rule",
+        render: pages::challenge_4_grader::challenge4_cases,
+    },
+    Artifact {
+        path: "generated/challenge4_needless.md",
+        about: "inline: the full batch in float32 with one micro-batch fewer than the card needs: under 95 % of the card, yet out of memory",
+        render: pages::challenge_4_grader::challenge4_needless,
+    },
+    Artifact {
         path: "generated/challenge4_deep_layers.md",
         about: "inline: the hidden layers of challenge 4's deeper setup (the pages' `-- --layers N`)",
         render: pages::challenge_4::challenge4_deep_layers,

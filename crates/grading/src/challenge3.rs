@@ -6,7 +6,7 @@
 //! 2 and 3 epochs, and with twice as many steps: a loop that keeps nothing alive peaks at the
 //! same bytes every time. It must still train: its per-epoch losses must match a plain loop's.
 //!
-//! Going further (extensions: graded once attempted, see [`Report::extension`]): steps 2–5
+//! Going further (graded once attempted, see [`Report::verdict`]): steps 2–5
 //! build the rest of the allocator — the cached block a request takes (best fit); how that
 //! block is split; how a freed block merges with its neighbours; and, from those, `(allocated,
 //! reserved)` after each step of a whole script. Every answer is compared with the engine's
@@ -143,7 +143,7 @@ pub fn grade(answers: &Answers, seed: u64) -> Report {
         steps::FREE_BLOCK,
         steps::MEMORY_AFTER,
     ] {
-        report.extension(step);
+        report.mark_going_further(step);
     }
     fit::grade_best_fit(answers, &mut report, &mut rng);
     split::grade_split(answers, &mut report, &mut rng);

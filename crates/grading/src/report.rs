@@ -1,8 +1,4 @@
 //! The grader's verdict: checks grouped by function, printed so a learner knows what to fix.
-//!
-//! An exercise has a core, graded first, and may have extensions ("going further"): check
-//! groups marked with [`Report::extension`]. A learner's test passes when the core passes and
-//! every extension they attempted passes; an extension still at `todo!()` is left for later.
 
 use crate::NoValue;
 use std::fmt;
@@ -35,8 +31,10 @@ pub struct Check {
 pub struct Report {
     pub title: String,
     pub checks: Vec<Check>,
-    /// The check groups that are extensions, not the core.
-    pub extensions: Vec<&'static str>,
+    /// Check groups that go further than the exercise's core: graded and reported after the
+    /// core; a learner's test passes while they are still `todo!()`, and fails once one is
+    /// answered wrongly ([`Report::verdict`]).
+    pub going_further: Vec<&'static str>,
 }
 
 impl Report {
@@ -44,36 +42,8 @@ impl Report {
         Report {
             title: title.to_string(),
             checks: Vec::new(),
-            extensions: Vec::new(),
+            going_further: Vec::new(),
         }
-    }
-
-    /// Marks the check group `function` as an extension ("going further"): left at
-    /// `todo!()`, it does not fail a learner's test.
-    pub fn extension(&mut self, function: &'static str) {
-        if !self.extensions.contains(&function) {
-            self.extensions.push(function);
-        }
-    }
-
-    fn is_extension(&self, function: &str) -> bool {
-        self.extensions.contains(&function)
-    }
-
-    /// Whether a learner's test passes: the core passes, and so does every extension with
-    /// at least one answer (not `todo!()`).
-    pub fn learner_passed(&self) -> bool {
-        self.functions().into_iter().all(|function| {
-            let outcomes: Vec<&Outcome> = self
-                .checks
-                .iter()
-                .filter(|c| c.function == function)
-                .map(|c| &c.outcome)
-                .collect();
-            outcomes.iter().all(|o| **o == Outcome::Pass)
-                || (self.is_extension(function)
-                    && outcomes.iter().all(|o| **o == Outcome::NotAttempted))
-        })
     }
 
     /// Records the comparison of `got` (the learner's answer) with `expected` (measured).
@@ -108,9 +78,44 @@ impl Report {
         });
     }
 
-    /// Every check passed, extensions included.
+    /// Marks the check group `function` as going further than the core.
+    pub fn mark_going_further(&mut self, function: &'static str) {
+        if !self.going_further.contains(&function) {
+            self.going_further.push(function);
+        }
+    }
+
+    /// Whether a learner's test passes: the core passed, and every going-further group is
+    /// either still `todo!()` (left for later) or passed.
+    pub fn learner_passed(&self) -> bool {
+        self.functions().into_iter().all(|function| {
+            let outcomes: Vec<&Outcome> = self
+                .checks
+                .iter()
+                .filter(|c| c.function == function)
+                .map(|c| &c.outcome)
+                .collect();
+            outcomes.iter().all(|o| **o == Outcome::Pass)
+                || (self.going_further.contains(&function)
+                    && outcomes.iter().all(|o| **o == Outcome::NotAttempted))
+        })
+    }
+
+    /// Every check passed, the going-further ones included.
     pub fn passed(&self) -> bool {
         self.checks.iter().all(|c| c.outcome == Outcome::Pass)
+    }
+
+    /// Whether `check` belongs to a going-further group.
+    pub fn is_going_further(&self, check: &Check) -> bool {
+        self.going_further.contains(&check.function)
+    }
+
+    /// Every check of the core passed (the going-further ones may miss).
+    pub fn core_passed(&self) -> bool {
+        self.checks
+            .iter()
+            .all(|c| c.outcome == Outcome::Pass || self.is_going_further(c))
     }
 
     /// Checks that did not pass.
@@ -130,7 +135,9 @@ impl Report {
     }
 
     /// A learner's test result: prints the report and returns an error (not a panic) when a
-    /// check misses, so the report is all they see.
+    /// check of the core misses, or one of a going-further group they answered, so the report
+    /// is all they see. Going-further groups still at `todo!()` are reported and left for
+    /// later (see [`Report::verdict_all`] for every check).
     pub fn verdict(&self) -> Result<(), String> {
         println!("{self}");
         if self.learner_passed() {
@@ -140,33 +147,48 @@ impl Report {
         }
     }
 
-    /// One line: how many checks passed (the core's and the extensions' apart, when the
-    /// exercise has extensions).
-    pub fn summary(&self) -> String {
-        let count = |extension: bool| {
-            let part: Vec<&Check> = self
-                .checks
-                .iter()
-                .filter(|c| self.is_extension(c.function) == extension)
-                .collect();
-            let passed = part.iter().filter(|c| c.outcome == Outcome::Pass).count();
-            (passed, part.len())
-        };
-        let (passed, total) = count(false);
-        if self.extensions.is_empty() {
-            return format!("{}: {passed} of {total} checks passed", self.title);
-        }
-        let (further, further_total) = count(true);
-        let core = if passed == total {
-            "the core passed"
+    /// Like [`Report::verdict`], but every check must pass, the going-further ones too.
+    pub fn verdict_all(&self) -> Result<(), String> {
+        println!("{self}");
+        if self.passed() {
+            Ok(())
         } else {
-            "the core not yet"
+            Err(format!("{} — see the report above", self.summary()))
+        }
+    }
+
+    /// How many of `checks` passed, of how many.
+    fn tally<'a>(checks: impl Iterator<Item = &'a Check>) -> (usize, usize) {
+        checks.fold((0, 0), |(p, n), c| {
+            (p + usize::from(c.outcome == Outcome::Pass), n + 1)
+        })
+    }
+
+    /// One line: how many checks passed (the core's and the going-further ones apart, where
+    /// there are going-further checks).
+    pub fn summary(&self) -> String {
+        let (passed, all) = Self::tally(self.checks.iter());
+        let (further_passed, further) =
+            Self::tally(self.checks.iter().filter(|c| self.is_going_further(c)));
+        if further == 0 {
+            return format!("{}: {passed} of {all} checks passed", self.title);
+        }
+        let (core_passed, core) = (passed - further_passed, all - further);
+        let core_words = if self.core_passed() {
+            "the core is done".to_string()
+        } else {
+            format!("core: {core_passed} of {core} checks passed")
         };
-        format!(
-            "{}: {core} ({passed} of {total} checks); going further: {further} of \
-             {further_total} checks passed",
-            self.title
-        )
+        let further_words = if further_passed == further {
+            format!("going further: all {further} checks passed too")
+        } else {
+            format!(
+                "going further (optional): {further_passed} of {further} checks passed, {} \
+                 remain",
+                further - further_passed
+            )
+        };
+        format!("{}: {core_words}; {further_words}", self.title)
     }
 }
 
@@ -176,7 +198,20 @@ const SHOWN: usize = 2;
 impl fmt::Display for Report {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         writeln!(f, "{}", self.summary())?;
-        for function in self.functions() {
+        // The core's groups first, then the going-further ones under their own heading.
+        let (core, further): (Vec<_>, Vec<_>) = self
+            .functions()
+            .into_iter()
+            .partition(|function| !self.going_further.contains(function));
+        let heading = !further.is_empty();
+        for (i, function) in core.iter().chain(&further).copied().enumerate() {
+            if heading && i == core.len() {
+                writeln!(
+                    f,
+                    "\n  going further (optional: a part still at todo!() is left for later; one \
+                     you answer must pass)"
+                )?;
+            }
             let checks: Vec<&Check> = self
                 .checks
                 .iter()
@@ -190,12 +225,7 @@ impl fmt::Display for Report {
             } else {
                 format!("{} of {} missed", checks.len() - passed, checks.len())
             };
-            let part = if self.is_extension(function) {
-                " [going further: optional until you attempt it]"
-            } else {
-                ""
-            };
-            writeln!(f, "\n  {function}{part}: {status}")?;
+            writeln!(f, "\n  {function}: {status}")?;
             if checks.iter().all(|c| c.outcome == Outcome::NotAttempted) {
                 continue;
             }

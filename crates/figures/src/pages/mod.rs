@@ -8,6 +8,7 @@ pub mod challenge_1;
 pub mod challenge_2;
 pub mod challenge_3;
 pub mod challenge_4;
+pub mod challenge_4_grader;
 pub mod challenge_5;
 pub mod deepspeed;
 pub mod fitting_more;

@@ -24,7 +24,8 @@ const SAME_BATCH_HINT: &str = "keep the batch: split it into accumulation_steps 
     training run — more, noisier updates";
 
 const NEEDLESS_HINT: &str = "try the cheapest settings first and stop at the first that needs at \
-    most 95 % of the card: the fewest micro-batches, then no recomputation, then float32 — a \
+    most 95 % of the card (a strategy is needless when, without it, the step needs at most 95 % \
+    and fits when planned on the card): the fewest micro-batches, then no recomputation, then float32 — a \
     strategy that is not needed only costs (time for accumulation and checkpointing, digits \
     for mixed precision, memory for float64), and checkpointing 1 or 2 hidden layers saves \
     nothing";
@@ -167,39 +168,62 @@ fn keeps_the_batch(choice: &Choice) -> Verdict {
     (expected, (got, same_batch(b, settings)))
 }
 
-/// Rule 3: switching any chosen strategy off makes the step need more than 95 % of the card.
+/// Rule 3: switching any chosen strategy off makes the step need more than 95 % of the card,
+/// or run out when planned on it (a cheaper setting under the line can still run out when the
+/// cache fragments: then the strategy was needed).
 fn nothing_needless(choice: &Choice) -> Verdict {
     let card_bytes = choice.card_bytes;
     let budget = (NEEDED_ABOVE * card_bytes as f64) as u64;
     let expected = format!(
         "every strategy needed: without any one of them the step requests more than {} (95 % \
-         of the card, before the allocator's rounding)",
+         of the card, before the allocator's rounding) or runs out on the card",
         format_bytes(budget)
     );
     if choice.planned.is_err() {
         let got = "not checked: the engine refused these settings".to_string();
         return (expected, (got, false));
     }
-    let needless: Vec<String> = choice
-        .without_each()
-        .into_iter()
-        .filter_map(|(name, c)| {
-            let needs = planned(&c, choice.rows, UNLIMITED_BYTES)
-                .ok()?
-                .peak_requested;
-            (needs <= budget).then(|| {
-                format!(
-                    "{name} is not needed: without it the step requests {} ({} of the card)",
-                    format_bytes(needs),
-                    percent(needs, card_bytes)
-                )
-            })
-        })
-        .collect();
+    let mut needless = Vec::new();
+    let mut fragmented = Vec::new();
+    for (name, c) in choice.without_each() {
+        let Ok(needs) = planned(&c, choice.rows, UNLIMITED_BYTES) else {
+            continue;
+        };
+        let needs = needs.peak_requested;
+        if needs > budget {
+            continue;
+        }
+        match planned(&c, choice.rows, card_bytes) {
+            Ok(m) if m.fits() => needless.push(format!(
+                "{name} is not needed: without it the step requests {} ({} of the card) and \
+                 fits the card",
+                format_bytes(needs),
+                percent(needs, card_bytes)
+            )),
+            Ok(m) => fragmented.push(format!(
+                "{name} is needed: without it the step requests only {} ({} of the card) yet \
+                 runs out on it{}",
+                format_bytes(needs),
+                percent(needs, card_bytes),
+                m.oom.as_ref().map_or(String::new(), |o| format!(
+                    " (allocating {} for `{}`, with {} cached but unused)",
+                    format_bytes(o.tried),
+                    o.label,
+                    format_bytes(o.cached_unused())
+                ))
+            )),
+            Err(_) => {}
+        }
+    }
     let got = if !needless.is_empty() {
         (needless.join("; "), false)
     } else if choice.settings == Settings::plain(choice.setup.batch) {
         ("no strategy switched on".to_string(), true)
+    } else if !fragmented.is_empty() {
+        (
+            format!("every strategy is needed; {}", fragmented.join("; ")),
+            true,
+        )
     } else {
         ("every strategy is needed".to_string(), true)
     };
