@@ -59,8 +59,7 @@ pub fn prose_words(markdown: &str) -> usize {
             in_folded = !t.starts_with("</details>");
             continue;
         }
-        if t.starts_with('|') || t.starts_with('<') || t.starts_with("{{#") || t.starts_with("![")
-        {
+        if t.starts_with('|') || t.starts_with('<') || t.starts_with("{{#") || t.starts_with("![") {
             continue;
         }
         words += line_words(t);
@@ -74,12 +73,16 @@ fn line_words(line: &str) -> usize {
     let mut rest = line;
     while let Some(start) = rest.find("](") {
         text.push_str(&rest[..start]);
-        rest = rest[start..].find(')').map_or("", |end| &rest[start + end + 1..]);
+        rest = rest[start..]
+            .find(')')
+            .map_or("", |end| &rest[start + end + 1..]);
     }
     text.push_str(rest);
     // An include (`{{#include generated/…}}`, a number) is one word.
     while let Some(start) = text.find("{{#") {
-        let end = text[start..].find("}}").map_or(text.len(), |e| start + e + 2);
+        let end = text[start..]
+            .find("}}")
+            .map_or(text.len(), |e| start + e + 2);
         text.replace_range(start..end, "N");
     }
     text.split_whitespace()

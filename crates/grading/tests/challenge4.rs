@@ -134,6 +134,14 @@ fn the_core_alone_passes_a_learners_test_and_says_what_remains() {
     assert!(core_at < further_at, "{text}");
 }
 
+#[test]
+fn a_wrong_going_further_answer_fails_a_learners_test() {
+    // The core right, the mixed-precision part answered wrongly.
+    let report = grade(&answers_of!(mixed_halves_everything), seed());
+    assert!(report.core_passed(), "{report}");
+    learner_fails(&report);
+}
+
 /// The core's equation with accumulation ignored: every micro-batch as large as the batch.
 mod accumulation_ignored {
     use super::*;
