@@ -7,6 +7,7 @@
 //! counted; a number the page includes (`{{#include generated/…}}`) counts as one word.
 
 use anyhow::{Context, Result};
+use charts::style::grouped;
 use std::fmt::Write as _;
 
 /// Words a minute of prose.
@@ -136,7 +137,7 @@ pub fn reading_times() -> Result<String> {
             "*About {} min to read* ({} words of prose at {WORDS_PER_MINUTE} a minute; code, \
              tables, hints and solutions not counted).",
             p.minutes(),
-            thousands(p.words)
+            grouped(p.words as u64)
         )?;
         writeln!(out, "<!-- ANCHOR_END: {} -->", p.anchor())?;
     }
@@ -151,7 +152,7 @@ pub fn reading_times() -> Result<String> {
             p.part,
             p.title,
             p.file,
-            thousands(p.words),
+            grouped(p.words as u64),
             p.minutes()
         )?;
         match parts.last_mut() {
@@ -163,25 +164,12 @@ pub fn reading_times() -> Result<String> {
         writeln!(
             out,
             "| **{part}** | all its pages | **{}** | **{}** |",
-            thousands(words),
+            grouped(words as u64),
             minutes(words)
         )?;
     }
     writeln!(out, "<!-- ANCHOR_END: table -->")?;
     Ok(out)
-}
-
-/// `12345` as `12,345`.
-fn thousands(n: usize) -> String {
-    let s = n.to_string();
-    let mut out = String::new();
-    for (i, c) in s.chars().enumerate() {
-        if i > 0 && (s.len() - i) % 3 == 0 {
-            out.push(',');
-        }
-        out.push(c);
-    }
-    out
 }
 
 #[cfg(test)]
@@ -204,13 +192,6 @@ mod tests {
         assert_eq!(minutes(1), 1);
         assert_eq!(minutes(200), 1);
         assert_eq!(minutes(201), 2);
-    }
-
-    #[test]
-    fn thousands_separate() {
-        assert_eq!(thousands(999), "999");
-        assert_eq!(thousands(1234), "1,234");
-        assert_eq!(thousands(1_234_567), "1,234,567");
     }
 
     #[test]
