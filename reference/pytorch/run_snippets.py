@@ -74,7 +74,12 @@ def run(path: Path, python: str, env_line: str) -> int:
     rel = path.relative_to(ROOT).as_posix()
     start = time.monotonic()
     env = dict(os.environ, PYTHONUNBUFFERED="1", PYTHONHASHSEED="0")
-    with tempfile.TemporaryDirectory() as cwd:  # files a snippet writes land outside the tree
+    # The learners' scripts (pytorch/*.py) run from the repository root, as their README says
+    # (they call `cargo run -p challengeN`); a snippet runs in a scratch folder, so that what
+    # it writes (a CUDA snapshot) lands outside the tree.
+    learner_script = path.parent == PYTORCH
+    with tempfile.TemporaryDirectory() as scratch:
+        cwd = ROOT if learner_script else scratch
         try:
             done = subprocess.run([python, str(path)], cwd=cwd, env=env, timeout=TIMEOUT,
                                   stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
