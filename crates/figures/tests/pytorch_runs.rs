@@ -91,3 +91,37 @@ fn every_record_has_its_file() {
         assert!(wanted.contains(&name), "pytorch/runs/{name} has no file");
     }
 }
+
+/// The Python files' lesson constants are the engine's: the card of the lesson's message and
+/// its training set (a typed copy in Python would drift unseen).
+#[test]
+fn the_python_lesson_constants_are_the_engines() {
+    let grouped = |n: u64| {
+        let d = n.to_string();
+        let mut out = String::new();
+        for (i, c) in d.chars().enumerate() {
+            if i > 0 && (d.len() - i).is_multiple_of(3) {
+                out.push('_');
+            }
+            out.push(c);
+        }
+        out
+    };
+    let lesson = fs::read_to_string(root().join("pytorch/lesson.py")).unwrap();
+    let card = gpumem::lesson::CARD_BYTES;
+    let rows = gpumem::data::LESSON_TRAINING_EVENTS;
+    assert!(
+        lesson.contains(&format!("LESSON_CARD = {}", grouped(card))),
+        "{card}"
+    );
+    assert!(
+        lesson.contains(&format!("TRAINING_SET = {}", grouped(rows))),
+        "{rows}"
+    );
+    let fraction = fs::read_to_string(root().join("pytorch/snippets/memory_fraction.py")).unwrap();
+    assert!(
+        fraction.contains(&format!("{} * 2**20", grouped(card >> 20)))
+            && card.is_multiple_of(1 << 20),
+        "memory_fraction.py's card is not the engine's {card} B"
+    );
+}
