@@ -526,4 +526,9 @@ pub const ARTIFACTS: &[Artifact] = &[
         about: "each page's reading time from its prose words (200 a minute), and the table per page and part",
         render: crate::reading::reading_times,
     },
+    Artifact {
+        path: "generated/session_plans.md",
+        about: "the instructors' plans: the core in one session, everything in a day (our chosen minutes), with the pages' reading times",
+        render: crate::session::session_plans,
+    },
 ];

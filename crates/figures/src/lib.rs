@@ -21,6 +21,7 @@ pub mod measured;
 pub mod pages;
 pub mod quizzes;
 pub mod reading;
+pub mod session;
 pub mod snapshots;
 pub mod tape;
 

@@ -201,4 +201,21 @@ mod tests {
         assert!(pages.iter().all(|p| p.words > 0), "{pages:?}");
         assert!(pages.iter().any(|p| p.part == "The lesson"));
     }
+
+    /// The bound: the lesson's part (the core a workshop teaches) reads in at most
+    /// twenty minutes by the rule above.
+    #[test]
+    fn the_lesson_reads_in_twenty_minutes() {
+        let pages = pages(&crate::files::book_src()).unwrap();
+        let words: usize = pages
+            .iter()
+            .filter(|p| p.part == "The lesson")
+            .map(|p| p.words)
+            .sum();
+        assert!(
+            minutes(words) <= 20,
+            "the lesson reads in {} min ({words} words)",
+            minutes(words)
+        );
+    }
 }

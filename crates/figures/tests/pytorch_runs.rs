@@ -125,3 +125,51 @@ fn the_python_lesson_constants_are_the_engines() {
         "memory_fraction.py's card is not the engine's {card} B"
     );
 }
+
+/// Every snippet's every anchor is on a page of the book exactly once (one copy of the code,
+/// and none left out), and every include of a snippet names an anchor the file has.
+#[test]
+fn every_snippet_is_on_one_page() {
+    let src = root().join("src");
+    let mut includes: Vec<(String, String)> = Vec::new(); // (page, "file.py:anchor")
+    for entry in fs::read_dir(&src).unwrap() {
+        let path = entry.unwrap().path();
+        if path.extension().is_none_or(|e| e != "md") {
+            continue;
+        }
+        let text = fs::read_to_string(&path).unwrap();
+        let page = path.file_name().unwrap().to_string_lossy().into_owned();
+        for (at, _) in text.match_indices("{{#include ../pytorch/snippets/") {
+            let rest = &text[at + "{{#include ../pytorch/snippets/".len()..];
+            let end = rest.find("}}").expect("the include is closed");
+            includes.push((page.clone(), rest[..end].to_string()));
+        }
+    }
+    let mut wanted = Vec::new();
+    for rel in run_files() {
+        let Some(name) = rel.strip_prefix("pytorch/snippets/") else {
+            continue;
+        };
+        let text = fs::read_to_string(root().join(&rel)).unwrap();
+        for line in text.lines() {
+            if let Some(anchor) = line.trim().strip_prefix("# ANCHOR: ") {
+                wanted.push(format!("{name}:{}", anchor.trim()));
+            }
+        }
+    }
+    assert!(wanted.len() >= 14, "{wanted:?}");
+    for w in &wanted {
+        let on: Vec<&str> = includes
+            .iter()
+            .filter(|(_, i)| i == w)
+            .map(|(p, _)| p.as_str())
+            .collect();
+        assert_eq!(on.len(), 1, "{w} is included on {on:?}");
+    }
+    for (page, i) in &includes {
+        assert!(
+            wanted.contains(i),
+            "{page} includes {i}, which no snippet anchors"
+        );
+    }
+}
