@@ -43,7 +43,7 @@ pub fn challenge2_depth() -> Result<String> {
         ));
         remarks.push(match fit.equation_layers.cmp(&fit.layers) {
             std::cmp::Ordering::Equal => format!(
-                "The equation's answer, {} layers, is the measured one.",
+                "The equation's answer, {} layers, is the engine's.",
                 fit.layers
             ),
             std::cmp::Ordering::Greater => format!(

@@ -12,7 +12,7 @@ use std::fmt::Write as _;
 pub fn widest_on_card() -> Result<String> {
     use crate::charts::width::{BATCH, DEPTHS};
     let mut out = String::from(
-        "| hidden layers | widest that fits (measured) | its peak allocated | the equation's widest |\n\
+        "| hidden layers | widest that fits (engine, `plan`) | its peak allocated | the equation's widest |\n\
          | ---: | ---: | ---: | ---: |\n",
     );
     for (layers, _) in DEPTHS {

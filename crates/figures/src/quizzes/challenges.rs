@@ -32,7 +32,7 @@ pub fn challenge_1() -> Result<Vec<Question>> {
         answer: rows.clone(),
         distractors: distinct(&rows, vec![FULL.to_string(), scaled.to_string()]),
         context: format!(
-            "Measured step by step on the card, {} rows fit and one more does not. All {FULL} \
+            "Planned step by step by the engine on the card, {} rows fit and one more does not. All {FULL} \
              rows need {}. Scaling that down in proportion ({scaled} rows) forgets that the \
              model's own memory and the allocator's rounding do not shrink with the batch.",
             largest.rows,

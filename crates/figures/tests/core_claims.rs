@@ -1,0 +1,214 @@
+//! The lesson's core pages (Mini-batching, Challenge 1, Memory in neural networks,
+//! Challenge 2) and Setup: the sentences that describe the PyTorch code beside them, the
+//! recorded runs they include, and what each count of copies or bytes is measured in.
+
+use figures::data::{DEEP_BATCH, DEEP_WIDTH, equation, network};
+use gpumem::mlp::Optimizer;
+use std::path::PathBuf;
+
+fn root() -> PathBuf {
+    figures::files::book_src().parent().unwrap().to_path_buf()
+}
+
+/// A page of the book, its line breaks as spaces.
+fn page(name: &str) -> String {
+    std::fs::read_to_string(figures::files::book_src().join(format!("{name}.md")))
+        .unwrap()
+        .split_whitespace()
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// Every page's text, by file name.
+fn all_pages() -> Vec<(String, String)> {
+    let mut out = Vec::new();
+    for entry in std::fs::read_dir(figures::files::book_src()).unwrap() {
+        let path = entry.unwrap().path();
+        if path.extension().is_some_and(|e| e == "md") {
+            let name = path.file_name().unwrap().to_string_lossy().into_owned();
+            out.push((name, std::fs::read_to_string(&path).unwrap()));
+        }
+    }
+    out
+}
+
+/// Each PyTorch snippet (file and anchor) is included once in the whole book, and the
+/// lesson's loop and the estimate without a GPU are on the core pages.
+#[test]
+fn each_pytorch_snippet_is_included_once() {
+    let mut seen: Vec<(String, String)> = Vec::new();
+    for (name, text) in all_pages() {
+        for (at, _) in text.match_indices("{{#include ../pytorch/snippets/") {
+            let end = text[at..].find("}}").unwrap();
+            let target = text[at..at + end].to_string();
+            if let Some((_, first)) = seen.iter().find(|(t, _)| *t == target) {
+                panic!("{target} is included on {first} and again on {name}");
+            }
+            seen.push((target, name.clone()));
+        }
+    }
+    let on = |target: &str, page: &str| {
+        seen.iter()
+            .any(|(t, p)| t == &format!("{{{{#include ../pytorch/snippets/{target}") && p == page)
+    };
+    assert!(on("lesson_loop.py:model", "mini-batching.md"));
+    assert!(on("lesson_loop.py:loop", "mini-batching.md"));
+    assert!(on("estimate_without_gpu.py:estimate", "challenge-1.md"));
+    assert!(on("adam_variants.py:adam", "networks.md"));
+}
+
+/// Challenge 1: the lessons' text says two hidden layers, their code (and the book's copy of
+/// the loop) builds one, and the page says which the book uses.
+#[test]
+fn the_book_uses_the_one_hidden_layer_the_code_builds() {
+    let loop_py = std::fs::read_to_string(root().join("pytorch/snippets/lesson_loop.py")).unwrap();
+    let model = loop_py
+        .split("# ANCHOR: model")
+        .nth(1)
+        .unwrap()
+        .split("# ANCHOR_END: model")
+        .next()
+        .unwrap();
+    assert_eq!(model.matches("nn.Linear(").count(), 2, "one hidden layer");
+    let text = page("challenge-1");
+    assert!(text.contains("says two hidden layers; the code both run builds one"));
+    assert!(text.contains("The book uses one hidden layer"));
+}
+
+/// Challenges 1 and 2, "On your own GPU": the page runs the script from the repository root
+/// and includes its recorded run from the line that names the torch version, which was a
+/// machine without CUDA, as the page says.
+#[test]
+fn own_gpu_sections_include_the_recorded_cpu_runs() {
+    for n in [1, 2] {
+        let text = page(&format!("challenge-{n}"));
+        assert!(text.contains("## On your own GPU"));
+        assert!(text.contains(&format!("python pytorch/challenge{n}.py")));
+        assert!(text.contains(&format!("`cargo run -p challenge{n} -- --device-memory …`")));
+        assert!(text.contains(&format!(
+            "{{{{#include ../pytorch/runs/challenge{n}.txt:3:}}}}"
+        )));
+        assert!(text.contains("on a CPU machine"));
+        assert!(text.contains("torch version on") && text.contains("first line"));
+        let script =
+            std::fs::read_to_string(root().join(format!("pytorch/challenge{n}.py"))).unwrap();
+        assert!(script.contains("torch.cuda.is_available()"));
+        assert!(script.contains("\"--device-memory\"") || script.contains("card_args("));
+        let run =
+            std::fs::read_to_string(root().join(format!("pytorch/runs/challenge{n}.txt"))).unwrap();
+        let third = run.lines().nth(2).unwrap();
+        assert!(
+            third.starts_with("# torch ") && third.contains("no CUDA"),
+            "{third}"
+        );
+    }
+    // Challenge 1 says the script prints `memory_summary()` with CUDA.
+    let script = std::fs::read_to_string(root().join("pytorch/challenge1.py")).unwrap();
+    assert!(script.contains("memory_summary("));
+    assert!(page("challenge-1").contains("`torch.cuda.memory_summary()`"));
+}
+
+/// Challenge 1: "MemTracker counts raw tensor bytes, the engine its allocator's blocks" —
+/// in the recorded run the raw bytes are the fewer.
+#[test]
+fn memtracker_raw_bytes_are_below_the_engines_blocks() {
+    let run = std::fs::read_to_string(root().join("pytorch/runs/challenge1.txt")).unwrap();
+    let bytes = |marker: &str| -> u64 {
+        let line = run.lines().find(|l| l.contains(marker)).unwrap();
+        let open = line.rfind('(').unwrap();
+        let digits: String = line[open + 1..]
+            .chars()
+            .take_while(|c| c.is_ascii_digit() || *c == ',')
+            .filter(char::is_ascii_digit)
+            .collect();
+        digits.parse().unwrap()
+    };
+    let raw = bytes("raw bytes");
+    let blocks = bytes("in the allocator's blocks");
+    assert!(
+        raw < blocks && blocks - raw < blocks / 100,
+        "{raw} vs {blocks}"
+    );
+    assert!(
+        page("challenge-1")
+            .contains("MemTracker counts raw tensor bytes, the engine its allocator's")
+    );
+}
+
+/// Memory in neural networks: each hidden layer of 5 000 at batch 32 with SGD adds "a little
+/// more than the raw bytes computed above" (the page's code: (H² + H) values, float32, with a
+/// gradient each), and its activation is "a few hundred KiB".
+#[test]
+fn a_layer_in_blocks_is_a_little_more_than_its_raw_bytes() {
+    let peak = |layers| {
+        equation(&network(DEEP_WIDTH, layers, Optimizer::LESSON), DEEP_BATCH)
+            .unwrap()
+            .peak_allocated
+    };
+    let per_layer = peak(2) - peak(1);
+    let raw = (DEEP_WIDTH * DEEP_WIDTH + DEEP_WIDTH) * 4 * 2;
+    assert!(
+        per_layer > raw && per_layer < raw + raw / 50,
+        "{per_layer} vs {raw}"
+    );
+    let activation = DEEP_BATCH * DEEP_WIDTH * 4;
+    assert!((100 << 10..1 << 20).contains(&activation), "{activation}");
+    let text = page("networks");
+    assert!(text.contains("a little more than the raw bytes computed above"));
+    assert!(text.contains("a layer's activation is a few hundred KiB"));
+}
+
+/// Memory in neural networks and Challenge 2: wherever Adam's "five" copies are counted,
+/// the paragraph names the implementation that makes five (`foreach`).
+#[test]
+fn five_copies_name_the_adam_implementation() {
+    for name in ["networks", "challenge-2"] {
+        let raw =
+            std::fs::read_to_string(figures::files::book_src().join(format!("{name}.md"))).unwrap();
+        for para in raw.split("\n\n") {
+            let p = para.split_whitespace().collect::<Vec<_>>().join(" ");
+            if p.contains("five copies") || p.contains("against five") {
+                assert!(p.contains("`foreach`"), "{name}: {p}");
+            }
+        }
+    }
+    let text = page("networks");
+    assert!(text.contains("`fused=True` makes none (four)"));
+    assert!(text.contains("`foreach=False` one layer's at a time"));
+}
+
+/// The core pages never say "measured" without saying by what: they name the engine's plan,
+/// MemTracker or a real GPU instead.
+#[test]
+fn core_pages_say_what_measured() {
+    for name in ["mini-batching", "challenge-1", "networks", "challenge-2"] {
+        let text = page(name).to_lowercase();
+        assert!(!text.contains("measur"), "{name} says measured");
+    }
+    for name in ["challenge-1", "networks", "challenge-2"] {
+        assert!(
+            page(name).contains("`plan` [backing](glossary.md#backing)"),
+            "{name}"
+        );
+    }
+}
+
+/// Setup: five challenges built, mdbook-quiz installed with mdBook, the calculator served
+/// (not a `file://` page), and the optional PyTorch scripts.
+#[test]
+fn setup_builds_five_challenges_and_serves_the_book() {
+    let summary = std::fs::read_to_string(figures::files::book_src().join("SUMMARY.md")).unwrap();
+    let challenges = summary.matches("(challenge-").count();
+    assert_eq!(challenges, 5);
+    let text = page("setup");
+    assert!(text.contains("build the five challenges' demos"));
+    let build = (1..=challenges)
+        .map(|n| format!("-p challenge{n}"))
+        .collect::<Vec<_>>()
+        .join(" ");
+    assert!(text.contains(&format!("cargo build {build}")));
+    assert!(text.contains("cargo install mdbook-quiz"));
+    assert!(text.contains("mdbook serve") && text.contains("`file://`"));
+    assert!(text.contains("python pytorch/challenge1.py"));
+    assert!(text.contains("python pytorch/challenge2.py"));
+}
