@@ -522,6 +522,11 @@ pub const ARTIFACTS: &[Artifact] = &[
         render: || crate::quizzes::render("challenge-5"),
     },
     Artifact {
+        path: "generated/quizzes/allocator.toml",
+        about: "quiz (mdbook-quiz): predict-then-check questions for allocator.md, numbers from the engine",
+        render: || crate::quizzes::render("allocator"),
+    },
+    Artifact {
         path: "generated/reading_times.md",
         about: "each page's reading time from its prose words (200 a minute), and the table per page and part",
         render: crate::reading::reading_times,

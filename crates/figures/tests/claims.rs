@@ -123,7 +123,8 @@ fn timeline_chart_claims() {
     assert_eq!(t.events[step2..step3], t.events[step3..]);
 }
 
-/// Monitoring memory: at the largest batch that fits, reserved is about allocated and below
+/// Inside the caching allocator ("Allocated is not the whole story"; the message's figures on
+/// Monitoring memory): at the largest batch that fits, reserved is about allocated and below
 /// the card; one row more fails in the backward pass on a fragmented cache, because the
 /// second step's `y_pred`, made while the first step's is alive, lands in the block `z0`
 /// left — where three 5 MiB tensors of a 20 MiB segment (`x`, `y`, `y_pred`) leave no room

@@ -8,7 +8,7 @@ use gpumem::data::LESSON_TRAINING_EVENTS as FULL;
 use gpumem::lesson::{CARD_BYTES, planning_device, planning_on_card, planning_unlimited};
 use gpumem::mlp::{MlpConfig, Pass};
 
-/// What lives in GPU memory: the step's tape equals PyTorch's, its peak comes in the
+/// What lives in GPU memory and Inside the caching allocator: the step's tape equals PyTorch's, its peak comes in the
 /// backward pass at `threshold_backward` with three batch × width tensors alive (the kept
 /// activation, the gradient flowing back, the new one); the full batch's peak is about three
 /// hidden activations; the equation is exact inside `is_exact`, within `band_margin`
@@ -352,6 +352,7 @@ fn lesson_pages_open_with_questions_and_objectives() {
         "monitoring",
         "after-a-few-epochs",
         "fitting-more",
+        "allocator",
     ] {
         let text = std::fs::read_to_string(src.join(format!("{page}.md"))).unwrap();
         let q = text.find("<div class=\"callout questions\">");

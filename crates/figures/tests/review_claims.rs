@@ -15,7 +15,7 @@ fn generated(name: &str) -> String {
     std::fs::read_to_string(figures::files::book_src().join("generated").join(name)).unwrap()
 }
 
-/// What lives in GPU memory: the table's setups run "from a toy of a few neurons to the
+/// Inside the caching allocator ("Does it hold?"): the table's setups run "from a toy of a few neurons to the
 /// lesson's whole training set in one batch" (not a one-neuron toy), and the page types no
 /// count of them (the note under the table gives it).
 #[test]
@@ -28,7 +28,7 @@ fn the_equation_table_spans_a_toy_to_the_whole_training_set() {
             .iter()
             .any(|(c, b)| *b == FULL && c.hidden == LESSON_WIDTH && c.layers == 1)
     );
-    let text = page("memory-equation");
+    let text = page("allocator");
     assert!(text.contains("from a toy of a few neurons to the\nlesson's whole training set"));
     assert!(!text.contains(&format!("for {} setups", setups.len())));
 }

@@ -238,7 +238,7 @@ pub fn challenge4_fewer() -> Result<String> {
         Some(f) if peak <= CARD_BYTES => format!(
             "{first}, less than the card's {}, yet it runs out in the {} allocating `{}`, with \
              {} cached but unused: the cache is fragmented, as on the \
-             [Monitoring memory](monitoring.md#allocated-is-not-the-whole-story) page.",
+             [Inside the caching allocator](allocator.md#allocated-is-not-the-whole-story) page.",
             format_bytes(CARD_BYTES),
             f.pass,
             f.oom.label,

@@ -1,5 +1,6 @@
-//! What lives in GPU memory (`memory-equation.md`): the equation against measured steps and
-//! against PyTorch, the step's tape, and the full batch's peak.
+//! What lives in GPU memory (`memory-equation.md`: the full batch's peak) and Inside the
+//! caching allocator (`allocator.md`: the equation against measured steps and against
+//! PyTorch, the step's tape).
 
 use crate::data::{LESSON_WIDTH, equation, measure, optimizer_name};
 use crate::style::grouped;

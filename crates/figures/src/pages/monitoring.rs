@@ -1,6 +1,6 @@
-//! Monitoring memory (`monitoring.md`): allocated vs reserved — one row past the largest batch
-//! that fits, the cache is fragmented. The out-of-memory message's section is
-//! [`super::oom_message`].
+//! Inside the caching allocator (`allocator.md`): allocated vs reserved — one row past the
+//! largest batch that fits, the cache is fragmented. The out-of-memory message's section of
+//! Monitoring memory (`monitoring.md`) is [`super::oom_message`].
 
 use crate::data::LESSON_WIDTH;
 use crate::fragmented::{Fragmented, fragmented_step};
@@ -15,7 +15,9 @@ use super::{largest_batch, text_block};
 pub fn one_row_more() -> Result<(u64, Fragmented)> {
     let rows = largest_batch()?.rows + 1;
     let failure = fragmented_step(&MlpConfig::lesson(LESSON_WIDTH), rows)?.ok_or_else(|| {
-        anyhow!("{rows} rows do not fail for a fragmented cache: the Monitoring page is moot")
+        anyhow!(
+            "{rows} rows do not fail for a fragmented cache: the allocator page's section is moot"
+        )
     })?;
     Ok((rows, failure))
 }

@@ -1,4 +1,4 @@
-//! Monitoring memory: reading an out-of-memory message that is not PyTorch's — the one the
+//! Inside the caching allocator (`allocator.md`): reading an out-of-memory message that is not PyTorch's — the one the
 //! older field report (seed 004) quotes from its framework — with its byte counts converted by
 //! the engine's own formatter.
 

@@ -4,8 +4,12 @@ use super::{LARGE_ROWS, Question, distinct};
 use crate::data::{DEEP_BATCH, DEEP_WIDTH, LESSON_WIDTH, SEED, adam, equation, measure, network};
 use crate::epochs::{card, leak_runs, leak_setup};
 use anyhow::{Result, anyhow, bail};
+use charts::style::grouped;
 use gpumem::Device;
-use gpumem::alloc::{MIN_BLOCK, SMALL_BUFFER, round_size};
+use gpumem::alloc::{
+    MIN_BLOCK, MIN_LARGE_ALLOC, OomMessage, ROUND_LARGE, SMALL_BUFFER, SMALL_SIZE, round_size,
+    segment_size,
+};
 use gpumem::data::LESSON_TRAINING_EVENTS as FULL;
 use gpumem::lesson::{CARD_BYTES, planning_on_card};
 use gpumem::mlp::{Batch, Mlp, MlpConfig, Optimizer, Pass, Precision, Strategy};
@@ -225,6 +229,54 @@ pub fn monitoring() -> Result<Vec<Question>> {
         ),
     };
     drop(mlp);
+    let (oom, _) = crate::pages::oom_message::context_run(OomMessage::Lesson)?;
+    let (capacity, free) = (
+        oom.capacity
+            .ok_or_else(|| anyhow!("the message names no capacity"))?,
+        oom.free
+            .ok_or_else(|| anyhow!("the message names no free memory"))?,
+    );
+    let outside = capacity
+        .checked_sub(free + oom.reserved)
+        .ok_or_else(|| anyhow!("free and reserved add up to more than the capacity"))?;
+    let answer = bytes(outside);
+    let outside_q = Question {
+        prompt: format!(
+            "An out-of-memory message reads: {} total capacity; {} already allocated; {} free; \
+             {} reserved in total. How much of the card is held outside PyTorch's allocator \
+             (the CUDA context, other processes)?",
+            bytes(capacity),
+            bytes(oom.allocated),
+            bytes(free),
+            bytes(oom.reserved)
+        ),
+        answer: answer.clone(),
+        distractors: distinct(
+            &answer,
+            vec![
+                bytes(capacity - oom.reserved),
+                bytes(oom.cached_unused()),
+                bytes(capacity - free),
+            ],
+        ),
+        context: format!(
+            "Capacity − free − reserved: {} − {} − {} = {}. \"free\" is the driver's figure \
+             (`torch.cuda.mem_get_info()`), already net of everything any process holds; \
+             reserved − allocated ({}) is PyTorch's own cache, and capacity − free ({}) counts \
+             PyTorch's reserved memory as well.",
+            bytes(capacity),
+            bytes(free),
+            bytes(oom.reserved),
+            answer,
+            bytes(oom.cached_unused()),
+            bytes(capacity - free)
+        ),
+    };
+    Ok(vec![cache_q, outside_q])
+}
+
+/// What the allocator hands out: a rounded bias, and the shared segment of a mid-sized tensor.
+pub fn allocator() -> Result<Vec<Question>> {
     let requested = LESSON_WIDTH * DType::F32.size();
     let rounded =
         round_size(requested).ok_or_else(|| anyhow!("{requested} B cannot be rounded"))?;
@@ -243,7 +295,43 @@ pub fn monitoring() -> Result<Vec<Question>> {
             bytes(SMALL_BUFFER)
         ),
     };
-    Ok(vec![cache_q, round_q])
+    let (rows, width) = (1024, 1000);
+    let requested = rows * width * DType::F32.size();
+    let rounded =
+        round_size(requested).ok_or_else(|| anyhow!("{requested} B cannot be rounded"))?;
+    let segment = segment_size(rounded).ok_or_else(|| anyhow!("no segment for {rounded} B"))?;
+    if !(SMALL_SIZE < rounded && rounded < MIN_LARGE_ALLOC && segment > 2 * rounded) {
+        bail!("{requested} B is not a mid-sized request: pick another shape");
+    }
+    let own = rounded.div_ceil(ROUND_LARGE) * ROUND_LARGE;
+    let segment_q = Question {
+        prompt: format!(
+            "On an empty device, one float32 activation of {} rows × {} ({}). How much does \
+             `memory_reserved()` grow?",
+            grouped(rows),
+            grouped(width),
+            bytes(requested)
+        ),
+        answer: bytes(segment),
+        distractors: distinct(
+            &bytes(segment),
+            vec![bytes(rounded), bytes(own), bytes(SMALL_BUFFER)],
+        ),
+        context: format!(
+            "It is a large request (over {} MiB) but under {}, so the allocator asks the device for a \
+             {} segment that later tensors of that pool share; allocated grows by the rounded \
+             request only ({}). A segment of its own, rounded to {}, would be {}; {} segments are \
+             for small requests.",
+            SMALL_SIZE >> 20,
+            bytes(MIN_LARGE_ALLOC),
+            bytes(segment),
+            bytes(rounded),
+            bytes(ROUND_LARGE),
+            bytes(own),
+            bytes(SMALL_BUFFER)
+        ),
+    };
+    Ok(vec![round_q, segment_q])
 }
 
 /// The leaking loop of Challenge 3: when it fails, and what `empty_cache()` would change.

@@ -92,6 +92,10 @@ pub const QUIZZES: &[Quiz] = &[
         page: "challenge-5",
         questions: challenge_5::challenge_5,
     },
+    Quiz {
+        page: "allocator",
+        questions: lesson::allocator,
+    },
 ];
 
 /// The quiz of `page` as mdbook-quiz's TOML.
