@@ -185,22 +185,18 @@ pub fn accumulation_cost_numbers() -> Result<AccumulationCost> {
 pub fn accumulation_cost() -> Result<String> {
     let c = accumulation_cost_numbers()?;
     Ok(format!(
-        "Challenge 4's deeper network ({} hidden layers of {}, SGD), its {} rows in {} \
-         micro-batches of {}, by the engine's memory equation: the update peaks at {}; one \
-         step of {} rows with the whole batch on the card would peak at {}. The {} between \
-         them is the gradients: at the update's busiest moment, the top of a backward pass, \
-         {} of them are alive (every `.grad`), against {} at the step's.",
+        "By the engine's memory equation, Challenge 4's deeper network ({} hidden layers of \
+         {}, SGD) peaks at {} with its {} rows in {} micro-batches, and one step of a \
+         micro-batch's {} rows (the whole batch on the card) at {}: the {} between them is \
+         every `.grad`, alive at the top of each backward pass.",
         c.layers,
         grouped(LESSON_WIDTH),
+        format_bytes(c.update_peak),
         grouped(FULL),
         c.micro_batches,
         grouped(c.micro_rows),
-        format_bytes(c.update_peak),
-        grouped(c.micro_rows),
         format_bytes(c.step_peak),
         format_bytes(c.extra()),
-        format_bytes(c.update_gradients),
-        format_bytes(c.step_gradients),
     ))
 }
 
