@@ -92,6 +92,21 @@ pub const ARTIFACTS: &[Artifact] = &[
         render: pages::fitting_more::relu_inplace,
     },
     Artifact {
+        path: "generated/accumulation_cost.md",
+        about: "inline: what accumulating into live gradients adds to the peak of challenge 4's deeper network (the equation)",
+        render: pages::fitting_more::accumulation_cost,
+    },
+    Artifact {
+        path: "generated/deepest_adam_fused.md",
+        about: "inline: the deepest network of width 5000 at batch 32 on the card with Adam(fused=True)",
+        render: pages::fitting_more::deepest_adam_fused,
+    },
+    Artifact {
+        path: "generated/deepest_adam_forloop.md",
+        about: "inline: the same with Adam(foreach=False)",
+        render: pages::fitting_more::deepest_adam_forloop,
+    },
+    Artifact {
         path: "generated/challenge4_fewer.md",
         about: "inline: the full batch in float32 with one micro-batch fewer than it needs, and why it fails",
         render: pages::challenge_4::challenge4_fewer,

@@ -132,3 +132,53 @@ fn bucket_views_ask_for_less_than_the_card_and_still_reserve_more() {
         );
     }
 }
+
+/// The table's ZeRO-1 runs on `DDP(gradient_as_bucket_view=True)`, as the page says where the
+/// table is: its gradients are one copy (the buckets), like DDP with bucket views, not DDP's
+/// two.
+#[test]
+fn zero1_is_measured_on_bucket_view_ddp() {
+    assert!(
+        Scheme::Zero1
+            .pytorch()
+            .contains("gradient_as_bucket_view=True")
+    );
+    let grads = |s: Scheme| {
+        let at = cell(s, 8).unwrap().fullest().unwrap().at_peak;
+        at.gradients + at.comm_buffers
+    };
+    let (zero1, view, ddp) = (
+        grads(Scheme::Zero1) as f64,
+        grads(Scheme::DdpBucketView) as f64,
+        grads(Scheme::Ddp) as f64,
+    );
+    assert!((0.99..1.01).contains(&(zero1 / view)), "{zero1} / {view}");
+    assert!(zero1 < 0.6 * ddp, "{zero1} / {ddp}");
+    let text = page();
+    assert!(text.contains("ZeRO-1 here runs on `DDP(gradient_as_bucket_view=True)`"));
+    assert!(text.contains("{{#include ../pytorch/snippets/data_parallel.py:zero1}}"));
+}
+
+/// The ZeRO-3 comparison frames DeepSpeed's missing whole model as a construction choice
+/// (`zero.Init`) and shows FSDP2's meta-device construction, not "no term for" it.
+#[test]
+fn deepspeed_s_zero3_figure_is_framed_as_construction() {
+    let notes = deepspeed::deepspeed_notes().unwrap();
+    assert!(!notes.contains("has no term"));
+    assert!(notes.contains("assumes a model built already sharded"));
+    let text = page();
+    for claim in [
+        "That first difference is a choice of construction, not a missing term.",
+        "`deepspeed.zero.Init`",
+        "{{#include ../pytorch/snippets/data_parallel.py:fsdp2}}",
+    ] {
+        assert!(text.contains(claim), "{claim}");
+    }
+}
+
+/// The page, its lines joined.
+fn page() -> String {
+    let path = figures::files::book_src().join("more-than-one-card.md");
+    let text = std::fs::read_to_string(path).unwrap();
+    text.split_whitespace().collect::<Vec<_>>().join(" ")
+}

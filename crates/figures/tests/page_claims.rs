@@ -403,3 +403,90 @@ fn challenge4_advice_follows_the_recorded_times() {
         }
     }
 }
+
+/// Fitting more, gradient accumulation: accumulating is not free. At the accumulated update's
+/// peak every `.grad` is alive (the parameters' bytes), against almost none at the peak of one
+/// step of a micro-batch's rows; the difference between the two peaks is about those
+/// gradients. Challenge 4 and the quiz no longer say the gradients cost nothing.
+#[test]
+fn accumulating_into_live_gradients_costs_the_gradients() {
+    let c = figures::pages::fitting_more::accumulation_cost_numbers().unwrap();
+    assert!(c.micro_batches > 1);
+    assert_eq!(c.update_gradients, c.all_gradients);
+    assert!(c.step_gradients * 1000 < c.all_gradients, "{c:?}");
+    let ratio = c.extra() as f64 / c.all_gradients as f64;
+    assert!((0.9..1.05).contains(&ratio), "{ratio} {c:?}");
+    let page = |name: &str| {
+        let path = figures::files::book_src().join(format!("{name}.md"));
+        let text = std::fs::read_to_string(path).unwrap();
+        text.split_whitespace().collect::<Vec<_>>().join(" ")
+    };
+    let fitting = page("fitting-more");
+    assert!(fitting.contains("The gradients are not free, though."));
+    assert!(fitting.contains("{{#include generated/accumulation_cost.md}}"));
+    assert!(!fitting.contains("costs nothing extra"));
+    assert!(page("challenge-4").contains("Accumulating is not free"));
+    let quiz = figures::files::book_src().join("generated/quizzes/fitting-more.toml");
+    assert!(
+        !std::fs::read_to_string(quiz)
+            .unwrap()
+            .contains("summed in place")
+    );
+}
+
+/// Fitting more, "What to try first": Adam's count of copies depends on its implementation.
+/// `fused=True` makes no square roots, so more layers fit than with the default `foreach`;
+/// `foreach=False` makes one parameter's at a time, in between.
+#[test]
+fn fused_adam_fits_deeper_than_foreach() {
+    use figures::pages::fitting_more::deepest_adam_with;
+    use gpumem::mlp::OptimizerImpl;
+    let foreach = deepest_adam_with(OptimizerImpl::Foreach).unwrap();
+    assert_eq!(foreach, data::deepest_fit(data::adam()).unwrap().layers);
+    let fused = deepest_adam_with(OptimizerImpl::Fused).unwrap();
+    let forloop = deepest_adam_with(OptimizerImpl::ForLoop).unwrap();
+    assert!(
+        foreach < forloop && forloop <= fused,
+        "{foreach} {forloop} {fused}"
+    );
+}
+
+/// The PyTorch snippets beside each technique: each anchor is included exactly once in the
+/// whole book, inside a ```python fence.
+#[test]
+fn each_pytorch_snippet_is_included_once() {
+    let src = figures::files::book_src();
+    let mut pages = Vec::new();
+    for entry in std::fs::read_dir(&src).unwrap() {
+        let path = entry.unwrap().path();
+        if path.extension().is_some_and(|e| e == "md") {
+            pages.push(std::fs::read_to_string(path).unwrap());
+        }
+    }
+    for anchor in [
+        "free_memory.py:empty_cache",
+        "alloc_conf.py:conf",
+        "evaluation.py:eval",
+        "mixed_precision.py:amp",
+        "checkpointing.py:checkpoint",
+        "accumulation.py:accumulate",
+        "data_parallel.py:ddp",
+        "data_parallel.py:zero1",
+        "data_parallel.py:fsdp2",
+    ] {
+        let include = format!("{{{{#include ../pytorch/snippets/{anchor}}}}}");
+        let fenced = format!("```python\n{include}\n```");
+        let count: usize = pages.iter().map(|p| p.matches(&include).count()).sum();
+        assert_eq!(count, 1, "{anchor} included {count} times");
+        assert!(
+            pages.iter().any(|p| p.contains(&fenced)),
+            "{anchor} outside a python fence"
+        );
+        let (file, name) = anchor.split_once(':').unwrap();
+        let code = std::fs::read_to_string(src.join("../pytorch/snippets").join(file)).unwrap();
+        assert!(
+            code.contains(&format!("# ANCHOR: {name}\n")),
+            "{anchor}: no such anchor"
+        );
+    }
+}

@@ -423,3 +423,90 @@ fn the_demos_cheapest_was_never_the_fastest() {
         assert!(text.contains(claim), "{claim}");
     }
 }
+
+/// Challenge 4: the grader does not ask for the demo's "cheapest". A `choose_settings` that
+/// keeps float32 and takes only the micro-batches it needs (the fastest family in the recorded
+/// runs) passes all three rules, like the reference's cheapest-first one, though on Challenge
+/// 1's full batch the two choose differently (float32 × 3 against mixed precision × 1).
+#[test]
+fn the_grader_accepts_float32_as_well_as_the_cheapest() {
+    use gpumem::lesson::{CARD_BYTES, planning_device};
+    use grading::challenge4::{
+        Answers, Checkpointing, FITS, NOTHING_NEEDLESS, Precision, SAME_BATCH, Settings, example,
+        grade,
+    };
+    use grading::{Opt, Setup};
+    fn float32_first(setup: Setup, card_bytes: u64) -> Settings {
+        let fewest = gpumem::fit::fewest_micro_batches(
+            &planning_device(card_bytes),
+            &setup.config(),
+            setup.batch,
+        )
+        .unwrap();
+        match fewest {
+            Some((k, _)) => Settings::split(setup.batch, k, Precision::Float32, Checkpointing::Off),
+            None => example(&setup, card_bytes).unwrap().0,
+        }
+    }
+    let answers = Answers {
+        peak_bytes: |_, _| todo!(),
+        choose_settings: float32_first,
+        loss_scale: |_, _, _| todo!(),
+    };
+    let report = grade(&answers, 1);
+    let graded: Vec<_> = report
+        .checks
+        .iter()
+        .filter(|c| [FITS, SAME_BATCH, NOTHING_NEEDLESS].contains(&c.function))
+        .collect();
+    assert!(!graded.is_empty());
+    for c in &graded {
+        assert_eq!(c.outcome, grading::Outcome::Pass, "{}: {}", c.case, c.got);
+    }
+    // "faster in every run timed": each recorded run's fastest fitting row is float32 with no
+    // checkpointing and the fewest float32 micro-batches.
+    use demos::challenge4::strategies::row_of;
+    use figures::measured::{base, load, planned};
+    for setup in &load().unwrap().setups {
+        let (rows, _) = planned(setup.layers).unwrap();
+        let base = base(setup.layers);
+        let fewest =
+            gpumem::fit::fewest_micro_batches(&gpumem::lesson::planning_on_card(), &base, FULL)
+                .unwrap()
+                .unwrap()
+                .0;
+        for run in &setup.runs {
+            let time = |n: &str| run.rows.iter().find(|r| r.name == n)?.relative_to_none;
+            let fastest = rows
+                .iter()
+                .filter(|r| r.fits)
+                .filter_map(|r| Some((r, time(&r.name)?)))
+                .min_by(|a, b| a.1.total_cmp(&b.1))
+                .unwrap()
+                .0;
+            let s = fastest.strategy;
+            let here = format!("{} layers on {}", setup.layers, run.backend);
+            assert_eq!(s.precision, Precision::Float32, "{here}");
+            assert_eq!(s.checkpointing, Checkpointing::Off, "{here}");
+            assert_eq!(s.accumulation, fewest, "{here}");
+            assert!(row_of(&rows, &s, &base).is_some());
+        }
+    }
+    let full = Setup::lesson(LESSON_WIDTH, 1, FULL, Opt::Sgd);
+    let ours = float32_first(full, CARD_BYTES);
+    let cheapest = example(&full, CARD_BYTES).unwrap().0;
+    assert_eq!(
+        (ours.precision, ours.accumulation_steps),
+        (Precision::Float32, 3)
+    );
+    assert_eq!(
+        (cheapest.precision, cheapest.accumulation_steps),
+        (Precision::Mixed, 1)
+    );
+    let text = page("challenge-4")
+        .split_whitespace()
+        .collect::<Vec<_>>()
+        .join(" ");
+    assert!(text.contains("The grader does not ask for the cheapest"));
+    assert!(text.contains("which was faster in every run timed below"));
+}

@@ -132,7 +132,8 @@ pub fn deepspeed_notes() -> Result<String> {
              its first step, holding nothing but parameters: every card builds the whole \
              float32 network, {}, and only then does `fully_shard` cut it into shards. \
              PyTorch does the same when the model is built on the card. DeepSpeed's formula \
-             ({}) has no term for a whole model on one card. ",
+             ({}) assumes a model built already sharded, so that no card ever holds it \
+             whole. ",
             format_bytes(small.peak_requested),
             format_bytes(DType::F32.size() * config.parameter_count()),
             format_bytes(ds),

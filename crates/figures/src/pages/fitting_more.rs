@@ -124,3 +124,108 @@ pub fn relu_inplace() -> Result<String> {
     )?;
     Ok(out)
 }
+
+/// What accumulating into existing gradients costs, on one setup: the update of
+/// [`crate::measured::CHALLENGE4_DEEP_LAYERS`] hidden layers (Challenge 4's deeper network),
+/// the full batch in the micro-batches its demo uses, against one step of a micro-batch's rows
+/// with the whole batch on the card. Both by the engine's memory equation.
+#[derive(Debug, Clone)]
+pub struct AccumulationCost {
+    pub layers: u64,
+    pub micro_batches: u64,
+    pub micro_rows: u64,
+    /// The accumulated update's peak, and the gradients alive at it.
+    pub update_peak: u64,
+    pub update_gradients: u64,
+    /// One step of `micro_rows` rows: its peak with the rest of the batch added, and the
+    /// gradients alive at its peak.
+    pub step_peak: u64,
+    pub step_gradients: u64,
+    /// Every parameter's gradient: the parameters' bytes.
+    pub all_gradients: u64,
+}
+
+impl AccumulationCost {
+    pub fn extra(&self) -> u64 {
+        self.update_peak.saturating_sub(self.step_peak)
+    }
+}
+
+pub fn accumulation_cost_numbers() -> Result<AccumulationCost> {
+    use crate::data::equation;
+    use demos::challenge4::strategies::{self, Accumulation, Planner};
+    use gpumem::fit::with_micro_batches;
+    use gpumem::mlp::{Checkpointing, Precision};
+    let layers = crate::measured::CHALLENGE4_DEEP_LAYERS;
+    let base = MlpConfig::lesson(LESSON_WIDTH).with_layers(layers);
+    let k = strategies::micro_batches(
+        &Planner::new(CARD_BYTES),
+        &base,
+        FULL,
+        Precision::Float32,
+        Accumulation::Auto,
+        Checkpointing::Sqrt,
+    )?;
+    let micro_rows = FULL.div_ceil(k);
+    let update = equation(&with_micro_batches(&base, k), FULL)?;
+    let step = equation(&base, micro_rows)?;
+    Ok(AccumulationCost {
+        layers,
+        micro_batches: k,
+        micro_rows,
+        update_peak: update.peak_allocated,
+        update_gradients: update.gradients,
+        step_peak: step.peak_allocated - step.input_batch + update.input_batch,
+        step_gradients: step.gradients,
+        all_gradients: update.parameters,
+    })
+}
+
+/// The paragraph: what the gradients of an accumulated update cost at its peak.
+pub fn accumulation_cost() -> Result<String> {
+    let c = accumulation_cost_numbers()?;
+    Ok(format!(
+        "By the engine's memory equation, Challenge 4's deeper network ({} hidden layers of \
+         {}, SGD) peaks at {} with its {} rows in {} micro-batches, and one step of a \
+         micro-batch's {} rows (the whole batch on the card) at {}: the {} between them is \
+         every `.grad`, alive at the top of each backward pass.",
+        c.layers,
+        grouped(LESSON_WIDTH),
+        format_bytes(c.update_peak),
+        grouped(FULL),
+        c.micro_batches,
+        grouped(c.micro_rows),
+        format_bytes(c.step_peak),
+        format_bytes(c.extra()),
+    ))
+}
+
+/// The deepest network of width 5000 that trains at batch 32 on the card with Adam in
+/// `implementation` (planned on `plan`, like Challenge 2's).
+pub fn deepest_adam_with(implementation: gpumem::mlp::OptimizerImpl) -> Result<u64> {
+    use crate::data::{DEEP_BATCH, DEEP_WIDTH, MAX_DEPTH, adam, network};
+    use gpumem::measure::deepest_network;
+    let base = network(DEEP_WIDTH, 1, adam()).with_strategy(Strategy {
+        optimizer_impl: implementation,
+        ..Default::default()
+    });
+    let layers = deepest_network(&planning_on_card(), &base, DEEP_BATCH, MAX_DEPTH)?
+        .best
+        .ok_or_else(|| anyhow!("not even one hidden layer fits with {implementation:?} Adam"))?;
+    if layers == MAX_DEPTH {
+        return Err(anyhow!(
+            "{MAX_DEPTH} layers still fit with {implementation:?} Adam"
+        ));
+    }
+    Ok(layers)
+}
+
+/// Inline: the deepest with `fused=True`.
+pub fn deepest_adam_fused() -> Result<String> {
+    Ok(deepest_adam_with(gpumem::mlp::OptimizerImpl::Fused)?.to_string())
+}
+
+/// Inline: the deepest with `foreach=False`.
+pub fn deepest_adam_forloop() -> Result<String> {
+    Ok(deepest_adam_with(gpumem::mlp::OptimizerImpl::ForLoop)?.to_string())
+}

@@ -438,11 +438,13 @@ pub fn fitting_more() -> Result<Vec<Question>> {
             ],
         ),
         context: format!(
-            "What a step holds per row (the input, activations, temporaries) is held for one \
-             micro-batch at a time, so the peak falls to about a quarter: {}. The whole batch \
-             is never on the card at once, so not {}; the micro-batches run one after \
-             another, not side by side, so not {}. Their gradients are summed in place, and \
-             the model's own memory ({}) does not shrink.",
+            "The activations and temporaries are held for one micro-batch at a time (the \
+             input batch stays whole, each micro-batch a slice of it), so the peak falls to \
+             about a quarter: {}. The whole batch's activations are never on the card at \
+             once, so not {}; the micro-batches run one after another, not side by side, so \
+             not {}. The model's own memory does not shrink, and from the second \
+             micro-batch on its gradients are alive through every backward pass ({} with \
+             the parameters: little, for this small model).",
             bytes(split.peak_allocated),
             bytes(whole.peak_allocated),
             bytes(whole.peak_allocated * accumulate),
