@@ -32,31 +32,6 @@ fn all_pages() -> Vec<(String, String)> {
     out
 }
 
-/// Each PyTorch snippet (file and anchor) is included once in the whole book, and the
-/// lesson's loop and the estimate without a GPU are on the core pages.
-#[test]
-fn each_pytorch_snippet_is_included_once() {
-    let mut seen: Vec<(String, String)> = Vec::new();
-    for (name, text) in all_pages() {
-        for (at, _) in text.match_indices("{{#include ../pytorch/snippets/") {
-            let end = text[at..].find("}}").unwrap();
-            let target = text[at..at + end].to_string();
-            if let Some((_, first)) = seen.iter().find(|(t, _)| *t == target) {
-                panic!("{target} is included on {first} and again on {name}");
-            }
-            seen.push((target, name.clone()));
-        }
-    }
-    let on = |target: &str, page: &str| {
-        seen.iter()
-            .any(|(t, p)| t == &format!("{{{{#include ../pytorch/snippets/{target}") && p == page)
-    };
-    assert!(on("lesson_loop.py:model", "mini-batching.md"));
-    assert!(on("lesson_loop.py:loop", "mini-batching.md"));
-    assert!(on("estimate_without_gpu.py:estimate", "challenge-1.md"));
-    assert!(on("adam_variants.py:adam", "networks.md"));
-}
-
 /// Challenge 1: the lessons' text says two hidden layers, their code (and the book's copy of
 /// the loop) builds one, and the page says which the book uses.
 #[test]
