@@ -173,3 +173,34 @@ fn every_snippet_is_on_one_page() {
         );
     }
 }
+
+/// mdBook includes an anchored region as it is, indentation and all: every region must start
+/// at the left margin, so that what a learner copies from the page runs as it stands (code
+/// under an `if` would paste as an IndentationError).
+#[test]
+fn every_snippet_region_pastes_at_the_left_margin() {
+    for rel in run_files() {
+        if !rel.starts_with("pytorch/snippets/") {
+            continue;
+        }
+        let text = fs::read_to_string(root().join(&rel)).unwrap();
+        let mut region: Option<(&str, Vec<usize>)> = None;
+        for line in text.lines() {
+            let t = line.trim_start();
+            if let Some(name) = t.strip_prefix("# ANCHOR: ") {
+                region = Some((name, Vec::new()));
+            } else if t.starts_with("# ANCHOR_END: ") {
+                let (name, indents) = region.take().expect("an ANCHOR before its END");
+                assert_eq!(
+                    indents.iter().min(),
+                    Some(&0),
+                    "{rel}:{name} starts indented (or is empty)"
+                );
+            } else if let Some((_, indents)) = region.as_mut() {
+                if !t.is_empty() {
+                    indents.push(line.len() - t.len());
+                }
+            }
+        }
+    }
+}
