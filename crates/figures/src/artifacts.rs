@@ -27,6 +27,11 @@ pub const ARTIFACTS: &[Artifact] = &[
         render: charts::memory_vs_batch_log,
     },
     Artifact {
+        path: "figures/memory_vs_batch_reserved.svg",
+        about: "the batch chart with the peak reserved beside the stack: where the cache fragments past the largest batch that fits",
+        render: charts::memory_vs_batch_reserved,
+    },
+    Artifact {
         path: "figures/memory_vs_width.svg",
         about: "peak memory vs hidden width at batch 32 for 1, 3 and 5 hidden layers, capacity",
         render: charts::memory_vs_width,
@@ -215,6 +220,11 @@ pub const ARTIFACTS: &[Artifact] = &[
         path: "generated/alt_memory_vs_batch_log.md",
         about: "inline: alt text of memory_vs_batch_log.svg",
         render: charts::batch_log::alt_memory_vs_batch_log,
+    },
+    Artifact {
+        path: "generated/alt_memory_vs_batch_reserved.md",
+        about: "inline: alt text of memory_vs_batch_reserved.svg",
+        render: charts::batch::alt_memory_vs_batch_reserved,
     },
     Artifact {
         path: "generated/batch_passes_model.md",

@@ -187,3 +187,44 @@ fn setup_builds_five_challenges_and_serves_the_book() {
     assert!(text.contains("python pytorch/challenge1.py"));
     assert!(text.contains("python pytorch/challenge2.py"));
 }
+
+/// The first page teaches the six kinds of memory and the equation without the allocator's
+/// vocabulary, which Monitoring and "Going further" define: its prose and its chart's alt text
+/// name none of it (the calculator's output, the engine's own, is pointed to instead).
+#[test]
+fn the_first_page_uses_no_allocator_internals() {
+    let text = page("memory-equation");
+    let alt = std::fs::read_to_string(
+        figures::files::book_src().join("generated/alt_memory_vs_batch.md"),
+    )
+    .unwrap();
+    let prose = text
+        .replace(
+            "Its fine print (reserved memory, segments) is explained on",
+            "",
+        )
+        .to_lowercase();
+    for word in [
+        "block",
+        "segment",
+        "20 mib",
+        "is_exact",
+        "band_margin",
+        "requested_peak",
+        "cublas",
+        "reserved",
+        "max_memory_allocated",
+        "fragment",
+    ] {
+        assert!(!prose.contains(word), "the first page says {word:?}");
+        assert!(
+            !alt.to_lowercase().contains(word),
+            "its chart's alt says {word:?}"
+        );
+    }
+    // "mini-batch" comes with its definition (a glossary link) the first time.
+    let first = prose
+        .find("mini-batch")
+        .expect("the page names mini-batches");
+    assert!(prose[first..].starts_with("mini-batch](glossary.md#batch)"));
+}

@@ -14,9 +14,30 @@ use gpumem::size::format_bytes;
 use plotters::element::DashedPathElement;
 use plotters::prelude::*;
 
-/// The chart's alt text: what it shows, for readers who cannot see it, with the figures of
-/// the same runs as the chart.
+/// The core chart's alt text (the first page: no allocator yet), with the figures of the same
+/// runs as the chart.
 pub fn alt_memory_vs_batch() -> Result<String> {
+    let config = MlpConfig::lesson(LESSON_WIDTH);
+    let full = equation(&config, FULL)?;
+    let largest = data::largest_batch_on_card(LESSON_WIDTH)?
+        .ok_or_else(|| anyhow!("not even one row fits on the card"))?;
+    Ok(format!(
+        "Stacked area chart of the peak memory of one training step of the lesson's network \
+         (one hidden layer of {}) against the batch size, on a log scale from 1 row to all {} \
+         rows: parameters and gradients are too small to see, activations and temporaries grow \
+         in proportion to the batch, with the peak the engine planned on its plan backing \
+         exactly on top of the stack; the largest batch that fits the card's {} capacity line \
+         is {} rows, and the whole training set as one batch lands far above the line, at {}.",
+        grouped(LESSON_WIDTH),
+        grouped(FULL),
+        format_bytes(CARD_BYTES),
+        grouped(largest.rows),
+        format_bytes(full.peak_allocated),
+    ))
+}
+
+/// The allocator page's chart's alt text: the same, with the reserved line.
+pub fn alt_memory_vs_batch_reserved() -> Result<String> {
     let config = MlpConfig::lesson(LESSON_WIDTH);
     let full = equation(&config, FULL)?;
     let full_reserved = measure(&planning_unlimited(), &config, FULL)?.peak_reserved;
@@ -27,11 +48,12 @@ pub fn alt_memory_vs_batch() -> Result<String> {
         "Stacked area chart of the peak memory of one training step of the lesson's network \
          (one hidden layer of {}) against the batch size, on a log scale from 1 row to all {} \
          rows: parameters and gradients are too small to see, activations and temporaries grow \
-         in proportion to the batch with the measured peak allocated exactly on top of the \
-         stack, and the measured peak reserved follows the stack up to the largest batch that \
-         fits the card's {} capacity line, {} rows ({} reserved), then jumps above it ({} \
-         reserved for {} allocated one row later) as the cache fragments; the whole training \
-         set as one batch lands far above the line, at {} allocated and {} reserved.",
+         in proportion to the batch with the peak allocated (planned on the plan backing) \
+         exactly on top of the stack, and the peak reserved follows the stack up to the \
+         largest batch that fits the card's {} capacity line, {} rows ({} reserved), then \
+         jumps above it ({} reserved for {} allocated one row later) as the cache fragments; \
+         the whole training set as one batch lands far above the line, at {} allocated and {} \
+         reserved.",
         grouped(LESSON_WIDTH),
         grouped(FULL),
         format_bytes(CARD_BYTES),
@@ -64,7 +86,17 @@ const CATEGORIES: [Category; 6] = [
     ("temporaries", |e| e.temporaries, ORANGE),
 ];
 
+/// The first page's chart: the equation's terms, the planned peaks and the card.
 pub fn memory_vs_batch() -> Result<String> {
+    chart(false)
+}
+
+/// The allocator page's chart: the same, with the peak reserved beside it.
+pub fn memory_vs_batch_reserved() -> Result<String> {
+    chart(true)
+}
+
+fn chart(with_reserved: bool) -> Result<String> {
     let config = MlpConfig::lesson(LESSON_WIDTH);
     let sizes = batch_sizes(24);
     let curve: Vec<(u64, Estimate)> = sizes
@@ -93,11 +125,17 @@ pub fn memory_vs_batch() -> Result<String> {
     let full = equation(&config, FULL)?;
     let full_reserved = measure(&planning_unlimited(), &config, FULL)?.peak_reserved;
     let largest = data::largest_batch_on_card(LESSON_WIDTH)?;
+    // Both variants share the reserved chart's axis, so the two read alike side by side.
     let top = reserved.iter().map(|p| p.1).fold(gib(CARD_BYTES), f64::max);
+    let alt = if with_reserved {
+        alt_memory_vs_batch_reserved()?
+    } else {
+        alt_memory_vs_batch()?
+    };
     let y_max = (top * 1.1 / 5.0).ceil() * 5.0;
     let (x0, x1) = (1.0, 3.0e6);
 
-    svg(&alt_memory_vs_batch()?, |root| {
+    svg(&alt, |root| {
         let mut chart = ChartBuilder::on(root)
             .caption(
                 format!("One training step vs batch size (hidden width {LESSON_WIDTH})"),
@@ -136,24 +174,30 @@ pub fn memory_vs_batch() -> Result<String> {
             }
         }
 
-        chart
-            .draw_series(DashedLineSeries::new(
-                reserved.iter().copied(),
-                7,
-                4,
-                INK.stroke_width(2),
-            ))?
-            .label("peak reserved (measured)")
-            .legend(|(x, y)| {
-                DashedPathElement::new([(x, y), (x + 22, y)], 5, 3, INK.stroke_width(2))
-            });
+        if with_reserved {
+            chart
+                .draw_series(DashedLineSeries::new(
+                    reserved.iter().copied(),
+                    7,
+                    4,
+                    INK.stroke_width(2),
+                ))?
+                .label("peak reserved (planned)")
+                .legend(|(x, y)| {
+                    DashedPathElement::new([(x, y), (x + 22, y)], 5, 3, INK.stroke_width(2))
+                });
+        }
         chart
             .draw_series(
                 measured
                     .iter()
                     .map(|&(b, peak)| Circle::new((b as f64, gib(peak)), 5, INK.stroke_width(2))),
             )?
-            .label("peak allocated (measured)")
+            .label(if with_reserved {
+                "peak allocated (planned)"
+            } else {
+                "a planned step's peak"
+            })
             .legend(|(x, y)| Circle::new((x + 10, y), 5, INK.stroke_width(2)));
         capacity_line(&mut chart, x0, x1, 1.5)?;
 
@@ -164,14 +208,14 @@ pub fn memory_vs_batch() -> Result<String> {
             9,
             VERMILION.stroke_width(4),
         )))?;
-        for (line, text) in [
-            format!("all {} rows at once:", grouped(FULL)),
-            format!("{} allocated,", format_bytes(full.peak_allocated)),
-            format!("{} reserved", format_bytes(full_reserved)),
-        ]
-        .iter()
-        .enumerate()
-        {
+        let mut lines = vec![format!("all {} rows at once:", grouped(FULL))];
+        if with_reserved {
+            lines.push(format!("{} allocated,", format_bytes(full.peak_allocated)));
+            lines.push(format!("{} reserved", format_bytes(full_reserved)));
+        } else {
+            lines.push(format!("{} at the peak", format_bytes(full.peak_allocated)));
+        }
+        for (line, text) in lines.iter().enumerate() {
             note(
                 &mut chart,
                 full_at,
@@ -182,7 +226,12 @@ pub fn memory_vs_batch() -> Result<String> {
         }
         if let Some(largest) = &largest {
             let b = largest.rows;
-            let at = (b as f64, gib(largest.step.peak_reserved));
+            let top = if with_reserved {
+                largest.step.peak_reserved
+            } else {
+                largest.step.peak_allocated
+            };
+            let at = (b as f64, gib(top));
             chart.draw_series(std::iter::once(TriangleMarker::new(at, 8, BLUE.filled())))?;
             note(&mut chart, at, (-215, 8), "largest batch that fits:", &INK)?;
             note(

@@ -11,7 +11,7 @@ pub mod strategies;
 pub mod timeline;
 pub mod width;
 
-pub use batch::memory_vs_batch;
+pub use batch::{memory_vs_batch, memory_vs_batch_reserved};
 pub use batch_log::memory_vs_batch_log;
 pub use depth::memory_vs_depth;
 pub use timeline::{alloc_timeline, leak_timeline};
@@ -40,6 +40,10 @@ pub fn alts() -> Result<Vec<(&'static str, String)>> {
     Ok(vec![
         ("memory_vs_batch", batch::alt_memory_vs_batch()?),
         ("memory_vs_batch_log", batch_log::alt_memory_vs_batch_log()?),
+        (
+            "memory_vs_batch_reserved",
+            batch::alt_memory_vs_batch_reserved()?,
+        ),
         ("memory_vs_width", width::ALT_MEMORY_VS_WIDTH.to_string()),
         ("memory_vs_depth", depth::alt_memory_vs_depth()?),
         ("alloc_timeline", timeline::ALT_ALLOC_TIMELINE.to_string()),
