@@ -19,19 +19,6 @@ fn page(name: &str) -> String {
         .join(" ")
 }
 
-/// Every page's text, by file name.
-fn all_pages() -> Vec<(String, String)> {
-    let mut out = Vec::new();
-    for entry in std::fs::read_dir(figures::files::book_src()).unwrap() {
-        let path = entry.unwrap().path();
-        if path.extension().is_some_and(|e| e == "md") {
-            let name = path.file_name().unwrap().to_string_lossy().into_owned();
-            out.push((name, std::fs::read_to_string(&path).unwrap()));
-        }
-    }
-    out
-}
-
 /// Challenge 1: the lessons' text says two hidden layers, their code (and the book's copy of
 /// the loop) builds one, and the page says which the book uses.
 #[test]

@@ -196,10 +196,10 @@ fn every_snippet_region_pastes_at_the_left_margin() {
                     Some(&0),
                     "{rel}:{name} starts indented (or is empty)"
                 );
-            } else if let Some((_, indents)) = region.as_mut() {
-                if !t.is_empty() {
-                    indents.push(line.len() - t.len());
-                }
+            } else if let Some((_, indents)) = region.as_mut()
+                && !t.is_empty()
+            {
+                indents.push(line.len() - t.len());
             }
         }
     }
