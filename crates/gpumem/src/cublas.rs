@@ -5,9 +5,10 @@
 //! `setupCUDABlasHandle`, `getCUDABlasLtWorkspace`); the notes, with the versions read, are in
 //! `reference/notes/cublas-workspaces.md`.
 //!
-//! This module holds the rules only: sizes per GPU generation and PyTorch version, the syntax
-//! of `CUBLAS_WORKSPACE_CONFIG` and `CUBLASLT_WORKSPACE_SIZE`, and which of them go through the
-//! caching allocator. The training step does not allocate them yet (issue "The real card").
+//! This module holds the rules: sizes per GPU generation and PyTorch version, the syntax of
+//! `CUBLAS_WORKSPACE_CONFIG`, and which workspaces go through the caching allocator. A device
+//! takes them in its step once set (`Device::set_cublas_workspaces`; none by default). Not yet
+//! done (issue "The real card"): the estimate's term, the CLIs' flag, the card presets.
 
 use crate::size::{SizeError, parse_bytes};
 use std::str::FromStr;

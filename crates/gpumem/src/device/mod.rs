@@ -15,11 +15,13 @@ mod buffers;
 mod history;
 mod host;
 mod open;
+mod workspaces;
 
 pub use backing::{Backend, Backing};
 #[cfg(feature = "wgpu")]
 pub use buffers::BufferStore;
 pub use host::HostStore;
+pub use workspaces::label as workspace_label;
 
 pub use crate::error::Error;
 
@@ -77,6 +79,8 @@ pub(crate) struct Inner {
     pub oom_snapshot: Option<crate::snapshot::Snapshot>,
     /// The card's number in a group of devices (0 alone), as messages name it.
     pub index: usize,
+    /// The matrix products' library workspaces (none unless set).
+    pub workspaces: workspaces::Workspaces,
 }
 
 /// A device: a backing, an allocator over it, and a capacity. Cheap to clone (shared).
@@ -138,6 +142,7 @@ impl Device {
                 oom_message: options.oom_message,
                 oom_snapshot: None,
                 index: 0,
+                workspaces: Default::default(),
             })),
         })
     }

@@ -51,13 +51,18 @@ impl Mlp {
         };
         let mut grad = Some(seed);
         let mut recomputed = 0;
-        for node in tape.into_backward_order() {
-            let Some(g) = grad.take() else { break };
-            if let Node::Checkpoint { layers, .. } = &node {
-                recomputed += layers.len() as u64;
+        // Autograd runs a CUDA backward pass on its device thread, with its own handle.
+        let device = self.device.clone();
+        device.on_autograd_thread(|| -> Result<(), Error> {
+            for node in tape.into_backward_order() {
+                let Some(g) = grad.take() else { break };
+                if let Node::Checkpoint { layers, .. } = &node {
+                    recomputed += layers.len() as u64;
+                }
+                grad = self.backward_node(node, g, fill.take())?;
             }
-            grad = self.backward_node(node, g, fill.take())?;
-        }
+            Ok(())
+        })?;
         // An empty tape: the seed is the gradient.
         if let (Some(value), Some(g)) = (fill, &grad) {
             ops::fill(g, value)?;
@@ -161,6 +166,7 @@ impl Mlp {
                 dtype,
                 &format!("a{}.grad", self.global(layer).wrapping_sub(1)),
             )?;
+            self.device.cublas_product()?;
             ops::matmul(NT, &dz, w, &da, None)?;
             Some(da)
         } else {
@@ -182,6 +188,8 @@ impl Mlp {
             dtype,
             &grad_label("weight"),
         )?;
+        // `mm` for the weight's gradient (its handle's workspaces, if this is its first).
+        self.device.cublas_product()?;
         // Both made before either is computed, in the order the two operations make them,
         // so one kernel can write both (`ops::matmul_colsum`).
         let db = Tensor::new(&self.device, 1, dz.cols(), dtype, &grad_label("bias"))?;

@@ -168,6 +168,8 @@ impl Mlp {
             self.precision().parameters()
         };
         let z = Tensor::new(&self.device, input.rows(), w.cols(), dtype, &label)?;
+        // `addmm` makes its output, then sets its handle up (the first time, its workspaces).
+        self.device.cublas_product()?;
         let bias = Some(bias.as_ref().unwrap_or(&layer.bias));
         let a = if relu {
             let a = self.relu_output(i, &z)?;
