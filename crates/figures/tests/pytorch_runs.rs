@@ -96,17 +96,8 @@ fn every_record_has_its_file() {
 /// its training set (a typed copy in Python would drift unseen).
 #[test]
 fn the_python_lesson_constants_are_the_engines() {
-    let grouped = |n: u64| {
-        let d = n.to_string();
-        let mut out = String::new();
-        for (i, c) in d.chars().enumerate() {
-            if i > 0 && (d.len() - i).is_multiple_of(3) {
-                out.push('_');
-            }
-            out.push(c);
-        }
-        out
-    };
+    // The book's digit groups, with Python's `_` between them.
+    let grouped = |n: u64| charts::style::grouped(n).replace('\u{202f}', "_");
     let lesson = fs::read_to_string(root().join("pytorch/lesson.py")).unwrap();
     let card = gpumem::lesson::CARD_BYTES;
     let rows = gpumem::data::LESSON_TRAINING_EVENTS;

@@ -380,6 +380,20 @@ fn setup_asks_for_the_workspaces_rust_version() {
     assert!(page("setup").contains(&format!("(stable, {version} or newer)")));
 }
 
+/// The row that fits and ran fastest in one recorded run of Challenge 4's demo.
+fn fastest_that_fits<'a>(
+    rows: &'a [demos::challenge4::strategies::Row],
+    run: &figures::measured::BackendTimes,
+) -> &'a demos::challenge4::strategies::Row {
+    let time = |n: &str| run.rows.iter().find(|r| r.name == n)?.relative_to_none;
+    rows.iter()
+        .filter(|r| r.fits)
+        .filter_map(|r| Some((r, time(&r.name)?)))
+        .min_by(|a, b| a.1.total_cmp(&b.1))
+        .expect("a row that fits was timed")
+        .0
+}
+
 /// Challenge 4, after the times: "In no run recorded here was the demo's cheapest the fastest
 /// setup that fits"; on the `cpu` backing the fastest kept float32 every time; and neither
 /// device is a GPU (the cpu backing, and llvmpipe on wgpu), as the page says.
@@ -393,14 +407,7 @@ fn the_demos_cheapest_was_never_the_fastest() {
         let base = base(setup.layers);
         let best = row_of(&rows, &cheapest.best.unwrap().strategy, &base).unwrap();
         for run in &setup.runs {
-            let time = |n: &str| run.rows.iter().find(|r| r.name == n)?.relative_to_none;
-            let fastest = rows
-                .iter()
-                .filter(|r| r.fits)
-                .filter_map(|r| Some((r, time(&r.name)?)))
-                .min_by(|a, b| a.1.total_cmp(&b.1))
-                .unwrap()
-                .0;
+            let fastest = fastest_that_fits(&rows, run);
             let here = format!("{} layers on {}", setup.layers, run.backend);
             assert_ne!(fastest.name, best.name, "{here}");
             if run.backend == "cpu" {
@@ -476,14 +483,7 @@ fn the_grader_accepts_float32_as_well_as_the_cheapest() {
                 .unwrap()
                 .0;
         for run in &setup.runs {
-            let time = |n: &str| run.rows.iter().find(|r| r.name == n)?.relative_to_none;
-            let fastest = rows
-                .iter()
-                .filter(|r| r.fits)
-                .filter_map(|r| Some((r, time(&r.name)?)))
-                .min_by(|a, b| a.1.total_cmp(&b.1))
-                .unwrap()
-                .0;
+            let fastest = fastest_that_fits(&rows, run);
             let s = fastest.strategy;
             let here = format!("{} layers on {}", setup.layers, run.backend);
             assert_eq!(s.precision, Precision::Float32, "{here}");
