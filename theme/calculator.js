@@ -106,6 +106,7 @@
       segment: number(d.segment || ""),
       relu: el("input", { type: "checkbox" }),
       card: select(presets.cards.map(function (c) { return [c.card, c.label]; }).concat([["custom", "any size:"]]), presets.cards[0].card),
+      holds: select(presets.holds.map(function (h) { return [h.preset, h.label]; }), presets.holds[0].preset),
       customCard: el("input", { type: "text", value: presets.cards[presets.cards.length - 1].card, size: "10", spellcheck: "false" }),
       message: select([["lesson", "the lesson's (PyTorch up to 2.0)"], ["current", "today's PyTorch"]], "lesson")
     };
@@ -128,6 +129,7 @@
       el("fieldset", {}, [el("legend", { text: "Card" }),
         field(id + "card", "Card", controls.card),
         field(id + "custom", "Card size", controls.customCard, "used with any size: e.g. 24GiB, 40000MiB, 12GB"),
+        field(id + "holds", "It also holds", controls.holds),
         field(id + "message", "Out-of-memory message", controls.message),
         el("p", { class: "calc-hint", text: presets.nominal_note })])
     ]);
@@ -151,6 +153,7 @@
         '"checkpointing":' + checkpointing,
         '"relu_inplace":' + (controls.relu.checked ? "true" : "false"),
         '"card":' + JSON.stringify(card),
+        '"preset":' + JSON.stringify(controls.holds.value),
         '"oom_message":' + JSON.stringify(controls.message.value)
       ].join(",") + "}";
     }

@@ -5,7 +5,8 @@ use crate::js::{MAX_SAFE_INTEGER, past_exact};
 use crate::request::Request;
 use crate::timeline::Timeline;
 use gpumem::device::Device;
-use gpumem::estimate::{band_margin, deepest_that_fits, estimate, is_exact};
+use gpumem::estimate::{band_margin, deepest_that_fits, estimate_on, is_exact};
+use gpumem::lesson::Card;
 use gpumem::lesson::planning_device;
 use gpumem::measure::{largest_where, measure_step_on, measure_step_traced};
 use gpumem::mlp::MlpConfig;
@@ -86,9 +87,13 @@ pub fn plan(request: &Request) -> Result<Response, String> {
     }
     let config = request.config();
     let rows = request.rows();
-    let equation = estimate(&config, rows).map_err(|e| e.to_string())?;
     let mut options = planning_device(capacity);
     options.oom_message = request.oom_message;
+    options.allocator.context_memory = request.preset.outside().min(capacity);
+    options.cublas = request.preset.workspaces();
+    let equation = estimate_on(&config, rows, options.cublas).map_err(|e| e.to_string())?;
+    // What the allocator may have: the card less what it holds outside.
+    let room = capacity - options.allocator.context_memory;
     let device = Device::new(&options).map_err(|e| e.to_string())?;
     let (step, trace) =
         measure_step_traced(&device, &config, rows, 0).map_err(|e| e.to_string())?;
@@ -115,8 +120,8 @@ pub fn plan(request: &Request) -> Result<Response, String> {
         fits: step.fits(),
         failed_in: step.failed_in.map(|p| p.to_string()),
         oom_message: step.oom.as_ref().map(ToString::to_string),
-        largest_batch: largest_batch(&options, &config, capacity)?,
-        deepest_network: deepest_network(&options, &config, rows, capacity)?,
+        largest_batch: largest_batch(&options, &config, room)?,
+        deepest_network: deepest_network(&options, &config, rows, room)?,
         depth_search_limit: DEPTH_SEARCH_LIMIT,
         timeline,
         notes: Vec::new(),
@@ -158,7 +163,9 @@ fn largest_batch(
     // Each row holds at least its features in float32: more rows than this cannot fit.
     let max = capacity / (config.inputs.max(1) * 4);
     let by_equation = largest_where(max, |rows| {
-        Ok::<_, String>(estimate(config, rows).is_ok_and(|e| e.peak_allocated <= capacity))
+        Ok::<_, String>(
+            estimate_on(config, rows, options.cublas).is_ok_and(|e| e.peak_allocated <= capacity),
+        )
     })?;
     largest_near(max, by_equation, |rows| fits(options, config, rows))
 }
@@ -169,7 +176,7 @@ fn deepest_network(
     rows: u64,
     capacity: u64,
 ) -> Result<Option<u64>, String> {
-    let by_equation = deepest_that_fits(config, rows, capacity, DEPTH_SEARCH_LIMIT);
+    let by_equation = deepest_that_fits(config, rows, capacity, DEPTH_SEARCH_LIMIT, options.cublas);
     largest_near(DEPTH_SEARCH_LIMIT, by_equation, |layers| {
         fits(options, &config.clone().with_layers(layers), rows)
     })
@@ -177,10 +184,21 @@ fn deepest_network(
 
 /// Says what the numbers leave out, and what the setup's own numbers mean.
 fn with_notes(mut r: Response, request: &Request) -> Response {
-    let mut notes = vec![
-        "Memory outside the allocator is not counted: on a real card the CUDA context (and any \
-         other process) holds some before the first tensor, so less is free than the card's size."
+    let outside = match request.preset {
+        Card::Ideal => "Memory outside the allocator is not counted: on a real card the CUDA \
+                        context (and any other process) holds some before the first tensor, so \
+                        less is free than the card's size. Choose the lesson's card to see it."
             .to_string(),
+        Card::Lesson => format!(
+            "As the lesson's card: {} of the card is held outside the allocator (what the \
+             lesson's message leaves unexplained), and the step's matrix products take \
+             PyTorch 2.0's cuBLAS workspaces ({} per thread) through it.",
+            format_bytes(request.preset.outside()),
+            format_bytes(request.preset.workspaces().cublas)
+        ),
+    };
+    let mut notes = vec![
+        outside,
         "Time is not modelled: checkpointing and gradient accumulation save memory by doing more \
          work (Challenge 4 measures how much)."
             .to_string(),

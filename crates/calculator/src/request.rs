@@ -33,6 +33,10 @@ pub struct Request {
     pub relu_inplace: bool,
     /// The card: a size such as `15.90GiB`, `16282MiB` or `24GB`.
     pub card: String,
+    /// What the card holds besides tensors: nothing (`ideal`) or what the lesson's did
+    /// (`lesson`: memory outside the allocator, cuBLAS workspaces).
+    #[serde(default)]
+    pub preset: gpumem::lesson::Card,
     /// Which of PyTorch's out-of-memory sentences to print.
     #[serde(default)]
     pub oom_message: OomMessage,
@@ -140,6 +144,7 @@ impl Request {
             checkpointing: Checkpointing::Off,
             relu_inplace: false,
             card: MemorySpec::Bytes(CARD_BYTES).to_string(),
+            preset: gpumem::lesson::Card::Ideal,
             oom_message: OomMessage::Lesson,
         }
     }
@@ -200,11 +205,20 @@ pub struct CardPreset {
     pub bytes: u64,
 }
 
+/// What a card may hold besides tensors ([`gpumem::lesson::Card`]).
+#[derive(Debug, Clone, Serialize)]
+pub struct HoldsPreset {
+    pub preset: gpumem::lesson::Card,
+    pub label: String,
+}
+
 /// What the widget may offer, from the engine's own constants.
 #[derive(Debug, Clone, Serialize)]
 pub struct Presets {
     /// The lesson's card first, then cards by nominal size.
     pub cards: Vec<CardPreset>,
+    /// Tensors only first, then what the lesson's card held.
+    pub holds: Vec<HoldsPreset>,
     /// What a nominal size means here.
     pub nominal_note: String,
     /// Rows of the lesson's training set (`"all"`).
@@ -229,8 +243,26 @@ impl Presets {
             card: format!("{gb}GiB"),
             bytes: gb << 30,
         }));
+        let holds = gpumem::lesson::Card::ALL
+            .iter()
+            .map(|&preset| HoldsPreset {
+                preset,
+                label: match preset {
+                    gpumem::lesson::Card::Ideal => "nothing (the ideal card)".into(),
+                    gpumem::lesson::Card::Lesson => {
+                        let outside = gpumem::lesson::lesson_figures()
+                            .and_then(|l| l.outside())
+                            .map_or(String::new(), |h| {
+                                format!(" {}", gpumem::lesson::hundredths_text(h))
+                            });
+                        format!("the lesson's:{outside} outside, workspaces")
+                    }
+                },
+            })
+            .collect();
         Presets {
             cards,
+            holds,
             nominal_note: format!(
                 "A card sold as N GB is taken here as N GiB, a choice of ours: the card reports \
                  somewhat less (the lesson's 16 GB card reported {}), and the CUDA context takes \

@@ -54,6 +54,9 @@ fn grid() -> Vec<Request> {
                 r.accumulation = [1, 1, 4, 3][i % 4];
                 r.relu_inplace = i.is_multiple_of(5);
                 r.card = cards[i % cards.len()].to_string();
+                if i % 3 == 1 {
+                    r.preset = gpumem::lesson::Card::Lesson;
+                }
                 r.oom_message = if i.is_multiple_of(2) {
                     OomMessage::Lesson
                 } else {

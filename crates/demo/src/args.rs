@@ -3,7 +3,9 @@
 
 use clap::Args;
 use gpumem::alloc::OomMessage;
+use gpumem::cublas::{CublasWorkspace, WorkspaceRules};
 use gpumem::device::{Backend, DeviceOptions};
+use gpumem::lesson::Card;
 use gpumem::mlp::{MlpConfig, Optimizer, OptimizerImpl, ZeroGrad};
 use gpumem::size::MemorySpec;
 use gpumem::train::BatchSize;
@@ -22,11 +24,25 @@ pub struct DeviceArgs {
     #[arg(long, value_name = "BACKEND", default_value = "auto", value_parser = parse_backend)]
     pub backend: Backend,
 
+    /// Which card: ideal (its memory all for tensors, what the memory equation counts) or
+    /// lesson (the lesson's card as its message shows it: 0.72 GiB outside the allocator, and
+    /// the cuBLAS workspaces of the lesson's PyTorch, 2.0, in it). The flags below change
+    /// either.
+    #[arg(long, value_name = "CARD", default_value = "ideal", value_parser = parse_card)]
+    pub card: Card,
+
     /// Memory on the card that the allocator does not hold: the CUDA context and other
     /// processes. It lowers the "free" figure as a driver's would; the book's Monitoring page
-    /// derives the lesson's from its message. A size.
-    #[arg(long, value_name = "SIZE", default_value = "0", value_parser = parse_context_memory, allow_hyphen_values = true)]
-    pub context_memory: u64,
+    /// derives the lesson's from its message. A size [default: the card's, 0 on ideal].
+    #[arg(long, value_name = "SIZE", value_parser = parse_context_memory, allow_hyphen_values = true)]
+    pub context_memory: Option<u64>,
+
+    /// Each thread's cuBLAS workspace, taken through the caching allocator by its first
+    /// matrix product: a size (`8MiB`), CUBLAS_WORKSPACE_CONFIG's `:SIZE_KiB:COUNT` pairs
+    /// (`:4096:2:16:8`, PyTorch's default before Hopper), or `off` for no workspaces at all
+    /// [default: the card's, none on ideal].
+    #[arg(long, value_name = "SIZE|:S:C|off", value_parser = parse_cublas_workspace, allow_hyphen_values = true)]
+    pub cublas_workspace: Option<CublasWorkspace>,
 
     /// Wording of out-of-memory errors: lesson (PyTorch up to 2.0, as the lesson quotes it) or
     /// current (today's PyTorch).
@@ -44,12 +60,52 @@ impl DeviceArgs {
             backend,
             memory: self.device_memory,
             allocator: gpumem::alloc::AllocatorConfig {
-                context_memory: self.context_memory,
+                context_memory: self.context_memory.unwrap_or(self.card.outside()),
                 ..self.allocator.config()
             },
             oom_message: self.oom_message,
+            cublas: self.workspaces(),
             ..Default::default()
         }
+    }
+
+    /// The `card:` line the demos print: which card, and what the flags changed of it.
+    pub fn card_line(&self) -> String {
+        use gpumem::size::format_bytes;
+        let mut changed = Vec::new();
+        if self.device_memory != gpumem::MemorySpec::Bytes(self.card.capacity()) {
+            changed.push(format!(
+                "{} of memory (--device-memory)",
+                self.device_memory
+            ));
+        }
+        if let Some(c) = self.context_memory.filter(|&c| c != self.card.outside()) {
+            changed.push(format!(
+                "{} outside the allocator (--context-memory)",
+                format_bytes(c)
+            ));
+        }
+        match self.cublas_workspace {
+            Some(CublasWorkspace::Off) => {
+                changed.push("no workspaces (--cublas-workspace off)".into())
+            }
+            Some(CublasWorkspace::Bytes(b)) => changed.push(format!(
+                "a cuBLAS workspace of {} per thread (--cublas-workspace)",
+                format_bytes(b)
+            )),
+            None => {}
+        }
+        let mut line = format!("card:    {}", self.card.describe());
+        if !changed.is_empty() {
+            line += &format!("; changed: {}", changed.join(", "));
+        }
+        line
+    }
+
+    /// The workspaces the matrix products take: the card's, changed by `--cublas-workspace`.
+    pub fn workspaces(&self) -> WorkspaceRules {
+        let card = self.card.workspaces();
+        self.cublas_workspace.map_or(card, |w| card.with_cublas(w))
     }
 }
 
@@ -149,6 +205,14 @@ fn parse_memory(s: &str) -> Result<MemorySpec, String> {
 /// A size; whether it fits the card is checked when the device opens.
 fn parse_context_memory(s: &str) -> Result<u64, String> {
     gpumem::size::parse_bytes(s).map_err(|e| e.to_string())
+}
+
+fn parse_card(s: &str) -> Result<Card, String> {
+    s.parse()
+}
+
+fn parse_cublas_workspace(s: &str) -> Result<CublasWorkspace, String> {
+    s.parse::<CublasWorkspace>().map_err(|e| e.to_string())
 }
 
 fn parse_oom_message(s: &str) -> Result<OomMessage, String> {
@@ -310,5 +374,30 @@ mod tests {
             (d.allocator.context_memory, d.oom_message),
             (0, OomMessage::Lesson)
         );
+        assert!(d.cublas.is_none());
+        // The lesson's card: its outside memory and workspaces, each flag changing one.
+        let l = parse(&["--card", "lesson"]);
+        assert_eq!(l.allocator.context_memory, 773_094_113);
+        assert_eq!(l.cublas, Card::Lesson.workspaces());
+        let l = parse(&[
+            "--card",
+            "lesson",
+            "--context-memory",
+            "0",
+            "--cublas-workspace",
+            ":16:8",
+        ]);
+        assert_eq!((l.allocator.context_memory, l.cublas.cublas), (0, 131_072));
+        assert!(
+            parse(&["--card", "lesson", "--cublas-workspace", "off"])
+                .cublas
+                .is_none()
+        );
+        // On the ideal card a size means a workspace through the allocator, as
+        // TORCH_CUBLAS_WORKSPACE_CACHE=1 does.
+        let i = parse(&["--cublas-workspace", "8MiB"]);
+        assert_eq!((i.cublas.cublas, i.cublas.lt), (8 << 20, 0));
+        assert!(parse_cublas_workspace("0").unwrap_err().contains("off"));
+        assert!(parse_card("big").unwrap_err().contains("ideal or lesson"));
     }
 }

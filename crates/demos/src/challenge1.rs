@@ -6,7 +6,7 @@ use clap::{CommandFactory, FromArgMatches, Parser};
 use demo::{DeviceArgs, ModelArgs, Output, SnapshotArgs, with_defaults};
 use gpumem::data::Dataset;
 use gpumem::device::DeviceInfo;
-use gpumem::estimate::{Estimate, estimate};
+use gpumem::estimate::{Estimate, estimate_on};
 use gpumem::measure::{StepMemory, largest_batch, measure_step_on};
 use gpumem::mlp::{Batch, Mlp, MlpConfig};
 use gpumem::size::{MemorySpec, format_bytes};
@@ -53,6 +53,7 @@ pub fn run(args: impl IntoIterator<Item = impl Into<OsString> + Clone>) -> anyho
     let info = device.info();
     out.line("Challenge 1 — the whole training set as one batch");
     out.line(demo::device_line(&info));
+    out.line(cli.device.card_line());
     out.line(format!(
         "network: {} inputs → {} hidden layer(s) of {} (ReLU) → {} classes, {}, {} parameters",
         config.inputs,
@@ -74,6 +75,7 @@ pub fn run(args: impl IntoIterator<Item = impl Into<OsString> + Clone>) -> anyho
     let full = full_batch(&cli, &info, &config, rows, &out)?;
     out.json(&json!({
         "device": info,
+        "card": cli.device.card,
         "config": config,
         "warmup": warmup,
         "attempt": {
@@ -123,7 +125,7 @@ fn full_batch(
         }
         None => out.line(format!("backing: {heavy}, executed")),
     }
-    let e = estimate(config, rows)?;
+    let e = estimate_on(config, rows, heavy_options.cublas)?;
     out.line("What one training step needs, by the memory equation (gpumem::estimate):");
     let category_rows: Vec<Vec<String>> = e
         .categories()

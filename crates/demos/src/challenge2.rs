@@ -57,6 +57,7 @@ pub fn run(args: impl IntoIterator<Item = impl Into<OsString> + Clone>) -> anyho
         demo::args::heavy_backend(cli.device.backend, opened.backend, cli.device.device_memory);
     out.line("Challenge 2 — how deep before the card runs out?");
     out.line(demo::device_line(&opened));
+    out.line(cli.device.card_line());
     if let Some(why) = &why {
         out.line(format!("runs:    {why}"));
     }
@@ -93,10 +94,16 @@ pub fn run(args: impl IntoIterator<Item = impl Into<OsString> + Clone>) -> anyho
         gpumem::MemorySpec::Bytes(b) => Some(b),
         gpumem::MemorySpec::Native => None,
     };
-    let predicted = card_bytes.and_then(|c| deepest_that_fits(&base, batch, c, max_layers));
+    // The allocator may use what the card does not hold outside it.
+    let options = cli.device.options(backend);
+    let predicted = card_bytes.and_then(|c| {
+        let room = c.saturating_sub(options.allocator.context_memory);
+        deepest_that_fits(&base, batch, room, max_layers, options.cublas)
+    });
     let compared = compare(&base, batch, deepest, predicted, card_bytes, out)?;
     out.json(&json!({
         "device": opened,
+        "card": cli.device.card,
         "backend": backend,
         "batch": batch,
         "config": base,

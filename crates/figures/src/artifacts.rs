@@ -302,6 +302,76 @@ pub const ARTIFACTS: &[Artifact] = &[
         render: pages::memory_equation::full_batch_tried,
     },
     Artifact {
+        path: "generated/cards_table.md",
+        about: "the ideal card and the lesson's card side by side: what each holds besides tensors, largest batch, deepest networks",
+        render: pages::cards::cards_table,
+    },
+    Artifact {
+        path: "generated/largest_batch_lesson_card.md",
+        about: "inline: the largest batch of the lesson's network on the lesson's card (rows)",
+        render: pages::cards::largest_batch_lesson_card,
+    },
+    Artifact {
+        path: "generated/largest_batch_drop.md",
+        about: "inline: how much smaller the largest batch is on the lesson's card than on the ideal one",
+        render: pages::cards::largest_batch_drop,
+    },
+    Artifact {
+        path: "generated/deepest_lesson_card.md",
+        about: "inline: the deepest networks (width 5000, batch 32) on the lesson's card, SGD and Adam",
+        render: pages::cards::deepest_lesson_card,
+    },
+    Artifact {
+        path: "generated/lesson_card_message.md",
+        about: "the lesson's message above the engine's for Challenge 1 on the lesson's card",
+        render: pages::cards::lesson_card_message,
+    },
+    Artifact {
+        path: "generated/lesson_card_one_row_more.md",
+        about: "the lesson's card one row past its largest batch: its peaks, and which tensors cut the block the failing request needed",
+        render: pages::cards::lesson_card_one_row_more,
+    },
+    Artifact {
+        path: "generated/lesson_card_one_row_more_commands.md",
+        about: "the two commands that show the lesson's card's boundary",
+        render: pages::cards::lesson_card_one_row_more_commands,
+    },
+    Artifact {
+        path: "generated/lesson_card_parts.md",
+        about: "inline: the largest batch with only the lesson's card's outside memory, and with only its workspaces",
+        render: pages::cards::lesson_card_parts,
+    },
+    Artifact {
+        path: "generated/cublas_workspace_default.md",
+        about: "inline: PyTorch's default cuBLAS workspace before Hopper, in bytes",
+        render: pages::cards::cublas_workspace_default,
+    },
+    Artifact {
+        path: "generated/cublas_workspace_hopper.md",
+        about: "inline: PyTorch's cuBLAS workspace on Hopper",
+        render: pages::cards::cublas_workspace_hopper,
+    },
+    Artifact {
+        path: "generated/cublaslt_workspace.md",
+        about: "inline: cuBLASLt's default workspace",
+        render: pages::cards::cublaslt_workspace,
+    },
+    Artifact {
+        path: "generated/lesson_card_workspaces_total.md",
+        about: "inline: the lesson's card's workspaces at most: two cuBLAS workspaces and one cuBLASLt call's",
+        render: pages::cards::lesson_card_workspaces_total,
+    },
+    Artifact {
+        path: "generated/lesson_outside.md",
+        about: "inline: the lesson's card's memory outside the allocator, from its message",
+        render: pages::cards::lesson_outside,
+    },
+    Artifact {
+        path: "generated/lesson_cublas_workspace.md",
+        about: "inline: one cuBLAS workspace of the lesson's card",
+        render: pages::cards::lesson_cublas_workspace,
+    },
+    Artifact {
         path: "generated/largest_batch_on_card.md",
         about: "inline: the largest batch of the lesson's network that fits on the card (rows)",
         render: pages::challenge_1::largest_batch_on_card,

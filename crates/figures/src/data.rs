@@ -6,8 +6,8 @@
 use anyhow::{Context, Result, anyhow};
 use gpumem::alloc::OutOfMemory;
 use gpumem::data::LESSON_TRAINING_EVENTS;
-use gpumem::estimate::{Estimate, deepest_that_fits, estimate};
-use gpumem::lesson::{CARD_BYTES, planning_on_card, planning_unlimited};
+use gpumem::estimate::{Estimate, deepest_that_fits, estimate, estimate_on};
+use gpumem::lesson::{CARD_BYTES, Card, planning_on, planning_on_card, planning_unlimited};
 use gpumem::measure::{
     Search, StepMemory, deepest_network, largest_batch, largest_where, measure_step, search_largest,
 };
@@ -124,8 +124,14 @@ pub struct DeepestFit {
 /// takes the deepest fit and the first failure from its attempts, which always include both
 /// neighbours of the boundary.
 pub fn deepest_fit(optimizer: Optimizer) -> Result<DeepestFit> {
+    deepest_fit_on(Card::Ideal, optimizer)
+}
+
+/// [`deepest_fit`] on `card`; the equation's answer with the card's workspaces, in what the
+/// card leaves the allocator.
+pub fn deepest_fit_on(card: Card, optimizer: Optimizer) -> Result<DeepestFit> {
     let base = network(DEEP_WIDTH, 1, optimizer);
-    let search = deepest_network(&planning_on_card(), &base, DEEP_BATCH, MAX_DEPTH)
+    let search = deepest_network(&planning_on(card), &base, DEEP_BATCH, MAX_DEPTH)
         .with_context(|| describe(&base, DEEP_BATCH))?;
     let layers = search
         .best
@@ -144,14 +150,26 @@ pub fn deepest_fit(optimizer: Optimizer) -> Result<DeepestFit> {
     Ok(DeepestFit {
         optimizer,
         layers,
-        equation_peak: equation(&network(DEEP_WIDTH, layers, optimizer), DEEP_BATCH)?
-            .peak_allocated,
+        equation_peak: estimate_on(
+            &network(DEEP_WIDTH, layers, optimizer),
+            DEEP_BATCH,
+            card.workspaces(),
+        )
+        .with_context(|| describe(&base, DEEP_BATCH))?
+        .peak_allocated,
         step,
         oom,
         failed_in: next
             .failed_in
             .ok_or_else(|| anyhow!("an out-of-memory error without its pass"))?,
-        equation_layers: deepest_that_fits(&base, DEEP_BATCH, CARD_BYTES, MAX_DEPTH).unwrap_or(0),
+        equation_layers: deepest_that_fits(
+            &base,
+            DEEP_BATCH,
+            card.capacity() - card.outside(),
+            MAX_DEPTH,
+            card.workspaces(),
+        )
+        .unwrap_or(0),
     })
 }
 
@@ -174,8 +192,13 @@ pub struct LargestBatch {
 }
 
 pub fn largest_batch_on_card(width: u64) -> Result<Option<LargestBatch>> {
+    largest_batch_on(Card::Ideal, width)
+}
+
+/// [`largest_batch_on_card`] on `card`.
+pub fn largest_batch_on(card: Card, width: u64) -> Result<Option<LargestBatch>> {
     let config = MlpConfig::lesson(width);
-    let search = largest_batch(&planning_on_card(), &config, LESSON_TRAINING_EVENTS)
+    let search = largest_batch(&planning_on(card), &config, LESSON_TRAINING_EVENTS)
         .with_context(|| describe(&config, LESSON_TRAINING_EVENTS))?;
     search
         .best

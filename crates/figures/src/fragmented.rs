@@ -8,7 +8,7 @@ use gpumem::Device;
 use gpumem::Error;
 use gpumem::alloc::{EventKind, OutOfMemory};
 use gpumem::estimate::block_bytes;
-use gpumem::lesson::planning_on_card;
+use gpumem::lesson::{Card, planning_on};
 use gpumem::measure::STEPS;
 use gpumem::mlp::{Batch, Mlp, MlpConfig, Pass};
 use std::collections::BTreeMap;
@@ -39,10 +39,22 @@ pub struct Cutter {
     pub twin_alive: bool,
 }
 
-/// Runs `config` at `rows` on the lesson's card for [`STEPS`] steps; `None` if it fits, or
+/// Runs `config` at `rows` on the ideal card for [`STEPS`] steps; `None` if it fits, or
 /// if it fails without a cut segment (the card is simply too small).
 pub fn fragmented_step(config: &MlpConfig, rows: u64) -> Result<Option<Fragmented>> {
-    let device = Device::new(&planning_on_card())?;
+    fragmented_step_on(Card::Ideal, config, rows, true)
+}
+
+/// [`fragmented_step`] on `card`; unless `only_by_message`, a failure counts when a cached
+/// segment big enough for the request was cut, even if the cache's unused bytes are fewer
+/// than the request (the message's test for fragmentation).
+pub fn fragmented_step_on(
+    card: Card,
+    config: &MlpConfig,
+    rows: u64,
+    only_by_message: bool,
+) -> Result<Option<Fragmented>> {
+    let device = Device::new(&planning_on(card))?;
     let mut mlp = Mlp::new(&device, config, SEED)?;
     let mut steps = Vec::new();
     for step in 1..=STEPS {
@@ -54,7 +66,7 @@ pub fn fragmented_step(config: &MlpConfig, rows: u64) -> Result<Option<Fragmente
             Err(Error::OutOfMemory(oom)) => *oom,
             Err(e) => return Err(e.into()),
         };
-        if !oom.is_fragmentation() {
+        if only_by_message && !oom.is_fragmentation() {
             return Ok(None);
         }
         let made_for: BTreeMap<u64, String> = steps

@@ -7,8 +7,7 @@
 //!
 //! This module holds the rules: sizes per GPU generation and PyTorch version, the syntax of
 //! `CUBLAS_WORKSPACE_CONFIG`, and which workspaces go through the caching allocator. A device
-//! takes them in its step once set (`Device::set_cublas_workspaces`; none by default). Not yet
-//! done (issue "The real card"): the estimate's term, the CLIs' flag, the card presets.
+//! takes them in its step once set ([`crate::device::DeviceOptions::cublas`]; none by default).
 
 use crate::size::{SizeError, parse_bytes};
 use std::str::FromStr;
@@ -27,20 +26,25 @@ pub const LARGE_WORKSPACE: u64 = 4096 * 8 * KIB;
 pub const DEFAULT_LT_WORKSPACE: u64 = 1024 * KIB;
 
 /// Which PyTorch's rules: they changed with the version.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub enum TorchRules {
-    /// About 2.4 to 2.10: the cuBLAS workspace always goes through the caching allocator, and
-    /// only Hopper (compute capability 9.0) gets 32 MiB.
+    /// About 2.0 to 2.7, the lesson's PyTorch (its out-of-memory message is worded as up to
+    /// 2.0): each handle's cuBLAS workspace through the caching allocator, and cuBLASLt's
+    /// allocated for each call and freed after it (`CUDABlas.cpp`'s `gemm_and_bias`).
+    V2_0,
+    /// About 2.8 to 2.10: as 2.0, but cuBLASLt keeps one workspace per handle
+    /// (PyTorch PR 156495, "persistent workspace").
     V2_10,
     /// 2.15, the version this project's fixtures name: workspace caching is off by default on
-    /// CUDA (`TORCH_CUBLAS_WORKSPACE_CACHE`), and majors 9–12 get 32 MiB when it is on.
+    /// CUDA (`TORCH_CUBLAS_WORKSPACE_CACHE`), so cuBLAS keeps its own workspace outside the
+    /// allocator, and majors 9–12 get 32 MiB when it is on.
     V2_15,
 }
 
 /// The default cuBLAS workspace for a card of compute capability `major.minor`.
 pub fn default_cublas_workspace(rules: TorchRules, major: u32, minor: u32) -> u64 {
     let large = match rules {
-        TorchRules::V2_10 => major == 9 && minor == 0,
+        TorchRules::V2_0 | TorchRules::V2_10 => major == 9 && minor == 0,
         TorchRules::V2_15 => (9..=12).contains(&major),
     };
     if large {
@@ -143,55 +147,117 @@ impl FromStr for CublasWorkspace {
 pub enum Handle {
     /// The forward pass and the optimizer, on the Python thread.
     Main,
-    /// The backward pass, on autograd's device thread.
+    /// The backward pass (recomputed forward passes included), on autograd's device thread.
     Autograd,
 }
 
-/// One workspace a process holds once its handle has run a matrix product.
+/// Which library's workspace.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Workspace {
-    pub handle: Handle,
-    /// cuBLASLt's (`getCUDABlasLtWorkspace`) rather than cuBLAS's.
-    pub lt: bool,
-    pub bytes: u64,
-    /// Taken from PyTorch's caching allocator (counted in `memory_allocated()`), or by the
-    /// library itself, outside it (seen only as memory the driver no longer has free).
-    pub through_allocator: bool,
+pub enum Library {
+    Cublas,
+    /// cuBLASLt's (`getCUDABlasLtWorkspace`), taken by products that go through it: `addmm`
+    /// with a bias vector (`gemm_and_bias`), i.e. `nn.Linear`'s forward pass.
+    CublasLt,
 }
 
-/// The workspaces a step's handles hold under `rules`: `cached` is
-/// `TORCH_CUBLAS_WORKSPACE_CACHE=1` (always so before 2.15), `lt_handles` the handles whose
-/// products take the cuBLASLt path (e.g. `addmm` with a bias, through `gemm_and_bias`).
-pub fn step_workspaces(
-    rules: TorchRules,
-    cached: bool,
-    cublas: u64,
-    lt: u64,
-    lt_handles: &[Handle],
-) -> Vec<Workspace> {
-    let cached = cached || rules == TorchRules::V2_10;
-    let mut out = Vec::new();
-    for handle in [Handle::Main, Handle::Autograd] {
-        let uses_lt = lt_handles.contains(&handle);
-        out.push(Workspace {
-            handle,
-            lt: false,
-            bytes: cublas,
-            through_allocator: cached,
-        });
-        // 2.15 with caching shares one workspace between the two libraries (unified, its
-        // default then); without caching, and before 2.15, cuBLASLt takes its own.
-        let unified = cached && rules == TorchRules::V2_15;
-        if uses_lt && !unified {
-            out.push(Workspace {
-                handle,
-                lt: true,
-                bytes: lt,
-                through_allocator: true,
-            });
+/// The workspaces a device's matrix products take through its caching allocator (counted in
+/// `memory_allocated()`); what a library keeps outside the allocator is memory outside it,
+/// like the CUDA context's.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
+pub struct WorkspaceRules {
+    /// Each handle's cuBLAS workspace, taken by its first product of either kind
+    /// (`getCurrentCUDABlasHandle` sets the handle up for cuBLASLt too); 0 for none.
+    pub cublas: u64,
+    /// cuBLASLt's own workspace, taken by a handle's first cuBLASLt product; 0 for none (or
+    /// shared with cuBLAS's, "unified").
+    pub lt: u64,
+    /// cuBLASLt's workspace is allocated for each call and freed after it (before ≈2.8).
+    pub lt_per_call: bool,
+}
+
+impl WorkspaceRules {
+    /// A tensors-only card: nothing but tensors in the allocator.
+    pub const NONE: Self = Self {
+        cublas: 0,
+        lt: 0,
+        lt_per_call: false,
+    };
+
+    /// The workspaces under `rules` for a cuBLAS workspace of `cublas` bytes and a cuBLASLt
+    /// one of `lt`; `cached` is `TORCH_CUBLAS_WORKSPACE_CACHE=1` (what 2.15 does without it
+    /// is what earlier versions always did).
+    pub fn for_torch(rules: TorchRules, cached: bool, cublas: u64, lt: u64) -> Self {
+        match rules {
+            TorchRules::V2_0 => Self {
+                cublas,
+                lt,
+                lt_per_call: true,
+            },
+            TorchRules::V2_10 => Self {
+                cublas,
+                lt,
+                lt_per_call: false,
+            },
+            // Cached: cuBLASLt shares the handle's workspace, grown to the larger size
+            // ("unified", its default then).
+            TorchRules::V2_15 if cached => Self {
+                cublas: cublas.max(lt),
+                lt: 0,
+                lt_per_call: false,
+            },
+            // Not cached: cuBLAS's own workspace, outside the allocator.
+            TorchRules::V2_15 => Self {
+                cublas: 0,
+                lt,
+                lt_per_call: false,
+            },
         }
     }
-    out
+
+    /// Whether products take anything through the allocator.
+    pub fn is_none(&self) -> bool {
+        self.cublas == 0 && self.lt == 0
+    }
+
+    /// The same rules with `cublas` bytes for cuBLAS's workspace (`--cublas-workspace`), or
+    /// none at all for `off`.
+    pub fn with_cublas(self, setting: CublasWorkspace) -> Self {
+        match setting {
+            CublasWorkspace::Off => Self::NONE,
+            CublasWorkspace::Bytes(cublas) => Self { cublas, ..self },
+        }
+    }
+
+    /// What a product on `handle` takes, given what the handles already hold: `(library,
+    /// bytes, kept)` in the order PyTorch allocates them; `kept` is false for a per-call
+    /// workspace, freed when the product ends.
+    pub fn taken(
+        &self,
+        lt_product: bool,
+        holds: impl Fn(Library) -> bool,
+    ) -> Vec<(Library, u64, bool)> {
+        let mut out = Vec::new();
+        if self.cublas > 0 && !holds(Library::Cublas) {
+            out.push((Library::Cublas, self.cublas, true));
+        }
+        if lt_product && self.lt > 0 && (self.lt_per_call || !holds(Library::CublasLt)) {
+            out.push((Library::CublasLt, self.lt, !self.lt_per_call));
+        }
+        out
+    }
+}
+
+/// The label a workspace's block carries in traces, snapshots and messages.
+pub fn label(library: Library, handle: Handle) -> String {
+    let library = match library {
+        Library::Cublas => "cublas_workspace",
+        Library::CublasLt => "cublaslt_workspace",
+    };
+    let thread = match handle {
+        Handle::Main => "main thread",
+        Handle::Autograd => "autograd thread",
+    };
+    format!("{library} ({thread})")
 }
 
 #[cfg(test)]
@@ -235,7 +301,7 @@ mod tests {
     fn defaults_per_generation_and_version() {
         let pre = 8_519_680;
         // Ampere (8.0), Ada (8.9): the same everywhere.
-        for rules in [TorchRules::V2_10, TorchRules::V2_15] {
+        for rules in [TorchRules::V2_0, TorchRules::V2_10, TorchRules::V2_15] {
             assert_eq!(default_cublas_workspace(rules, 8, 0), pre);
             assert_eq!(default_cublas_workspace(rules, 8, 9), pre);
             assert_eq!(default_cublas_workspace(rules, 9, 0), 33_554_432);
@@ -280,30 +346,39 @@ mod tests {
         }
     }
 
-    /// Hand-computed: a step on an Ampere card, the forward `addmm` on the cuBLASLt path.
+    /// Hand-computed: a handle's first `addmm` with a bias (a cuBLASLt product) and its
+    /// second, under each version's rules on an Ampere card.
     #[test]
-    fn a_step_holds_a_workspace_per_handle() {
+    fn what_a_handles_products_take() {
         let pre = 8_519_680;
         let lt = DEFAULT_LT_WORKSPACE;
-        // Before 2.15: both handles' cuBLAS workspaces through the allocator, and the main
-        // thread's cuBLASLt workspace beside its own.
-        let old = step_workspaces(TorchRules::V2_10, false, pre, lt, &[Handle::Main]);
-        let through: u64 = old
-            .iter()
-            .filter(|w| w.through_allocator)
-            .map(|w| w.bytes)
-            .sum();
-        assert_eq!(old.len(), 3);
-        assert_eq!(through, 2 * pre + lt);
-        // 2.15's default: cuBLAS keeps its own (outside), only cuBLASLt's goes through.
-        let new = step_workspaces(TorchRules::V2_15, false, pre, lt, &[Handle::Main]);
-        let (inside, outside): (Vec<&Workspace>, Vec<&Workspace>) =
-            new.iter().partition(|w| w.through_allocator);
-        assert_eq!(inside.iter().map(|w| w.bytes).sum::<u64>(), lt);
-        assert_eq!(outside.iter().map(|w| w.bytes).sum::<u64>(), 2 * pre);
-        // 2.15 with TORCH_CUBLAS_WORKSPACE_CACHE=1: unified, two workspaces through.
-        let cached = step_workspaces(TorchRules::V2_15, true, pre, lt, &[Handle::Main]);
-        assert_eq!(cached.len(), 2);
-        assert!(cached.iter().all(|w| w.through_allocator && !w.lt));
+        let none = |_| false;
+        let all = |_| true;
+        // 2.0: cuBLAS's workspace once, cuBLASLt's on every call and given back.
+        let old = WorkspaceRules::for_torch(TorchRules::V2_0, false, pre, lt);
+        assert_eq!(
+            old.taken(true, none),
+            [(Library::Cublas, pre, true), (Library::CublasLt, lt, false)]
+        );
+        assert_eq!(old.taken(true, all), [(Library::CublasLt, lt, false)]);
+        assert_eq!(old.taken(false, none), [(Library::Cublas, pre, true)]);
+        // 2.10: both kept, each once.
+        let mid = WorkspaceRules::for_torch(TorchRules::V2_10, false, pre, lt);
+        assert_eq!(mid.taken(true, none).len(), 2);
+        assert!(mid.taken(true, all).is_empty());
+        // 2.15's default: only cuBLASLt's 1 MiB, and only for cuBLASLt products.
+        let new = WorkspaceRules::for_torch(TorchRules::V2_15, false, pre, lt);
+        assert_eq!(new.taken(true, none), [(Library::CublasLt, lt, true)]);
+        assert!(new.taken(false, none).is_empty());
+        // 2.15 with TORCH_CUBLAS_WORKSPACE_CACHE=1: one shared workspace per handle.
+        let cached = WorkspaceRules::for_torch(TorchRules::V2_15, true, pre, lt);
+        assert_eq!(cached.taken(true, none), [(Library::Cublas, pre, true)]);
+        // The flag: a size replaces cuBLAS's, `off` takes everything away.
+        assert_eq!(
+            old.with_cublas(CublasWorkspace::Bytes(1 << 20)).cublas,
+            1 << 20
+        );
+        assert!(old.with_cublas(CublasWorkspace::Off).is_none());
+        assert!(label(Library::CublasLt, Handle::Autograd).contains("autograd"));
     }
 }

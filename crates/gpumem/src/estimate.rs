@@ -5,6 +5,7 @@
 //!                + input batch                                   (x and y)
 //!                + activations                                   (what the forward pass made and kept)
 //!                + temporaries                                   (the backward pass's and the optimizer's)
+//!                + workspaces                                    (cuBLAS's, not tensors: 0 on the ideal card)
 //! ```
 //!
 //! each term taken at the busiest moment of two steps of PyTorch's training loop. The terms
@@ -19,6 +20,7 @@ mod ledger;
 mod schedule;
 
 use crate::alloc::{LARGE_BUFFER, MIN_LARGE_ALLOC, ROUND_LARGE, SMALL_SIZE, round_size};
+use crate::cublas::WorkspaceRules;
 use crate::error::Error;
 use crate::mlp::MlpConfig;
 use crate::mlp::micro_batches;
@@ -32,7 +34,7 @@ const F32: u64 = 4;
 const LABEL: u64 = 8;
 // ANCHOR_END: bytes_per_value
 
-/// The six terms of the equation.
+/// The six terms of the equation, and the workspaces beside them.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Term {
     Parameters,
@@ -41,6 +43,8 @@ enum Term {
     InputBatch,
     Activations,
     Temporaries,
+    /// Not a tensor: the matrix products' library workspaces (none on a tensors-only card).
+    Workspaces,
 }
 
 // ANCHOR: block_bytes
@@ -111,6 +115,9 @@ pub struct Estimate {
     /// What the backward pass and the optimizer make on top: gradients flowing back, the
     /// loss's seed, Adam's square roots.
     pub temporaries: u64,
+    /// Not a tensor: the cuBLAS/cuBLASLt workspaces the matrix products hold (and a per-call
+    /// one, when it is the peak's), 0 on a tensors-only card ([`crate::cublas`]).
+    pub workspaces: u64,
     /// The sum: what `max_memory_allocated()` reports after two steps on a fresh device.
     pub peak_allocated: u64,
     /// Learnable values.
@@ -122,7 +129,7 @@ pub struct Estimate {
 
 impl Estimate {
     /// The six terms of the equation, named, in the order the book adds them up.
-    pub fn categories(&self) -> [(&'static str, u64); 6] {
+    pub fn terms(&self) -> [(&'static str, u64); 6] {
         [
             ("parameters", self.parameters),
             ("gradients", self.gradients),
@@ -133,15 +140,33 @@ impl Estimate {
         ]
     }
 
+    /// What adds up to the peak: the six terms, and the workspaces when there are any.
+    pub fn categories(&self) -> Vec<(&'static str, u64)> {
+        let mut out = self.terms().to_vec();
+        if self.workspaces > 0 {
+            out.push(("cuBLAS workspaces", self.workspaces));
+        }
+        out
+    }
+
     /// Memory of the model and its training: parameters, gradients, optimizer state.
     pub fn persistent(&self) -> u64 {
         self.parameters + self.gradients + self.optimizer_state
     }
 }
 
-/// What training `config` at `batch` rows costs at its busiest moment, or why the setup is
-/// invalid (zero sizes, or sizes whose bytes do not fit in 64 bits).
+/// What training `config` at `batch` rows costs at its busiest moment on a tensors-only card,
+/// or why the setup is invalid (zero sizes, or sizes whose bytes do not fit in 64 bits).
 pub fn estimate(config: &MlpConfig, batch: u64) -> Result<Estimate, Error> {
+    estimate_on(config, batch, WorkspaceRules::NONE)
+}
+
+/// [`estimate`] on a card whose matrix products take `workspaces` through the allocator.
+pub fn estimate_on(
+    config: &MlpConfig,
+    batch: u64,
+    workspaces: WorkspaceRules,
+) -> Result<Estimate, Error> {
     config.validate()?;
     if batch == 0 {
         return Err(Error::Setup(
@@ -173,7 +198,11 @@ pub fn estimate(config: &MlpConfig, batch: u64) -> Result<Estimate, Error> {
         shared.leftover_taken(k, k + 1)
     };
     // ANCHOR: sum
-    let walk = two_steps(schedule::Walk::new(config), leftover, batch);
+    let walk = two_steps(
+        schedule::Walk::new(config).with_workspaces(workspaces),
+        leftover,
+        batch,
+    );
     let [
         parameters,
         gradients,
@@ -181,9 +210,15 @@ pub fn estimate(config: &MlpConfig, batch: u64) -> Result<Estimate, Error> {
         input_batch,
         activations,
         temporaries,
+        workspaces,
     ] = walk.led.peak;
-    let peak_allocated =
-        parameters + gradients + optimizer_state + input_batch + activations + temporaries;
+    let peak_allocated = parameters
+        + gradients
+        + optimizer_state
+        + input_batch
+        + activations
+        + temporaries
+        + workspaces;
     // ANCHOR_END: sum
     let micro = micro_batches(batch, config.strategy.accumulation).len() as u64;
     Ok(Estimate {
@@ -193,6 +228,7 @@ pub fn estimate(config: &MlpConfig, batch: u64) -> Result<Estimate, Error> {
         input_batch,
         activations,
         temporaries,
+        workspaces,
         peak_allocated,
         parameter_count: config.parameter_count(),
         // The walk plans up to three micro-batches of each of two steps; one update runs
@@ -224,12 +260,19 @@ fn two_steps<'a>(
 
 impl fmt::Display for Estimate {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        for (name, bytes) in self.categories() {
-            writeln!(f, "{name:>16}  {:>12}", format_bytes(bytes))?;
+        let categories = self.categories();
+        let w = categories
+            .iter()
+            .map(|(n, _)| n.len())
+            .max()
+            .unwrap_or(0)
+            .max(16);
+        for (name, bytes) in categories {
+            writeln!(f, "{name:>w$}  {:>12}", format_bytes(bytes))?;
         }
         write!(
             f,
-            "{:>16}  {:>12}",
+            "{:>w$}  {:>12}",
             "peak allocated",
             format_bytes(self.peak_allocated)
         )
@@ -348,17 +391,19 @@ pub fn reference_setups() -> Vec<(MlpConfig, u64)> {
 }
 
 /// The most hidden layers (up to `max_layers`) for which the equation's peak stays within
-/// `capacity` at `batch` rows — the depth the memory equation predicts will fit.
+/// `capacity` at `batch` rows with `workspaces` — the depth the memory equation predicts will
+/// fit.
 pub fn deepest_that_fits(
     config: &MlpConfig,
     batch: u64,
     capacity: u64,
     max_layers: u64,
+    workspaces: WorkspaceRules,
 ) -> Option<u64> {
     // The peak grows with every layer, so the search may double and bisect.
     let fits = |layers: u64| {
         Ok::<_, std::convert::Infallible>(
-            estimate(&config.clone().with_layers(layers), batch)
+            estimate_on(&config.clone().with_layers(layers), batch, workspaces)
                 .is_ok_and(|e| e.peak_allocated <= capacity),
         )
     };

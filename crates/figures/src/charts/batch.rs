@@ -26,7 +26,7 @@ pub fn alt_memory_vs_batch() -> Result<String> {
          (one hidden layer of {}) against the batch size, on a log scale from 1 row to all {} \
          rows: parameters and gradients are too small to see, activations and temporaries grow \
          in proportion to the batch, with the peak the engine planned on its plan backing \
-         exactly on top of the stack; the largest batch that fits the card's {} capacity line \
+         exactly on top of the stack; the largest batch that fits the ideal card's {} capacity line \
          is {} rows, and the whole training set as one batch lands far above the line, at {}.",
         grouped(LESSON_WIDTH),
         grouped(FULL),
@@ -50,7 +50,7 @@ pub fn alt_memory_vs_batch_reserved() -> Result<String> {
          rows: parameters and gradients are too small to see, activations and temporaries grow \
          in proportion to the batch with the peak allocated (planned on the plan backing) \
          exactly on top of the stack, and the peak reserved follows the stack up to the \
-         largest batch that fits the card's {} capacity line, {} rows ({} reserved), then \
+         largest batch that fits the ideal card's {} capacity line, {} rows ({} reserved), then \
          jumps above it ({} reserved for {} allocated one row later) as the cache fragments; \
          the whole training set as one batch lands far above the line, at {} allocated and {} \
          reserved.",

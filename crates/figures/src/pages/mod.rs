@@ -4,6 +4,7 @@
 //! holds what several pages share.
 
 pub mod calculator;
+pub mod cards;
 pub mod challenge_1;
 pub mod challenge_2;
 pub mod challenge_3;

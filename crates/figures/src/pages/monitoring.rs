@@ -35,6 +35,11 @@ pub fn one_row_more_oom() -> Result<String> {
 /// What happened, in words: the pass, the tensor, and what cut the block it needed.
 pub fn one_row_more_story() -> Result<String> {
     let (rows, f) = one_row_more()?;
+    Ok(story(rows, &f))
+}
+
+/// The story of a fragmented failure at `rows`, in words.
+pub fn story(rows: u64, f: &Fragmented) -> String {
     let cut: Vec<String> = f
         .cut_by
         .iter()
@@ -50,7 +55,7 @@ pub fn one_row_more_story() -> Result<String> {
             format!("`{}` ({}{when})", c.label, format_bytes(c.bytes))
         })
         .collect();
-    Ok(format!(
+    format!(
         "At {} rows the step runs out in step {} of the measurement, in the {}, allocating \
          `{}`: it asks for {}, and the cache holds {} unused — more than the request. The block \
          it needed is the {} segment first made for `{}`; when the request came, {} lived inside \
@@ -64,7 +69,7 @@ pub fn one_row_more_story() -> Result<String> {
         format_bytes(f.segment),
         f.made_for,
         cut.join(" and "),
-    ))
+    )
 }
 
 /// The two commands that show it: the largest batch that fits, and one row more.

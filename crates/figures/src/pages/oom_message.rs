@@ -2,85 +2,22 @@
 //! the same attempt in both of PyTorch's wordings, every field mapped to the engine's figures,
 //! and the memory outside the allocator derived from the lesson's own numbers.
 
-use anyhow::{Context, Result, anyhow, bail, ensure};
+use anyhow::{Context, Result, anyhow, ensure};
 use gpumem::alloc::{OomMessage, OutOfMemory};
+use gpumem::lesson::{LESSON_OOM, LessonFigures};
 use gpumem::size::format_bytes;
 use std::fmt::Write as _;
 
 use super::{full_batch_error, text_block};
 
-/// The lesson's message, verbatim, as its "Memory considerations" episode prints it.
-pub const LESSON_OOM: &str = "RuntimeError: CUDA out of memory. Tried to allocate 8.74 GiB \
-(GPU 0; 15.90 GiB total capacity; 8.84 GiB already allocated; 6.32 GiB free; 8.86 GiB \
-reserved in total by PyTorch)";
-
-/// The lesson's figures as printed, in hundredths of a GiB (so sums are exact).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct LessonFigures {
-    pub tried: u64,
-    pub total: u64,
-    pub allocated: u64,
-    pub free: u64,
-    pub reserved: u64,
-}
-
-impl LessonFigures {
-    /// Total − free − reserved: what the card held outside the allocator.
-    pub fn outside(&self) -> Result<u64> {
-        self.total
-            .checked_sub(self.free + self.reserved)
-            .ok_or_else(|| anyhow!("the lesson's free and reserved add up to more than its total"))
-    }
-}
-
-/// `8.74 GiB` → 874.
-fn hundredths(number: &str, unit: &str) -> Result<u64> {
-    ensure!(
-        unit == "GiB",
-        "the lesson's figure `{number} {unit}` is not in GiB"
-    );
-    let (whole, frac) = number
-        .split_once('.')
-        .filter(|(_, f)| f.len() == 2)
-        .ok_or_else(|| anyhow!("`{number}` is not written with two decimals"))?;
-    Ok(whole.parse::<u64>()? * 100 + frac.parse::<u64>()?)
-}
-
-/// The figure written just before `label` (`15.90 GiB total capacity`).
-fn before(label: &str) -> Result<u64> {
-    let end = LESSON_OOM
-        .find(label)
-        .ok_or_else(|| anyhow!("no `{label}` in the lesson's message"))?;
-    let mut words = LESSON_OOM[..end].split_whitespace().rev();
-    match (words.next(), words.next()) {
-        (Some(unit), Some(number)) => hundredths(number, unit),
-        _ => bail!("no figure before `{label}`"),
-    }
-}
-
-/// Every figure of [`LESSON_OOM`].
-pub fn lesson_figures() -> Result<LessonFigures> {
-    let after = LESSON_OOM
-        .split_once("Tried to allocate ")
-        .ok_or_else(|| anyhow!("no request in the lesson's message"))?
-        .1;
-    let mut words = after.split_whitespace();
-    let tried = match (words.next(), words.next()) {
-        (Some(n), Some(u)) => hundredths(n, u)?,
-        _ => bail!("no figure after `Tried to allocate`"),
-    };
-    Ok(LessonFigures {
-        tried,
-        total: before(" total capacity")?,
-        allocated: before(" already allocated")?,
-        free: before(" free;")?,
-        reserved: before(" reserved in total")?,
-    })
+/// The lesson's figures, read from its message (`gpumem::lesson`, one home for both).
+fn lesson_figures() -> Result<LessonFigures> {
+    gpumem::lesson::lesson_figures().map_err(|e| anyhow!(e))
 }
 
 /// Hundredths of a GiB as the lesson prints them: `0.72 GiB`.
 fn gib(h: u64) -> String {
-    format!("{}.{:02} GiB", h / 100, h % 100)
+    gpumem::lesson::hundredths_text(h)
 }
 
 /// Bytes to the nearest hundredth of a GiB, to compare with the lesson's figures.
@@ -91,7 +28,7 @@ fn in_hundredths(bytes: u64) -> u64 {
 /// The derived memory outside the allocator as the flag's value, e.g. `0.72GiB`.
 fn context_flag() -> Result<String> {
     let h = lesson_figures()?.outside()?;
-    Ok(format!("{}.{:02}GiB", h / 100, h % 100))
+    Ok(gpumem::lesson::hundredths_arg(h))
 }
 
 /// Challenge 1's command line for the lesson's attempt with the derived context memory.
@@ -278,7 +215,9 @@ pub fn outside_allocator() -> Result<String> {
          reserved ({} here, {} there). That gap is the part we cannot explain: the lesson's \
          \"already allocated\" is {}, ours {} — `z0`, the model and the batch. The message \
          gives only the sum, so what the lesson's script kept on the card beyond those, {}, \
-         cannot be named from it.\n",
+         cannot be named from it. `--card lesson` sets this memory for you, with the cuBLAS \
+         workspaces of the lesson's PyTorch ([Inside the caching allocator]\
+         (allocator.md#which-card-tensors-only-or-the-lessons-card-as-it-was)).\n",
         gib(l.total),
         gib(l.free),
         gib(l.reserved),
@@ -302,21 +241,9 @@ mod tests {
     use super::*;
 
     #[test]
-    fn the_lessons_figures_read_from_its_message() {
+    fn the_outside_memory_prints_as_the_lesson_would() {
         let l = lesson_figures().unwrap();
-        assert_eq!(
-            l,
-            LessonFigures {
-                tried: 874,
-                total: 1590,
-                allocated: 884,
-                free: 632,
-                reserved: 886
-            }
-        );
         assert_eq!(gib(l.outside().unwrap()), "0.72 GiB");
         assert_eq!(context_flag().unwrap(), "0.72GiB");
-        assert!(hundredths("8.7", "GiB").is_err());
-        assert!(hundredths("8.74", "MiB").is_err());
     }
 }

@@ -21,7 +21,6 @@ pub use backing::{Backend, Backing};
 #[cfg(feature = "wgpu")]
 pub use buffers::BufferStore;
 pub use host::HostStore;
-pub use workspaces::label as workspace_label;
 
 pub use crate::error::Error;
 
@@ -46,6 +45,9 @@ pub struct DeviceOptions {
     /// Record the allocator's history from the moment the device opens, keeping the newest
     /// this many events (`_record_memory_history(max_entries=…)`), for a snapshot.
     pub record_history: Option<usize>,
+    /// The workspaces matrix products take through the allocator (none: a tensors-only
+    /// card).
+    pub cublas: crate::cublas::WorkspaceRules,
 }
 
 /// What was opened, and why.
@@ -142,7 +144,7 @@ impl Device {
                 oom_message: options.oom_message,
                 oom_snapshot: None,
                 index: 0,
-                workspaces: Default::default(),
+                workspaces: workspaces::Workspaces::new(options.cublas),
             })),
         })
     }

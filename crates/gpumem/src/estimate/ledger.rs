@@ -19,9 +19,9 @@ struct Entry {
 #[derive(Debug, Default)]
 pub(super) struct Ledger {
     entries: Vec<Entry>,
-    live: [u64; 6],
+    live: [u64; 7],
     /// Each term at the busiest moment so far (the first moment with the highest total).
-    pub(super) peak: [u64; 6],
+    pub(super) peak: [u64; 7],
 }
 
 impl Ledger {

@@ -4,6 +4,7 @@
 use super::ledger::{Id, Ledger};
 use super::{Term, block_bytes};
 use crate::alloc::{MIN_LARGE_ALLOC, ROUND_LARGE, SMALL_SIZE, round_size};
+use crate::cublas::{Handle, Library, WorkspaceRules};
 use crate::mlp::{MlpConfig, Precision, ZeroGrad, micro_batches, planned_micro_batches};
 use std::ops::Range;
 
@@ -67,6 +68,10 @@ pub(super) struct Walk<'a> {
     round: fn(u64) -> u64,
     /// Whether blocks are counted (not raw bytes).
     blocks: bool,
+    /// The workspaces matrix products take, the handle running now, and those held.
+    ws: WorkspaceRules,
+    pub(super) handle: Handle,
+    held: Vec<(Handle, Library)>,
 }
 
 impl<'a> Walk<'a> {
@@ -85,6 +90,31 @@ impl<'a> Walk<'a> {
             recomputed: 0,
             round: block_bytes,
             blocks: true,
+            ws: WorkspaceRules::NONE,
+            handle: Handle::Main,
+            held: Vec::new(),
+        }
+    }
+
+    /// Matrix products take `ws`'s workspaces (as the device's do).
+    pub(super) fn with_workspaces(mut self, ws: WorkspaceRules) -> Self {
+        self.ws = ws;
+        self
+    }
+
+    /// A matrix product after its output exists: the first on this handle takes its
+    /// workspaces (as `Device::cublas_product` does); a per-call one is given back at once.
+    fn product(&mut self, lt: bool) {
+        let handle = self.handle;
+        let held = &self.held;
+        let taken = self.ws.taken(lt, |l| held.contains(&(handle, l)));
+        for (library, bytes, kept) in taken {
+            let id = self.led.alloc(Term::Workspaces, (self.round)(bytes));
+            if kept {
+                self.held.push((handle, library));
+            } else {
+                self.led.drop(id);
+            }
         }
     }
 
@@ -283,6 +313,7 @@ impl<'a> Walk<'a> {
         };
         let size = if self.mixed { 2 } else { self.param };
         let z = self.batch_t(Term::Activations, rows, out_cols, size);
+        self.product(true);
         match tape {
             Some(tape) => {
                 let weight = match weight {

@@ -166,7 +166,7 @@ impl Mlp {
                 dtype,
                 &format!("a{}.grad", self.global(layer).wrapping_sub(1)),
             )?;
-            self.device.cublas_product()?;
+            self.device.cublas_product(false)?;
             ops::matmul(NT, &dz, w, &da, None)?;
             Some(da)
         } else {
@@ -189,7 +189,7 @@ impl Mlp {
             &grad_label("weight"),
         )?;
         // `mm` for the weight's gradient (its handle's workspaces, if this is its first).
-        self.device.cublas_product()?;
+        self.device.cublas_product(false)?;
         // Both made before either is computed, in the order the two operations make them,
         // so one kernel can write both (`ops::matmul_colsum`).
         let db = Tensor::new(&self.device, 1, dz.cols(), dtype, &grad_label("bias"))?;

@@ -169,7 +169,7 @@ impl Mlp {
         };
         let z = Tensor::new(&self.device, input.rows(), w.cols(), dtype, &label)?;
         // `addmm` makes its output, then sets its handle up (the first time, its workspaces).
-        self.device.cublas_product()?;
+        self.device.cublas_product(true)?;
         let bias = Some(bias.as_ref().unwrap_or(&layer.bias));
         let a = if relu {
             let a = self.relu_output(i, &z)?;

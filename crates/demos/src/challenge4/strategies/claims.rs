@@ -25,7 +25,7 @@ impl Terms {
     }
 
     fn named(&self) -> [(&'static str, u64); 7] {
-        let [a, b, c, d, e, f] = self.estimate.categories();
+        let [a, b, c, d, e, f] = self.estimate.terms();
         [a, b, c, d, e, f, ("peak (planned)", self.planned_peak)]
     }
 }

@@ -7,6 +7,8 @@ use crate::estimate::ledger::Id;
 
 impl Walk<'_> {
     pub(super) fn backward(&mut self, tape: Vec<Node>, seed: Id, rows: u64) {
+        // Autograd's device thread, with its own handle.
+        self.handle = crate::cublas::Handle::Autograd;
         let mut grad = Some(T {
             id: seed,
             cols: 1,
@@ -16,6 +18,7 @@ impl Walk<'_> {
             let Some(g) = grad.take() else { break };
             grad = self.backward_node(node, g, rows);
         }
+        self.handle = crate::cublas::Handle::Main;
         self.led.drop_all(grad.map(|g| g.id));
     }
 
@@ -71,7 +74,11 @@ impl Walk<'_> {
         rows: u64,
     ) -> Option<T> {
         let (fan_in, fan_out) = self.params[layer];
-        let da = input_grad.then(|| self.batch_t(Term::Temporaries, rows, fan_in, dz.size));
+        let da = input_grad.then(|| {
+            let da = self.batch_t(Term::Temporaries, rows, fan_in, dz.size);
+            self.product(false);
+            da
+        });
         let cast_back = dz.size != self.param;
         let term = |w: &Self, bias: bool| {
             if cast_back || w.grads[layer][usize::from(bias)].is_some() {
@@ -82,6 +89,7 @@ impl Walk<'_> {
         };
         let (tw, tb) = (term(self, false), term(self, true));
         let dw = self.new_t(tw, fan_in, fan_out, dz.size);
+        self.product(false);
         let db = self.new_t(tb, 1, fan_out, dz.size);
         self.led.drop_all(saved.into_iter().flatten().map(|t| t.id));
         self.led.drop(dz.id);

@@ -7,6 +7,15 @@
 use crate::device::{Backend, DeviceOptions};
 use crate::size::MemorySpec;
 
+mod card;
+mod message;
+
+pub use card::{Card, LESSON_COMPUTE_CAPABILITY, LESSON_TORCH};
+pub use message::{
+    FigureError, LESSON_OOM, LessonFigures, hundredths, hundredths_arg, hundredths_text,
+    lesson_figures,
+};
+
 /// The lesson's card in MiB, as a literal so that [`CARD_ARG`] is built from the same digits.
 macro_rules! card_mib {
     () => {
@@ -39,9 +48,18 @@ pub fn planning_device(capacity: u64) -> DeviceOptions {
     }
 }
 
-/// [`planning_device`] on the lesson's card.
+/// [`planning_device`] on the ideal card (tensors only).
 pub fn planning_on_card() -> DeviceOptions {
     planning_device(CARD_BYTES)
+}
+
+/// [`planning_device`] on `card`: its capacity, what it holds outside the allocator, its
+/// workspaces.
+pub fn planning_on(card: Card) -> DeviceOptions {
+    let mut options = planning_device(card.capacity());
+    options.allocator.context_memory = card.outside();
+    options.cublas = card.workspaces();
+    options
 }
 
 /// [`planning_device`] on a card too large to run out.
