@@ -38,7 +38,7 @@ pub fn challenge1_full_batch() -> Result<String> {
     )?;
     writeln!(
         out,
-        "On the {} card, the step on `plan` runs out {}:\n\n```text\n{oom}\n```\n",
+        "On the ideal {} card, the step on `plan` runs out {}:\n\n```text\n{oom}\n```\n",
         format_bytes(CARD_BYTES),
         super::failure_words(step.failed_in, &oom)?
     )?;

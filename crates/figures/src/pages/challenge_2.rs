@@ -13,7 +13,7 @@ use super::text_block;
 /// Challenge 2: the deepest network of width 5000 at batch 32 that fits, SGD and Adam.
 pub fn challenge2_depth() -> Result<String> {
     let mut out = format!(
-        "Hidden layers of {} at a batch of {DEEP_BATCH} rows on the {} card, two steps on `plan` \
+        "Hidden layers of {} at a batch of {DEEP_BATCH} rows on the ideal {} card, two steps on `plan` \
          for each depth:\n\n\
          | optimizer | deepest that fits | its peak allocated | its peak reserved | the equation's deepest |\n\
          | :--- | ---: | ---: | ---: | ---: |\n",
@@ -81,7 +81,7 @@ pub fn lesson_five_layers() -> Result<String> {
     let (sgd, sgd_share) = share(Optimizer::LESSON)?;
     let (adam, adam_share) = share(data::adam())?;
     Ok(format!(
-        "{} with SGD and {} with Adam: {sgd_share} and {adam_share} of the {} card",
+        "{} with SGD and {} with Adam: {sgd_share} and {adam_share} of the ideal {} card",
         format_bytes(sgd),
         format_bytes(adam),
         format_bytes(CARD_BYTES)
