@@ -222,9 +222,7 @@ pub(crate) fn flat_groups(k: &Kernels, n: u64) -> u64 {
 }
 
 /// Most workgroups of a flat kernel on a CPU adapter: two per core of the 2-core machine
-/// it was measured on (threshold_backward over 32×2000 floats on lavapipe, one thread:
-/// one quad per invocation 285 µs, 16 workgroups 187 µs, 4 workgroups 193 µs; with the
-/// driver's threads 4 workgroups did best, 165–185 µs against 240–250 µs for 16).
+/// it was measured on (`NOTES.md`, "Flat kernels").
 const FLAT_GROUPS_CPU: u64 = 4;
 
 impl Kernels {

@@ -17,11 +17,8 @@ const SK_ROWS: u64 = 64;
 /// k and at most `MAX_SPLITS` chunks.
 const SPLIT_TARGET: u64 = 8192;
 /// The same on a CPU adapter (lavapipe), where each core runs one workgroup at a time and
-/// every extra workgroup costs several µs of its own: one workgroup's worth where rows are
-/// few. Measured on the logits at batch 32 (32×2000·2000×2): 31 chunks 504 µs, 2 chunks
-/// 315 µs, 1 chunk 314 µs (with the second core busy); since B's two columns load as quads,
-/// the whole SGD step with 2 chunks (and their sum) 1.375–1.558 ms, with 1 chunk (no sum
-/// dispatch) 1.426–1.446 ms, three alternating runs each with the driver's threads.
+/// every extra workgroup costs time of its own: one workgroup's worth where rows are few
+/// (measured: `NOTES.md`, "Split-k on a CPU adapter").
 const SPLIT_TARGET_CPU: u64 = 8;
 const MIN_CHUNK: u64 = 64;
 const MAX_SPLITS: u64 = 64;
