@@ -7,7 +7,7 @@
 //!
 //! This module holds the rules: sizes per GPU generation and PyTorch version, the syntax of
 //! `CUBLAS_WORKSPACE_CONFIG`, and which workspaces go through the caching allocator. A device
-//! takes them in its step once set ([`crate::device::DeviceOptions::cublas`]; none by default).
+//! takes them in its step once set (`DeviceOptions::cublas`; none by default).
 
 use crate::size::{SizeError, parse_bytes};
 use std::str::FromStr;

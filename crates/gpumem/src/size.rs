@@ -162,12 +162,6 @@ pub enum MemorySpec {
     Native,
 }
 
-impl Default for MemorySpec {
-    fn default() -> Self {
-        crate::lesson::CARD
-    }
-}
-
 impl fmt::Display for MemorySpec {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {

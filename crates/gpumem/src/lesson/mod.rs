@@ -32,6 +32,14 @@ pub const CARD_BYTES: u64 = CARD_MIB << 20;
 /// The lesson's card: the engine's default capacity.
 pub const CARD: MemorySpec = MemorySpec::Bytes(CARD_BYTES);
 
+/// A card's memory is the lesson's unless said otherwise. The impl lives here, not in
+/// `size`, so that the ground floor (`size`, `alloc`) knows nothing of the lesson.
+impl Default for MemorySpec {
+    fn default() -> Self {
+        CARD
+    }
+}
+
 /// The lesson's card as a command-line value (`--device-memory`'s default).
 pub const CARD_ARG: &str = concat!(card_mib!(), "MiB");
 
