@@ -196,13 +196,9 @@ pub fn lesson_card_one_row_more() -> Result<String> {
 
 /// The commands that show it.
 pub fn lesson_card_one_row_more_commands() -> Result<String> {
-    let rows = largest(Card::Lesson)?;
-    Ok(format!(
-        "```sh\n\
-         cargo run -p challenge1 -- --card lesson --backend plan --batch {rows}\n\
-         cargo run -p challenge1 -- --card lesson --backend plan --batch {}\n\
-         ```\n",
-        rows + 1
+    Ok(super::monitoring::boundary_commands(
+        "--card lesson --backend plan",
+        largest(Card::Lesson)?,
     ))
 }
 

@@ -74,12 +74,16 @@ pub fn story(rows: u64, f: &Fragmented) -> String {
 
 /// The two commands that show it: the largest batch that fits, and one row more.
 pub fn one_row_more_commands() -> Result<String> {
-    let rows = one_row_more()?.0;
-    Ok(format!(
+    Ok(boundary_commands("--backend plan", one_row_more()?.0 - 1))
+}
+
+/// Challenge 1 with `flags` at the largest batch that fits, `rows`, and at one row more.
+pub fn boundary_commands(flags: &str, rows: u64) -> String {
+    format!(
         "```sh\n\
-         cargo run -p challenge1 -- --backend plan --batch {}\n\
-         cargo run -p challenge1 -- --backend plan --batch {rows}\n\
+         cargo run -p challenge1 -- {flags} --batch {rows}\n\
+         cargo run -p challenge1 -- {flags} --batch {}\n\
          ```\n",
-        rows - 1
-    ))
+        rows + 1
+    )
 }
