@@ -21,7 +21,7 @@ pub enum Error {
     /// A backing this build of the crate left out (the planner, built without the `wgpu`
     /// or `cpu` feature, has only `plan`).
     #[error("this build of gpumem has no {0} backing: enable the `{0}` feature")]
-    NotBuilt(crate::device::Backend),
+    NotBuilt(crate::backend::Backend),
     /// Allocator settings that are out of range.
     #[error("invalid allocator setting: {0}")]
     Config(#[from] ConfigError),

@@ -7,6 +7,7 @@
 //! [`Error::NotBuilt`].
 
 pub mod alloc;
+mod backend;
 pub mod cublas;
 pub mod data;
 pub mod device;

@@ -266,7 +266,7 @@ impl Tensor {
             }
             #[cfg(feature = "wgpu")]
             Backing::Wgpu(store) => {
-                crate::exec::write(store, p.segment, p.offset, bytemuck::cast_slice(data))
+                crate::device::write(store, p.segment, p.offset, bytemuck::cast_slice(data))
             }
         }
     }
@@ -293,7 +293,7 @@ impl Tensor {
             }
             #[cfg(feature = "wgpu")]
             Backing::Wgpu(store) => {
-                crate::exec::read_back(store, p.segment, p.offset, self.bytes())
+                crate::device::read_back(store, p.segment, p.offset, self.bytes())
             }
         }
     }

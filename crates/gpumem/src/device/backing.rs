@@ -1,56 +1,12 @@
-//! Which backing a device runs on: the choice as the user names it ([`Backend`]), and the
-//! segments of the one that was opened ([`Backing`]).
+//! The segments of the backing a device opened ([`Backing`]); the choice as the user names
+//! it is [`Backend`] (its own module, so that errors can name it without the device).
 
 #[cfg(feature = "wgpu")]
 use super::buffers::BufferStore;
 #[cfg(feature = "cpu")]
 use super::host::HostStore;
 use crate::alloc::{SegmentStore, StoreError};
-use std::fmt;
-use std::str::FromStr;
-
-/// Which backing to use.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Backend {
-    /// A hardware GPU through wgpu if there is one, else `cpu`.
-    #[default]
-    Auto,
-    Wgpu,
-    Cpu,
-    Plan,
-}
-
-impl Backend {
-    pub const NAMES: &str = "auto, wgpu, cpu or plan";
-}
-
-impl fmt::Display for Backend {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.pad(match self {
-            Backend::Auto => "auto",
-            Backend::Wgpu => "wgpu",
-            Backend::Cpu => "cpu",
-            Backend::Plan => "plan",
-        })
-    }
-}
-
-impl FromStr for Backend {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Self, Self::Err> {
-        match s.trim().to_ascii_lowercase().as_str() {
-            "auto" => Ok(Backend::Auto),
-            "wgpu" | "gpu" => Ok(Backend::Wgpu),
-            "cpu" => Ok(Backend::Cpu),
-            "plan" => Ok(Backend::Plan),
-            _ => Err(format!(
-                "unknown backend `{s}`: expected {}",
-                Backend::NAMES
-            )),
-        }
-    }
-}
+pub use crate::backend::Backend;
 
 /// The segments of whichever backing was chosen (only those this build has: features
 /// `cpu` and `wgpu`).

@@ -15,12 +15,16 @@ mod buffers;
 mod history;
 mod host;
 mod open;
+#[cfg(feature = "wgpu")]
+mod transfer;
 mod workspaces;
 
 pub use backing::{Backend, Backing};
 #[cfg(feature = "wgpu")]
 pub use buffers::BufferStore;
 pub use host::HostStore;
+#[cfg(feature = "wgpu")]
+pub(crate) use transfer::{parts, read_back, write};
 
 pub use crate::error::Error;
 

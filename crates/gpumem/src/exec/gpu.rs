@@ -11,7 +11,7 @@
 //! f32 (f64 when any operand is float64), as the cpu backing does.
 
 use super::spec::{AdamStep, Matmul};
-use super::transfer::parts;
+use crate::device::parts;
 use crate::device::{Backing, BufferStore};
 use crate::error::Error;
 use crate::tensor::{DType, Tensor};

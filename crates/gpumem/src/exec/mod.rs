@@ -10,8 +10,3 @@ pub use cpu::bandwidth;
 mod gpu;
 pub mod ops;
 mod spec;
-#[cfg(feature = "wgpu")]
-mod transfer;
-
-#[cfg(feature = "wgpu")]
-pub(crate) use transfer::{read_back, write};

@@ -1,6 +1,6 @@
 //! Data in and out of wgpu segments, which may be made of several buffers.
 
-use crate::device::BufferStore;
+use super::BufferStore;
 use crate::error::Error;
 use gpumem_kernels::counters::Counter;
 
