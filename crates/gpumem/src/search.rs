@@ -1,6 +1,6 @@
 //! Searching a monotone predicate for its last true value: the largest batch or the deepest
-//! network that fits, whether measured ([`crate::measure`]) or predicted
-//! ([`crate::estimate`]).
+//! network that fits, whether measured by running steps or predicted by the memory
+//! equation (this module knows neither: the floors above pass it their predicate).
 
 /// The largest `n` in `1..=max` for which `holds(n)`, by doubling and then bisection
 /// (`O(log n)` calls, small values first). Assumes `holds` is true up to some `n` and false

@@ -4,7 +4,7 @@
 //! pass) is what keeps memory allocated, and how memory leaks in a training loop.
 
 use crate::alloc::{BlockAddr, Placement};
-use crate::device::{Backing, Device};
+use crate::device::{Backing, Device, Inner};
 use crate::error::Error;
 use std::fmt;
 use std::rc::Rc;
@@ -215,6 +215,16 @@ impl Tensor {
         self.storage.block.0 + self.offset
     }
 
+    /// The storage's block.
+    pub(crate) fn block(&self) -> BlockAddr {
+        self.storage.block
+    }
+
+    /// Bytes from the start of the storage's block to the view's first value.
+    pub(crate) fn view_offset(&self) -> u64 {
+        self.offset
+    }
+
     /// Where the tensor's values live: its storage's block from the view's first row on.
     pub fn placement(&self) -> Placement {
         let mut p = self
@@ -251,8 +261,11 @@ impl Tensor {
     pub fn write<T: bytemuck::Pod>(&self, data: &[T]) -> Result<(), Error> {
         self.check_elem::<T>(data.len())?;
         let p = self.placement();
-        let inner = self.device().borrow();
-        match inner.alloc.store() {
+        let mut inner = self.device().borrow_mut();
+        let Inner { alloc, exec, .. } = &mut *inner;
+        // What the executor holds back reads or writes device memory before the host does.
+        exec.sync(alloc)?;
+        match alloc.store() {
             Backing::Plan => Ok(()),
             #[cfg(feature = "cpu")]
             Backing::Cpu(store) => {
@@ -265,9 +278,13 @@ impl Tensor {
                 Ok(())
             }
             #[cfg(feature = "wgpu")]
-            Backing::Wgpu(store) => {
-                crate::device::write(store, p.segment, p.offset, bytemuck::cast_slice(data))
-            }
+            Backing::Wgpu(store) => crate::device::write(
+                store,
+                wgpu_executor(exec)?,
+                p.segment,
+                p.offset,
+                bytemuck::cast_slice(data),
+            ),
         }
     }
 
@@ -276,8 +293,10 @@ impl Tensor {
     pub fn read<T: bytemuck::Pod>(&self) -> Result<Vec<T>, Error> {
         self.check_elem::<T>(self.len() as usize)?;
         let p = self.placement();
-        let inner = self.device().borrow();
-        match inner.alloc.store() {
+        let mut inner = self.device().borrow_mut();
+        let Inner { alloc, exec, .. } = &mut *inner;
+        exec.sync(alloc)?;
+        match alloc.store() {
             Backing::Plan => Err(Error::Plan(format!(
                 "{}: the plan backing holds no data (steps are planned, not executed)",
                 self.label
@@ -292,9 +311,13 @@ impl Tensor {
                 Ok(unsafe { std::slice::from_raw_parts(src, n) }.to_vec())
             }
             #[cfg(feature = "wgpu")]
-            Backing::Wgpu(store) => {
-                crate::device::read_back(store, p.segment, p.offset, self.bytes())
-            }
+            Backing::Wgpu(store) => crate::device::read_back(
+                store,
+                wgpu_executor(exec)?,
+                p.segment,
+                p.offset,
+                self.bytes(),
+            ),
         }
     }
 }
@@ -332,6 +355,15 @@ impl Tensor {
             DType::I64 => self.read::<i64>()?.into_iter().map(|v| v as f64).collect(),
         })
     }
+}
+
+/// The executor of a `wgpu` device's memory.
+#[cfg(feature = "wgpu")]
+fn wgpu_executor(
+    exec: &crate::exec::executor::Executor,
+) -> Result<&crate::exec::gpu::GpuExecutor, Error> {
+    exec.wgpu()
+        .ok_or_else(|| Error::Device("wgpu memory without a wgpu executor".into()))
 }
 
 // ANCHOR: drop

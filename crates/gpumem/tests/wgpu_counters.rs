@@ -140,3 +140,44 @@ fn profiled_kernels_are_named_and_counted() {
         );
     }
 }
+
+/// The step issues PyTorch's operations one at a time; the executor runs the pairs its
+/// kernels have as one (a product and its ReLU, `log_softmax` and `nll_loss`, the seed of
+/// ones and `nll_loss_backward`, Adam's step and its denominator): the profile of a step has
+/// the joined kernels and none of their parts alone.
+#[test]
+fn the_executor_runs_the_pairs_its_kernels_have_as_one() {
+    let Some(gpu) = gpu() else { return };
+    let data = Dataset::generate(32, 5).train;
+    for (name, config) in configs() {
+        let device = gpu.device(CARD);
+        let mut mlp = Mlp::new(&device, &config, 1).unwrap();
+        mlp.train_step(Batch::Data(&data)).unwrap();
+        if !device.profile_kernels() {
+            return;
+        }
+        mlp.train_step(Batch::Data(&data)).unwrap();
+        let ran: Vec<String> = device
+            .kernel_profile()
+            .into_iter()
+            .map(|s| s.kernel)
+            .collect();
+        let has = |k: &str| ran.iter().any(|r| r == k);
+        let mut joined = vec![
+            "mm_smallk_relu",
+            "log_softmax_nll_loss",
+            "fill_nll_loss_backward",
+        ];
+        let mut alone = vec!["relu", "log_softmax", "nll_mean", "fill"];
+        if name == "Adam" {
+            joined.push("adam_with_denom");
+            alone.extend(["adam", "adam_denom"]);
+        }
+        for k in joined {
+            assert!(has(k), "{name}: {k} not in {ran:?}");
+        }
+        for k in alone {
+            assert!(!has(k), "{name}: {k} ran alone: {ran:?}");
+        }
+    }
+}

@@ -3,10 +3,10 @@
 
 use crate::alloc::{SegmentStore, StoreError};
 use crate::error::Error;
-use gpumem_kernels::counters::Counter;
+use crate::exec::gpu::GpuExecutor;
 use gpumem_kernels::gpu::Gpu;
-use gpumem_kernels::{KernelLimits, Kernels, StepCache, WgpuCounters};
-use std::cell::{OnceCell, RefCell};
+use gpumem_kernels::{KernelLimits, Kernels, StepCache};
+use std::cell::OnceCell;
 use std::collections::HashMap;
 use std::rc::Rc;
 use std::sync::Arc;
@@ -25,17 +25,13 @@ pub(crate) struct SegmentBuffers {
 pub struct BufferStore {
     pub(crate) gpu: Rc<Gpu>,
     pub(crate) segments: HashMap<u64, SegmentBuffers>,
-    /// The kernels, compiled on first use (seconds on lavapipe) and shared by every store
-    /// made with [`BufferStore::fresh`].
+    /// The kernels compiled for this GPU, which the store never runs: it hands them to the
+    /// device's executor, and [`BufferStore::fresh`] to the next store, so that a fresh
+    /// device does not compile the shaders again (seconds on lavapipe).
     kernels: Rc<OnceCell<Kernels>>,
-    /// Commands recorded since the last submission: a step's kernels go here and are
-    /// submitted together when data next crosses to or from the host.
-    pending: RefCell<Option<wgpu::CommandEncoder>>,
-    /// This store's bind groups, uniform ring and counters (never shared: its bind groups
-    /// hold this store's buffers).
+    /// The bind groups that bind this store's buffers, shared with the executor that
+    /// records with them: a released buffer's bind groups go with it.
     step: Arc<StepCache>,
-    /// The buffer read-backs copy into, grown as needed and kept between steps.
-    staging: RefCell<Option<wgpu::Buffer>>,
     /// Bytes per buffer: the adapter's `max_buffer_size`, rounded down to the allocator's
     /// 512-byte granularity so no block starts mid-element.
     piece: u64,
@@ -65,9 +61,7 @@ impl BufferStore {
             gpu,
             segments: HashMap::new(),
             kernels: Rc::new(OnceCell::new()),
-            pending: RefCell::new(None),
             step,
-            staging: RefCell::new(None),
             piece,
         }
     }
@@ -79,9 +73,7 @@ impl BufferStore {
             gpu: Rc::clone(&self.gpu),
             segments: HashMap::new(),
             kernels: Rc::clone(&self.kernels),
-            pending: RefCell::new(None),
             step: Arc::new(StepCache::new(self.gpu.info().backend)),
-            staging: RefCell::new(None),
             piece: self.piece,
         }
     }
@@ -100,117 +92,13 @@ impl BufferStore {
         &self.gpu
     }
 
-    /// The kernels (compiling their pipelines the first time).
-    pub(crate) fn kernels(&self) -> Result<&Kernels, Error> {
-        if let Some(k) = self.kernels.get() {
-            return Ok(k);
-        }
-        let k = Kernels::new(&self.gpu.device)
-            .map_err(|e| Error::Device(format!("building the wgpu kernels: {e}")))?;
-        Ok(self.kernels.get_or_init(|| k))
-    }
-
-    /// This store's step cache (bind groups, uniform ring, counters).
-    pub(crate) fn step_cache(&self) -> &Arc<StepCache> {
-        &self.step
-    }
-
-    /// What this store's steps have submitted, dispatched and created so far.
-    pub fn counters(&self) -> WgpuCounters {
-        self.step.counters()
-    }
-
-    /// Bind groups cached now.
-    pub fn cached_bind_groups(&self) -> usize {
-        self.step.len()
-    }
-
-    /// Starts timing this store's kernels with timestamp queries, if the adapter has them.
-    pub fn time_kernels(&self) -> bool {
-        self.step.time_kernels(&self.gpu.device, &self.gpu.queue)
-    }
-
-    /// Device time inside the timed kernels so far.
-    pub fn kernel_time(&self) -> Option<gpumem_kernels::KernelTime> {
-        self.step.kernel_time()
-    }
-
-    /// Starts profiling this store's kernels (each dispatch timed in a pass of its own).
-    pub fn profile_kernels(&self) -> bool {
-        self.step.profile_kernels(&self.gpu.device, &self.gpu.queue)
-    }
-
-    /// Device time per kernel while profiling.
-    pub fn kernel_profile(&self) -> Vec<gpumem_kernels::KernelShare> {
-        self.step.kernel_profile()
-    }
-
-    pub(crate) fn count(&self, counter: Counter, n: u64) {
-        self.step.count(counter, n);
-    }
-
-    /// The read-back buffer, at least `size` bytes: made (or grown) only when too small.
-    pub(crate) fn staging(&self, size: u64) -> wgpu::Buffer {
-        let mut slot = self.staging.borrow_mut();
-        if let Some(b) = slot.as_ref().filter(|b| b.size() >= size) {
-            return b.clone();
-        }
-        let b = self.gpu.device.create_buffer(&wgpu::BufferDescriptor {
-            label: Some("gpumem read-back"),
-            size: size.next_power_of_two().max(256),
-            usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
-            mapped_at_creation: false,
-        });
-        self.count(Counter::StagingBuffer, 1);
-        *slot = Some(b.clone());
-        b
-    }
-
-    /// Records commands into the pending encoder.
-    pub(crate) fn record(
-        &self,
-        f: impl FnOnce(&mut wgpu::CommandEncoder) -> Result<(), Error>,
-    ) -> Result<(), Error> {
-        let mut pending = self.pending.borrow_mut();
-        let encoder = pending.get_or_insert_with(|| {
-            self.gpu
-                .device
-                .create_command_encoder(&wgpu::CommandEncoderDescriptor {
-                    label: Some("gpumem step"),
-                })
-        });
-        f(encoder)
-    }
-
-    /// Submits what was recorded (if anything), and reports any error the GPU raised so
-    /// far — a lost device, or a failure inside the driver — as an error value.
-    pub(crate) fn flush(&self) -> Result<(), Error> {
-        if let Some(mut encoder) = self.pending.borrow_mut().take() {
-            self.step.before_submit(&self.gpu.queue);
-            self.step.resolve_timing(&mut encoder);
-            self.gpu.queue.submit([encoder.finish()]);
-            self.count(Counter::Submit, 1);
-            self.step.collect_timing(&self.gpu.device);
-        }
-        self.check()
-    }
-
-    /// Errors the device reported since the last check.
-    pub(crate) fn check(&self) -> Result<(), Error> {
-        // Polling runs the device-lost callback if the device went away since.
-        let _ = self.gpu.device.poll(wgpu::PollType::Poll);
-        if self.gpu.is_lost() {
-            return Err(Error::Device("the GPU device was lost".into()));
-        }
-        let errors = self.gpu.take_errors();
-        if errors.is_empty() {
-            return Ok(());
-        }
-        let text: Vec<String> = errors.into_iter().map(|e| e.message).collect();
-        Err(Error::Device(format!(
-            "the GPU reported: {}",
-            text.join("; ")
-        )))
+    /// The executor of a device over this store: its GPU, its kernels, its step cache.
+    pub(crate) fn executor(&self) -> GpuExecutor {
+        GpuExecutor::new(
+            Rc::clone(&self.gpu),
+            Rc::clone(&self.kernels),
+            Arc::clone(&self.step),
+        )
     }
 
     /// Creates one buffer, turning a driver out-of-memory or validation failure into an
@@ -312,61 +200,6 @@ impl SegmentStore for BufferStore {
         }
         while seg.buffers.last().is_some_and(Option::is_none) {
             seg.buffers.pop();
-        }
-    }
-}
-
-impl crate::Device {
-    /// What the wgpu backing submitted, dispatched and created so far (`None` on the other
-    /// backings): subtract two snapshots for one step's work.
-    pub fn wgpu_counters(&self) -> Option<WgpuCounters> {
-        match self.borrow().alloc.store() {
-            crate::device::Backing::Wgpu(store) => Some(store.counters()),
-            _ => None,
-        }
-    }
-
-    /// Times the wgpu backing's kernels with timestamp queries from now on (each submission
-    /// then waits for the device); false where the adapter has none or the backing is not
-    /// wgpu. For benches.
-    pub fn time_kernels(&self) -> bool {
-        match self.borrow().alloc.store() {
-            crate::device::Backing::Wgpu(store) => store.time_kernels(),
-            _ => false,
-        }
-    }
-
-    /// Device time inside the timed kernels so far (see [`crate::Device::time_kernels`]).
-    pub fn kernel_time(&self) -> Option<gpumem_kernels::KernelTime> {
-        match self.borrow().alloc.store() {
-            crate::device::Backing::Wgpu(store) => store.kernel_time(),
-            _ => None,
-        }
-    }
-
-    /// [`crate::Device::time_kernels`] with every dispatch in a timed pass of its own,
-    /// summed by kernel ([`crate::Device::kernel_profile`]): which kernels cost most (a pass
-    /// each costs more than the step's shared pass). For benches.
-    pub fn profile_kernels(&self) -> bool {
-        match self.borrow().alloc.store() {
-            crate::device::Backing::Wgpu(store) => store.profile_kernels(),
-            _ => false,
-        }
-    }
-
-    /// Device time per kernel while profiling (empty when not profiling).
-    pub fn kernel_profile(&self) -> Vec<gpumem_kernels::KernelShare> {
-        match self.borrow().alloc.store() {
-            crate::device::Backing::Wgpu(store) => store.kernel_profile(),
-            _ => Vec::new(),
-        }
-    }
-
-    /// Bind groups the wgpu backing holds now (`None` on the other backings).
-    pub fn wgpu_cached_bind_groups(&self) -> Option<usize> {
-        match self.borrow().alloc.store() {
-            crate::device::Backing::Wgpu(store) => Some(store.cached_bind_groups()),
-            _ => None,
         }
     }
 }

@@ -31,6 +31,7 @@ pub use crate::error::Error;
 use crate::alloc::{
     AllocError, Allocator, AllocatorConfig, MemoryStats, OomMessage, SegmentStore, Trace,
 };
+use crate::exec::executor::Executor;
 use crate::size::MemorySpec;
 use std::cell::{Ref, RefCell};
 use std::fmt;
@@ -87,6 +88,8 @@ pub(crate) struct Inner {
     pub index: usize,
     /// The matrix products' library workspaces (none unless set).
     pub workspaces: workspaces::Workspaces,
+    /// What runs the operations: beside the allocator, which only places their bytes.
+    pub exec: Executor,
 }
 
 /// A device: a backing, an allocator over it, and a capacity. Cheap to clone (shared).
@@ -137,6 +140,7 @@ impl Device {
             executes: backing.executes(),
             memory: options.memory,
         };
+        let exec = Executor::for_backing(&backing);
         let mut alloc = Allocator::new(backing, config)?;
         if let Some(n) = options.record_history {
             alloc.record_memory_history(true, n);
@@ -149,6 +153,7 @@ impl Device {
                 oom_snapshot: None,
                 index: 0,
                 workspaces: workspaces::Workspaces::new(options.cublas),
+                exec,
             })),
         })
     }
@@ -186,6 +191,10 @@ impl Device {
         self.inner.borrow()
     }
 
+    pub(crate) fn borrow_mut(&self) -> std::cell::RefMut<'_, Inner> {
+        self.inner.borrow_mut()
+    }
+
     /// Allocates `bytes` for `label`: the raw form of what tensors do.
     pub(crate) fn malloc(&self, bytes: u64, label: &str) -> Result<crate::alloc::BlockAddr, Error> {
         let mut inner = self.inner.borrow_mut();
@@ -206,9 +215,24 @@ impl Device {
     }
 
     pub(crate) fn free(&self, block: crate::alloc::BlockAddr) {
+        let mut inner = self.inner.borrow_mut();
+        let Inner { alloc, exec, .. } = &mut *inner;
+        // An operation the executor holds back runs before its memory can change hands.
+        exec.before_free(alloc, block);
         // A failed free means the handle was already freed: a bug, but not one worth
         // crashing a training run over; the allocator's table stays consistent.
-        let _ = self.inner.borrow_mut().alloc.free(block);
+        let _ = alloc.free(block);
+    }
+
+    /// Hands the operation `op` makes to the executor (not made on `plan`, which runs
+    /// nothing).
+    pub(crate) fn execute(&self, op: impl FnOnce() -> crate::exec::op::Op) -> Result<(), Error> {
+        let mut inner = self.inner.borrow_mut();
+        let Inner { alloc, exec, .. } = &mut *inner;
+        if !exec.executes() {
+            return Ok(());
+        }
+        exec.submit(alloc, op())
     }
 
     /// `torch.cuda.memory_allocated()`.

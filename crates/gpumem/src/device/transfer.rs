@@ -2,6 +2,7 @@
 
 use super::BufferStore;
 use crate::error::Error;
+use crate::exec::gpu::GpuExecutor;
 use gpumem_kernels::counters::Counter;
 
 /// One contiguous run of a tensor's bytes inside one wgpu buffer.
@@ -55,6 +56,7 @@ pub(crate) fn parts(
 /// Copies `len` bytes of a tensor back to the host and waits for them.
 pub(crate) fn read_back<T: bytemuck::Pod>(
     store: &BufferStore,
+    exec: &GpuExecutor,
     segment: u64,
     offset: u64,
     len: u64,
@@ -63,12 +65,12 @@ pub(crate) fn read_back<T: bytemuck::Pod>(
     // Copies move whole 4-byte words; the block is 512-byte rounded, so reading up to the
     // next word stays inside it.
     let padded = len.next_multiple_of(wgpu::COPY_BUFFER_ALIGNMENT);
-    let staging = store.staging(padded.max(4));
+    let staging = exec.staging(padded.max(4));
     // The copy joins the pending commands: the step and its read-back are one submission.
     let runs = parts(store, segment, offset, padded)?;
     // The copy cannot join the kernels' open compute pass.
-    store.step_cache().end_pass();
-    store.record(|encoder| {
+    exec.step_cache().end_pass();
+    exec.record(|encoder| {
         for part in runs {
             encoder.copy_buffer_to_buffer(
                 part.buffer,
@@ -81,10 +83,10 @@ pub(crate) fn read_back<T: bytemuck::Pod>(
         Ok(())
     })?;
     let started = std::time::Instant::now();
-    store.flush()?;
+    exec.flush()?;
     let submitted = std::time::Instant::now();
-    store.count(Counter::SubmitNs, (submitted - started).as_nanos() as u64);
-    store.count(Counter::ReadBack, 1);
+    exec.count(Counter::SubmitNs, (submitted - started).as_nanos() as u64);
+    exec.count(Counter::ReadBack, 1);
     let slice = staging.slice(..padded.max(4));
     let (tx, rx) = std::sync::mpsc::channel();
     slice.map_async(wgpu::MapMode::Read, move |r| {
@@ -95,20 +97,21 @@ pub(crate) fn read_back<T: bytemuck::Pod>(
     rx.recv()
         .map_err(|e| Error::Device(format!("read-back never completed: {e}")))?
         .map_err(|e| Error::Device(format!("mapping the read-back buffer: {e}")))?;
-    store.count(Counter::WaitNs, submitted.elapsed().as_nanos() as u64);
+    exec.count(Counter::WaitNs, submitted.elapsed().as_nanos() as u64);
     let view = slice
         .get_mapped_range()
         .map_err(|e| Error::Device(format!("mapping the read-back buffer: {e}")))?;
     let out = bytemuck::pod_collect_to_vec(&view[..len as usize]);
     drop(view);
     staging.unmap();
-    store.check()?;
+    exec.check()?;
     Ok(out)
 }
 
 /// Writes `data` at `offset` of `segment` through the queue (padded to whole words).
 pub(crate) fn write(
     store: &BufferStore,
+    exec: &GpuExecutor,
     segment: u64,
     offset: u64,
     data: &[u8],
@@ -116,7 +119,7 @@ pub(crate) fn write(
     // Queue writes run before the commands of the next submission: submit what is
     // recorded first, so a block freed and reused within a step (the next micro-batch's
     // input, say) is not overwritten before the kernels that still read it have run.
-    store.flush()?;
+    exec.flush()?;
     let padded;
     let data = if data.len().is_multiple_of(4) {
         data
@@ -131,7 +134,7 @@ pub(crate) fn write(
             part.offset,
             &data[start..start + part.len as usize],
         );
-        store.count(Counter::BufferWrite, 1);
+        exec.count(Counter::BufferWrite, 1);
     }
     Ok(())
 }

@@ -9,28 +9,74 @@
 //! Shapes were checked by `ops`; here only the memory is resolved.
 
 use super::compute::Compute;
+use super::executor::Memory;
+use super::op::Operand;
 use super::spec::AdamStep;
-use crate::device::Backing;
+use crate::device::HostStore;
 use crate::error::Error;
-use crate::tensor::{DType, Tensor};
+use crate::tensor::DType;
 use half::f16;
 use std::borrow::Cow;
 
-/// A pointer to `count` values of `T` in a tensor's host memory.
-fn ptr<T>(t: &Tensor, count: u64) -> Result<*mut T, Error> {
-    let p = t.placement();
-    let inner = t.device().borrow();
-    let Backing::Cpu(store) = inner.alloc.store() else {
-        return Err(Error::Device(format!("{}: not a cpu tensor", t.label())));
-    };
-    store
-        .ptr::<T>(p.segment, p.offset, count as usize)
-        .ok_or_else(|| Error::Device(format!("{}: block outside its segment", t.label())))
+/// An operand resolved to host memory for one run of an operation: the memory is borrowed
+/// for that run, so the pointer stays valid while the view is used.
+pub(super) struct HostView {
+    ptr: *mut u8,
+    rows: u64,
+    cols: u64,
+    dtype: DType,
+    label: String,
+}
+
+impl HostView {
+    fn resolve(mem: &Memory, store: &HostStore, t: &Operand) -> Result<HostView, Error> {
+        let lost = || Error::Device(format!("{}: block outside its segment", t.label));
+        let p = mem.placement(t.block).ok_or_else(lost)?;
+        let ptr = store
+            .ptr::<u8>(p.segment, p.offset + t.offset, t.bytes() as usize)
+            .ok_or_else(lost)?;
+        Ok(HostView {
+            ptr,
+            rows: t.rows,
+            cols: t.cols,
+            dtype: t.dtype,
+            label: t.label.clone(),
+        })
+    }
+
+    pub fn rows(&self) -> u64 {
+        self.rows
+    }
+
+    pub fn cols(&self) -> u64 {
+        self.cols
+    }
+
+    pub fn len(&self) -> u64 {
+        self.rows * self.cols
+    }
+
+    pub fn dtype(&self) -> DType {
+        self.dtype
+    }
+
+    pub fn label(&self) -> &str {
+        &self.label
+    }
+
+    pub fn bytes(&self) -> u64 {
+        self.len() * self.dtype.size()
+    }
+}
+
+/// A pointer to `t`'s values as `T` (the view's bytes were checked to lie in its segment).
+fn ptr<T>(t: &HostView) -> *mut T {
+    t.ptr.cast()
 }
 
 /// A view of `t`'s values in host memory.
-pub(super) fn raw<T>(t: &Tensor) -> Result<&[T], Error> {
-    let p = ptr::<T>(t, t.len())?;
+pub(super) fn raw<T>(t: &HostView) -> Result<&[T], Error> {
+    let p = ptr::<T>(t);
     // SAFETY: a tensor's values live in its own allocator block, and live blocks never
     // overlap (the allocator's invariant, property-tested); the only mutable views are an
     // operation's output, made by `with_mut` while no view of that output exists.
@@ -42,13 +88,13 @@ pub(super) fn raw<T>(t: &Tensor) -> Result<&[T], Error> {
 /// of `t`'s values (from [`raw`], another write, [`Tensor::read`] or [`Tensor::write`]) may
 /// exist while it lives, and `t` must stay alive. Views of other tensors are fine: live
 /// blocks never overlap.
-fn raw_mut<T>(t: &Tensor) -> Result<*mut [T], Error> {
-    let p = ptr::<T>(t, t.len())?;
+fn raw_mut<T>(t: &HostView) -> Result<*mut [T], Error> {
+    let p = ptr::<T>(t);
     Ok(std::ptr::slice_from_raw_parts_mut(p, t.len() as usize))
 }
 
 /// A tensor's values in the compute type: borrowed when stored as `C`, converted otherwise.
-pub(super) fn load<C: Compute>(t: &Tensor) -> Result<Cow<'_, [C]>, Error> {
+pub(super) fn load<C: Compute>(t: &HostView) -> Result<Cow<'_, [C]>, Error> {
     Ok(match t.dtype() {
         d if d == C::DTYPE => Cow::Borrowed(raw::<C>(t)?),
         DType::F16 => Cow::Owned(raw::<f16>(t)?.iter().map(|&v| C::from_f16(v)).collect()),
@@ -72,7 +118,7 @@ pub(super) fn load<C: Compute>(t: &Tensor) -> Result<Cow<'_, [C]>, Error> {
 /// else on a converted copy that is written back. `t` must be the running operation's
 /// output, and the caller must hold no view of it.
 pub(super) fn with_mut<C: Compute, R>(
-    t: &Tensor,
+    t: &HostView,
     f: impl FnOnce(&mut [C]) -> R,
 ) -> Result<R, Error> {
     if t.dtype() == C::DTYPE {
@@ -100,7 +146,7 @@ pub(super) fn with_mut<C: Compute, R>(
 }
 
 /// Writes `values` into `t`, each converted to its storage type by `convert`.
-fn store<C: Copy, T>(t: &Tensor, values: &[C], convert: impl Fn(C) -> T) -> Result<(), Error> {
+fn store<C: Copy, T>(t: &HostView, values: &[C], convert: impl Fn(C) -> T) -> Result<(), Error> {
     let p = raw_mut::<T>(t)?;
     // SAFETY: as in `with_mut`, its only caller: `t` is the operation's output, alive, and
     // `f`'s view of it has ended, so this is the one view of `t`.
@@ -116,14 +162,16 @@ fn store<C: Copy, T>(t: &Tensor, values: &[C], convert: impl Fn(C) -> T) -> Resu
 pub mod bandwidth;
 mod matmul;
 mod par;
+mod run;
 mod step;
 pub use matmul::matmul;
+pub(crate) use run::run;
 pub use step::*;
 
 /// Calls `$f::<f64>` if any tensor is float64, else `$f::<f32>`.
 macro_rules! dispatch {
     ($f:ident, [$($t:expr),+], $($arg:expr),*) => {
-        if [$($t),+].iter().any(|t: &&Tensor| t.dtype() == $crate::tensor::DType::F64) {
+        if [$($t),+].iter().any(|t: &&HostView| t.dtype() == $crate::tensor::DType::F64) {
             $f::<f64>($($arg),*)
         } else {
             $f::<f32>($($arg),*)
@@ -132,8 +180,8 @@ macro_rules! dispatch {
 }
 pub(super) use dispatch;
 
-pub fn relu(src: &Tensor, dst: &Tensor) -> Result<(), Error> {
-    fn run<C: Compute>(src: &Tensor, dst: &Tensor) -> Result<(), Error> {
+pub fn relu(src: &HostView, dst: &HostView) -> Result<(), Error> {
+    fn run<C: Compute>(src: &HostView, dst: &HostView) -> Result<(), Error> {
         let s = load::<C>(src)?;
         with_mut::<C, _>(dst, |d| {
             par::elementwise(d, |at, d| {
@@ -146,8 +194,8 @@ pub fn relu(src: &Tensor, dst: &Tensor) -> Result<(), Error> {
     dispatch!(run, [src, dst], src, dst)
 }
 
-pub fn colsum(src: &Tensor, dst: &Tensor) -> Result<(), Error> {
-    fn run<C: Compute>(src: &Tensor, dst: &Tensor) -> Result<(), Error> {
+pub fn colsum(src: &HostView, dst: &HostView) -> Result<(), Error> {
+    fn run<C: Compute>(src: &HostView, dst: &HostView) -> Result<(), Error> {
         let n = src.cols() as usize;
         let s = load::<C>(src)?;
         // Accumulate in f64 so a million-row sum does not drift. One core: cutting the
@@ -177,8 +225,8 @@ pub fn colsum(src: &Tensor, dst: &Tensor) -> Result<(), Error> {
     dispatch!(run, [src, dst], src, dst)
 }
 
-pub fn sgd(param: &Tensor, grad: &Tensor, lr: f32) -> Result<(), Error> {
-    fn run<C: Compute>(param: &Tensor, grad: &Tensor, lr: f32) -> Result<(), Error> {
+pub fn sgd(param: &HostView, grad: &HostView, lr: f32) -> Result<(), Error> {
+    fn run<C: Compute>(param: &HostView, grad: &HostView, lr: f32) -> Result<(), Error> {
         let (g, lr) = (load::<C>(grad)?, C::from_f32(lr));
         with_mut::<C, _>(param, |p| {
             par::elementwise(p, |at, p| {
@@ -190,17 +238,17 @@ pub fn sgd(param: &Tensor, grad: &Tensor, lr: f32) -> Result<(), Error> {
 }
 
 pub fn adam(
-    param: &Tensor,
-    grad: &Tensor,
-    m: &Tensor,
-    v: &Tensor,
+    param: &HostView,
+    grad: &HostView,
+    m: &HostView,
+    v: &HostView,
     hp: AdamStep,
 ) -> Result<(), Error> {
     fn run<C: Compute>(
-        param: &Tensor,
-        grad: &Tensor,
-        m: &Tensor,
-        v: &Tensor,
+        param: &HostView,
+        grad: &HostView,
+        m: &HostView,
+        v: &HostView,
         hp: AdamStep,
     ) -> Result<(), Error> {
         let g = load::<C>(grad)?;
@@ -230,8 +278,8 @@ pub fn adam(
 }
 
 /// `x *= factor`, and `flag[0] = 1` if any result is not finite (for loss scaling).
-pub fn unscale_check(x: &Tensor, factor: f32, flag: &Tensor) -> Result<(), Error> {
-    fn run<C: Compute>(x: &Tensor, factor: f32, flag: &Tensor) -> Result<(), Error> {
+pub fn unscale_check(x: &HostView, factor: f32, flag: &HostView) -> Result<(), Error> {
+    fn run<C: Compute>(x: &HostView, factor: f32, flag: &HostView) -> Result<(), Error> {
         let f = C::from_f32(factor);
         let bad = with_mut::<C, _>(x, |x| {
             x.iter_mut().fold(false, |bad, v| {
@@ -247,8 +295,8 @@ pub fn unscale_check(x: &Tensor, factor: f32, flag: &Tensor) -> Result<(), Error
     dispatch!(run, [x, flag], x, factor, flag)
 }
 
-pub fn zero(x: &Tensor) -> Result<(), Error> {
-    let p = ptr::<u8>(x, x.bytes())?;
+pub fn zero(x: &HostView) -> Result<(), Error> {
+    let p = ptr::<u8>(x);
     // SAFETY: the tensor's own bytes, as above.
     unsafe { std::ptr::write_bytes(p, 0, x.bytes() as usize) };
     Ok(())

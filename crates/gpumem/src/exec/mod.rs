@@ -1,4 +1,5 @@
-//! Running work on a backing: the operations of a training step, and moving data in and out.
+//! Running work on a backing: the operations of a training step ([`ops`], each declared
+//! once as an [`op::Op`]) and the executor that runs them beside the allocator.
 
 #[cfg(feature = "cpu")]
 mod compute;
@@ -6,7 +7,10 @@ mod compute;
 mod cpu;
 #[cfg(all(feature = "cpu", any(test, feature = "testing")))]
 pub use cpu::bandwidth;
+pub(crate) mod executor;
+mod fusion;
 #[cfg(feature = "wgpu")]
-mod gpu;
+pub(crate) mod gpu;
+pub(crate) mod op;
 pub mod ops;
 mod spec;

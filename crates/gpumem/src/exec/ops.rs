@@ -1,15 +1,11 @@
-//! The operations a training step needs, checked once here and then run by the backing:
-//! plain Rust on `cpu`, WGSL kernels on `wgpu`, nothing at all on `plan`.
-// The planner (no backing that executes) checks every operation and runs none: the values
-// only the kernels read go unused there.
-#![cfg_attr(not(any(feature = "cpu", feature = "wgpu")), allow(unused_variables))]
+//! The operations a training step needs, in PyTorch's order and nothing else: each checks
+//! its tensors here and hands an [`Op`] to the device's executor, which runs it on the
+//! backing (plain Rust on `cpu`, WGSL kernels on `wgpu`, nothing at all on `plan`) and
+//! decides on its own which two in a row one kernel can run.
 
 pub use super::spec::{AdamStep, Matmul};
 
-#[cfg(feature = "cpu")]
-use super::cpu;
-#[cfg(feature = "wgpu")]
-use super::gpu;
+use super::op::{Op, Operand};
 use crate::error::Error;
 use crate::tensor::{DType, Tensor};
 
@@ -72,31 +68,15 @@ fn same_shape(a: &Tensor, b: &Tensor) -> Result<(), Error> {
     Ok(())
 }
 
-/// The backing of `t`'s device.
-fn backend_of(t: &Tensor) -> crate::Backend {
-    t.device().borrow().alloc.store().kind()
+/// Hands the operation `op` makes to the executor of `t`'s device (on `plan`, which runs
+/// nothing, the operation is not even made).
+fn submit(t: &Tensor, op: impl FnOnce() -> Op) -> Result<(), Error> {
+    t.device().execute(op)
 }
 
-/// Evaluates the `cpu` or the `gpu` expression on the backing of `t`'s device, `plan` on
-/// `plan`. A macro, not a function, so that the expression of a backing left out of the
-/// build (its feature off) is dropped before its names are resolved.
-macro_rules! on_backing {
-    ($t:expr, $plan:expr, $cpu:expr, $gpu:expr $(,)?) => {
-        match backend_of($t) {
-            #[cfg(feature = "cpu")]
-            crate::Backend::Cpu => $cpu,
-            #[cfg(feature = "wgpu")]
-            crate::Backend::Wgpu => $gpu,
-            _ => $plan,
-        }
-    };
+fn o(t: &Tensor) -> Operand {
+    Operand::of(t)
 }
-
-mod fused;
-pub use fused::{
-    adam_with_denom, fill_nll_loss_backward, log_softmax_nll_loss, matmul_colsum, matmul_relu,
-    sgd_foreach,
-};
 
 /// Shape of `op(t)`.
 fn op_shape(t: &Tensor, trans: bool) -> (u64, u64) {
@@ -116,12 +96,13 @@ pub fn matmul(
     bias: Option<&Tensor>,
 ) -> Result<(), Error> {
     check_matmul(spec, a, b, c, bias)?;
-    on_backing!(
-        c,
-        Ok(()),
-        cpu::matmul(spec, a, b, c, bias),
-        gpu::matmul(spec, a, b, c, bias),
-    )
+    submit(c, || Op::Matmul {
+        spec,
+        a: o(a),
+        b: o(b),
+        c: o(c),
+        bias: bias.map(o),
+    })
 }
 
 fn check_matmul(
@@ -161,7 +142,10 @@ fn check_matmul(
 
 pub fn relu(src: &Tensor, dst: &Tensor) -> Result<(), Error> {
     check_relu(src, dst)?;
-    on_backing!(dst, Ok(()), cpu::relu(src, dst), gpu::relu(src, dst))
+    submit(dst, || Op::Relu {
+        src: o(src),
+        dst: o(dst),
+    })
 }
 
 fn check_relu(src: &Tensor, dst: &Tensor) -> Result<(), Error> {
@@ -187,18 +171,45 @@ fn check_colsum(src: &Tensor, dst: &Tensor) -> Result<(), Error> {
     Ok(())
 }
 
+/// `dst[j] = Σ_i src[i, j]`: a bias's gradient, the sum of its output's gradient over the
+/// batch (`sum(0)`).
+pub fn colsum(src: &Tensor, dst: &Tensor) -> Result<(), Error> {
+    check_colsum(src, dst)?;
+    submit(dst, || Op::Colsum {
+        src: o(src),
+        dst: o(dst),
+    })
+}
+
+/// [`sgd`] for every `(param, grad)` pair: foreach SGD without momentum
+/// (`_foreach_add_(params, grads, alpha=-lr)`).
+pub fn sgd_foreach(pairs: &[(&Tensor, &Tensor)], lr: f32) -> Result<(), Error> {
+    let Some(&(first, _)) = pairs.first() else {
+        return Ok(());
+    };
+    for &(param, grad) in pairs {
+        same_device(&[first, param, grad])?;
+        float(&[param, grad])?;
+        same_shape(param, grad)?;
+        distinct(param, &[grad])?;
+    }
+    submit(first, || Op::SgdForeach {
+        pairs: pairs.iter().map(|&(p, g)| (o(p), o(g))).collect(),
+        lr,
+    })
+}
+
 /// `param -= lr · grad`.
 pub fn sgd(param: &Tensor, grad: &Tensor, lr: f32) -> Result<(), Error> {
     same_device(&[param, grad])?;
     float(&[param, grad])?;
     same_shape(param, grad)?;
     distinct(param, &[grad])?;
-    on_backing!(
-        param,
-        Ok(()),
-        cpu::sgd(param, grad, lr),
-        gpu::sgd(param, grad, lr),
-    )
+    submit(param, || Op::Sgd {
+        param: o(param),
+        grad: o(grad),
+        lr,
+    })
 }
 
 /// One Adam update with bias correction, as `torch.optim.Adam` does it.
@@ -210,12 +221,13 @@ pub fn adam(
     hp: AdamStep,
 ) -> Result<(), Error> {
     check_adam(param, grad, m, v)?;
-    on_backing!(
-        param,
-        Ok(()),
-        cpu::adam(param, grad, m, v, hp),
-        gpu::adam(param, grad, m, v, hp),
-    )
+    submit(param, || Op::Adam {
+        param: o(param),
+        grad: o(grad),
+        m: o(m),
+        v: o(v),
+        hp,
+    })
 }
 
 fn check_adam(param: &Tensor, grad: &Tensor, m: &Tensor, v: &Tensor) -> Result<(), Error> {
@@ -238,17 +250,16 @@ pub fn unscale_check(x: &Tensor, factor: f32, flag: &Tensor) -> Result<(), Error
     if flag.len() != 1 {
         return Err(mismatch(format!("{}: a flag is one value", flag.label())));
     }
-    on_backing!(
-        x,
-        Ok(()),
-        cpu::unscale_check(x, factor, flag),
-        gpu::unscale_check(x, factor, flag),
-    )
+    submit(x, || Op::UnscaleCheck {
+        x: o(x),
+        factor,
+        flag: o(flag),
+    })
 }
 
 /// Sets every value to zero.
 pub fn zero(x: &Tensor) -> Result<(), Error> {
-    on_backing!(x, Ok(()), cpu::zero(x), gpu::zero(x))
+    submit(x, || Op::Zero { x: o(x) })
 }
 
 /// One value.
@@ -278,7 +289,10 @@ pub fn copy(src: &Tensor, dst: &Tensor) -> Result<(), Error> {
     float(&[src, dst])?;
     same_shape(src, dst)?;
     distinct(dst, &[src])?;
-    on_backing!(dst, Ok(()), cpu::copy(src, dst), gpu::copy(src, dst))
+    submit(dst, || Op::Copy {
+        src: o(src),
+        dst: o(dst),
+    })
 }
 
 /// `dst = grad · (output > 0)`: the ReLU's backward pass (`threshold_backward`), into a new
@@ -289,18 +303,17 @@ pub fn threshold_backward(grad: &Tensor, output: &Tensor, dst: &Tensor) -> Resul
     same_shape(grad, output)?;
     same_shape(grad, dst)?;
     distinct(dst, &[grad, output])?;
-    on_backing!(
-        dst,
-        Ok(()),
-        cpu::threshold_backward(grad, output, dst),
-        gpu::threshold_backward(grad, output, dst),
-    )
+    submit(dst, || Op::ThresholdBackward {
+        grad: o(grad),
+        output: o(output),
+        dst: o(dst),
+    })
 }
 
 /// `x = max(x, 0)` in place: `nn.ReLU(inplace=True)`.
 pub fn relu_(x: &Tensor) -> Result<(), Error> {
     float(&[x])?;
-    on_backing!(x, Ok(()), cpu::relu_(x), gpu::relu_(x))
+    submit(x, || Op::ReluInPlace { x: o(x) })
 }
 
 fn check_log_softmax(x: &Tensor, out: &Tensor) -> Result<(), Error> {
@@ -328,12 +341,10 @@ fn check_nll_loss(
 /// Row-wise `log_softmax` of `x` into `out`.
 pub fn log_softmax(x: &Tensor, out: &Tensor) -> Result<(), Error> {
     check_log_softmax(x, out)?;
-    on_backing!(
-        out,
-        Ok(()),
-        cpu::log_softmax(x, out),
-        gpu::log_softmax(x, out),
-    )
+    submit(out, || Op::LogSoftmax {
+        x: o(x),
+        out: o(out),
+    })
 }
 
 /// The mean negative log-likelihood of `labels` under `logp`: `loss` and `total_weight` (the
@@ -345,12 +356,12 @@ pub fn nll_loss(
     total_weight: &Tensor,
 ) -> Result<(), Error> {
     check_nll_loss(logp, labels, loss, total_weight)?;
-    on_backing!(
-        loss,
-        Ok(()),
-        cpu::nll_loss(logp, labels, loss, total_weight),
-        gpu::nll_loss(logp, labels, loss, total_weight),
-    )
+    submit(loss, || Op::NllLoss {
+        logp: o(logp),
+        labels: o(labels),
+        loss: o(loss),
+        total_weight: o(total_weight),
+    })
 }
 
 /// `out[r, y_r] = −grad / total_weight`, zero elsewhere: `nll_loss_backward`.
@@ -361,12 +372,12 @@ pub fn nll_loss_backward(
     out: &Tensor,
 ) -> Result<(), Error> {
     check_nll_loss_backward(grad, labels, total_weight, out)?;
-    on_backing!(
-        out,
-        Ok(()),
-        cpu::nll_loss_backward(grad, labels, total_weight, out),
-        gpu::nll_loss_backward(grad, labels, total_weight, out),
-    )
+    submit(out, || Op::NllLossBackward {
+        grad: o(grad),
+        labels: o(labels),
+        total_weight: o(total_weight),
+        out: o(out),
+    })
 }
 
 fn check_nll_loss_backward(
@@ -390,24 +401,23 @@ pub fn log_softmax_backward(grad: &Tensor, logp: &Tensor, out: &Tensor) -> Resul
     same_shape(grad, logp)?;
     same_shape(grad, out)?;
     distinct(out, &[grad, logp])?;
-    on_backing!(
-        out,
-        Ok(()),
-        cpu::log_softmax_backward(grad, logp, out),
-        gpu::log_softmax_backward(grad, logp, out),
-    )
+    submit(out, || Op::LogSoftmaxBackward {
+        grad: o(grad),
+        logp: o(logp),
+        out: o(out),
+    })
 }
 
 /// Every value set to `value`: `ones_like`, `full`.
 pub fn fill(x: &Tensor, value: f32) -> Result<(), Error> {
     float(&[x])?;
-    on_backing!(x, Ok(()), cpu::fill(x, value), gpu::fill(x, value))
+    submit(x, || Op::Fill { x: o(x), value })
 }
 
 /// `x *= factor` in place: `mul_`.
 pub fn scale(x: &Tensor, factor: f32) -> Result<(), Error> {
     float(&[x])?;
-    on_backing!(x, Ok(()), cpu::scale(x, factor), gpu::scale(x, factor))
+    submit(x, || Op::Scale { x: o(x), factor })
 }
 
 /// `dst += src` in place: `add_` (gradient accumulation, momentum).
@@ -416,19 +426,22 @@ pub fn add(dst: &Tensor, src: &Tensor) -> Result<(), Error> {
     float(&[dst, src])?;
     same_shape(dst, src)?;
     distinct(dst, &[src])?;
-    on_backing!(dst, Ok(()), cpu::add(dst, src), gpu::add(dst, src))
+    submit(dst, || Op::Add {
+        dst: o(dst),
+        src: o(src),
+    })
 }
 
 /// `dst = sqrt(v) · scale + eps`: Adam's denominator, the temporary that foreach and
 /// for-loop Adam allocate (`scale` is 1/√(1 − β₂ᵗ)).
 pub fn adam_denom(v: &Tensor, dst: &Tensor, scale: f32, eps: f32) -> Result<(), Error> {
     check_adam_denom(v, dst)?;
-    on_backing!(
-        dst,
-        Ok(()),
-        cpu::adam_denom(v, dst, scale, eps),
-        gpu::adam_denom(v, dst, scale, eps),
-    )
+    submit(dst, || Op::AdamDenom {
+        v: o(v),
+        dst: o(dst),
+        scale,
+        eps,
+    })
 }
 
 fn check_adam_denom(v: &Tensor, dst: &Tensor) -> Result<(), Error> {

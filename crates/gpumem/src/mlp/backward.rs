@@ -22,9 +22,8 @@ const TN: Matmul = Matmul {
 
 /// The gradient a backward pass starts from.
 pub(super) enum Seed {
-    /// `torch.ones_like(loss)`, allocated by the caller and filled here: by the first node's
-    /// backward where that is `nll_loss`'s (one operation, `ops::fill_nll_loss_backward`),
-    /// else before it.
+    /// `torch.ones_like(loss)`, allocated by the caller and filled here, before the first
+    /// node's backward.
     Ones(Tensor),
     /// A gradient received (a pipeline stage's, from the stage after it).
     Received(Tensor),
@@ -80,7 +79,7 @@ impl Mlp {
     ) -> Result<Option<Tensor>, Error> {
         let new =
             |rows, cols, dtype, label: &str| Tensor::new(&self.device, rows, cols, dtype, label);
-        if let Some(value) = fill.filter(|_| !matches!(node, Node::NllLoss { .. })) {
+        if let Some(value) = fill {
             ops::fill(&grad, value)?;
         }
         Ok(match node {
@@ -91,13 +90,7 @@ impl Mlp {
                 total_weight,
             } => {
                 let out = new(logp.rows(), logp.cols(), logp.dtype(), "nll_loss_backward")?;
-                match fill {
-                    // Nothing between the fill and this node but `out`'s allocation.
-                    Some(value) => {
-                        ops::fill_nll_loss_backward(&grad, value, &labels, &total_weight, &out)?
-                    }
-                    None => ops::nll_loss_backward(&grad, &labels, &total_weight, &out)?,
-                }
+                ops::nll_loss_backward(&grad, &labels, &total_weight, &out)?;
                 Some(out)
             }
             Node::ToFloat32 { from } => Some(cast(&grad, from, "log_softmax.grad (float16)")?),
@@ -190,10 +183,9 @@ impl Mlp {
         )?;
         // `mm` for the weight's gradient (its handle's workspaces, if this is its first).
         self.device.cublas_product(false)?;
-        // Both made before either is computed, in the order the two operations make them,
-        // so one kernel can write both (`ops::matmul_colsum`).
+        ops::matmul(TN, &input, &dz, &dw, None)?;
         let db = Tensor::new(&self.device, 1, dz.cols(), dtype, &grad_label("bias"))?;
-        ops::matmul_colsum(TN, &input, &dz, &dw, &db)?;
+        ops::colsum(&dz, &db)?;
         drop((input, weight, dz, params));
         if cast_back {
             let p = self.precision().parameters();

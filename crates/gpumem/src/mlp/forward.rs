@@ -95,48 +95,20 @@ impl Mlp {
         cache: &mut Option<CastCache>,
     ) -> Result<Tensor, Error> {
         self.hook(|h| h.pre_forward(i))?;
-        let (z, _) = self.linear_product(i, input, tape, cache, false)?;
+        let z = self.linear_product(i, input, tape, cache)?;
         self.hook(|h| h.post_forward(i))?;
         Ok(z)
     }
 
-    /// [`Mlp::linear`] then [`Mlp::relu`] as one operation (`ops::matmul_relu`) where
-    /// nothing runs between them: no scheme's hooks (FSDP frees parameters in the
-    /// post-forward hook), no autocast, an out-of-place ReLU. The tensors, their order of
-    /// allocation and the tape are those of the two calls: `z`, then `a`.
-    fn linear_relu(
-        &self,
-        i: usize,
-        input: &Tensor,
-        mut tape: Option<&mut Tape>,
-        cache: &mut Option<CastCache>,
-    ) -> Result<Tensor, Error> {
-        let fusable = self.hooks.is_none() && cache.is_none() && !self.config.strategy.relu_inplace;
-        if !fusable {
-            let z = self.linear(i, input, tape.as_deref_mut(), cache)?;
-            return self.relu(i, z, tape);
-        }
-        let (_, a) = self.linear_product(i, input, tape.as_deref_mut(), cache, true)?;
-        let a = a.ok_or_else(|| Error::Device("the fused ReLU made no output".into()))?;
-        if let Some(tape) = tape {
-            tape.push(Node::Relu { output: a.clone() });
-        }
-        Ok(a)
-    }
-
     /// [`Mlp::linear`] between the hooks: the parameters it uses are let go before the
     /// post-forward hook runs (FSDP's reshard frees them then).
-    ///
-    /// With `relu`, the ReLU's output is made right after `z` and written by the same
-    /// operation (`ops::matmul_relu`), and returned beside `z`.
     fn linear_product(
         &self,
         i: usize,
         input: &Tensor,
         tape: Option<&mut Tape>,
         cache: &mut Option<CastCache>,
-        relu: bool,
-    ) -> Result<(Tensor, Option<Tensor>), Error> {
+    ) -> Result<Tensor, Error> {
         let layer = &self.layer_params(i);
         let input_grad = self.global(i) > 0;
         let label = if self.is_output(i) {
@@ -170,15 +142,8 @@ impl Mlp {
         let z = Tensor::new(&self.device, input.rows(), w.cols(), dtype, &label)?;
         // `addmm` makes its output, then sets its handle up (the first time, its workspaces).
         self.device.cublas_product(true)?;
-        let bias = Some(bias.as_ref().unwrap_or(&layer.bias));
-        let a = if relu {
-            let a = self.relu_output(i, &z)?;
-            ops::matmul_relu(NN, &input, w, &z, bias, &a)?;
-            Some(a)
-        } else {
-            ops::matmul(NN, &input, w, &z, bias)?;
-            None
-        };
+        let bias = bias.as_ref().unwrap_or(&layer.bias);
+        ops::matmul(NN, &input, w, &z, Some(bias))?;
         if let Some(tape) = tape {
             tape.push(Node::Linear {
                 layer: i,
@@ -187,18 +152,7 @@ impl Mlp {
                 input_grad,
             });
         }
-        Ok((z, a))
-    }
-
-    /// The out-of-place ReLU's output for layer `i`'s `z`.
-    fn relu_output(&self, i: usize, z: &Tensor) -> Result<Tensor, Error> {
-        Tensor::new(
-            &self.device,
-            z.rows(),
-            z.cols(),
-            z.dtype(),
-            &format!("a{}", self.global(i)),
-        )
+        Ok(z)
     }
 
     /// `relu(z)` into a new tensor, or `relu_(z)` in place; the node saves the output.
@@ -212,7 +166,8 @@ impl Mlp {
             ops::relu_(&z)?;
             z
         } else {
-            let a = self.relu_output(i, &z)?;
+            let label = format!("a{}", self.global(i));
+            let a = Tensor::new(&self.device, z.rows(), z.cols(), z.dtype(), &label)?;
             ops::relu(&z, &a)?;
             a
         };
@@ -233,7 +188,8 @@ impl Mlp {
     ) -> Result<Tensor, Error> {
         let mut h = input.clone();
         for i in layers {
-            h = self.linear_relu(i, &h, tape.as_deref_mut(), cache)?;
+            let z = self.linear(i, &h, tape.as_deref_mut(), cache)?;
+            h = self.relu(i, z, tape.as_deref_mut())?;
         }
         Ok(h)
     }
@@ -274,10 +230,8 @@ impl Mlp {
     ) -> Result<Tensor, Error> {
         let (rows, classes) = (y_pred.rows(), y_pred.cols());
         let mut logp = Tensor::new(&self.device, rows, classes, y_pred.dtype(), "log_softmax")?;
+        ops::log_softmax(y_pred, &logp)?;
         let cast_first = logp.dtype() == DType::F16;
-        if cast_first {
-            ops::log_softmax(y_pred, &logp)?;
-        }
         tape.push(Node::LogSoftmax {
             output: logp.clone(),
         });
@@ -288,13 +242,7 @@ impl Mlp {
         let dtype = logp.dtype();
         let loss = Tensor::new(&self.device, 1, 1, dtype, "loss")?;
         let total_weight = Tensor::new(&self.device, 1, 1, dtype, "total_weight")?;
-        if cast_first {
-            ops::nll_loss(&logp, y, &loss, &total_weight)?;
-        } else {
-            // Nothing between the two operations but the loss's two allocations, made
-            // before either runs, so one kernel can write all three tensors.
-            ops::log_softmax_nll_loss(y_pred, &logp, y, &loss, &total_weight)?;
-        }
+        ops::nll_loss(&logp, y, &loss, &total_weight)?;
         tape.push(Node::NllLoss {
             logp,
             labels: y.clone(),

@@ -1,7 +1,7 @@
 //! The points where PyTorch's wrappers hook into a training step — DDP's autograd hook per
 //! gradient, FSDP's pre/post-forward and pre/post-backward per layer, and
 //! `ZeroRedundancyOptimizer`'s choice of the parameters a card updates — so that a multi-card
-//! scheme ([`crate::parallel`]) runs the same step as one card, with its own memory added
+//! scheme (the `parallel` module, a floor above this one) runs the same step as one card, with its own memory added
 //! exactly where PyTorch adds it.
 
 use super::{Grads, Linear, Mlp};

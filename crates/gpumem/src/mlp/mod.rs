@@ -122,8 +122,8 @@ pub struct Mlp {
     scaler: optim::Scaler,
     kept: Kept,
     pass: Pass,
-    /// Plan only the first this many micro-batches of each step (see
-    /// [`crate::fit::measure_update`]).
+    /// Plan only the first this many micro-batches of each step (the fit search's
+    /// `measure_update`, a floor above, sets it).
     micro_batch_limit: Option<u64>,
     /// A multi-card scheme's hooks ([`hooks::StepHooks`]), if one drives this network.
     hooks: Option<hooks::SharedHooks>,

@@ -248,9 +248,8 @@ impl Mlp {
                         )
                     };
                     match imp {
-                        // The denominator made before the step that fills it (no other
-                        // allocation is in between), so one kernel can write both.
                         OptimizerImpl::Foreach => {
+                            ops::adam(p, g, exp_avg, exp_avg_sq, hp)?;
                             let d = Tensor::new(
                                 &self.device,
                                 p.rows(),
@@ -258,7 +257,7 @@ impl Mlp {
                                 p.dtype(),
                                 &label("_foreach_sqrt"),
                             )?;
-                            ops::adam_with_denom(p, g, exp_avg, exp_avg_sq, hp, &d, scale, eps)?;
+                            ops::adam_denom(exp_avg_sq, &d, scale, eps)?;
                             denoms.push(d);
                         }
                         OptimizerImpl::ForLoop => {

@@ -1,7 +1,7 @@
 //! One pipeline stage's share of the step: the forward and backward pass of one
 //! micro-batch through this network's layers (a contiguous run of the whole network's), with
 //! the loss on the last stage, as `torch.distributed.pipelining`'s `PipelineStage` runs them.
-//! The schedule (GPipe, 1F1B) that orders them lives in [`crate::parallel`].
+//! The schedule (GPipe, 1F1B) that orders them lives a floor above, in `parallel`.
 
 use super::autograd::Tape;
 use super::backward::Seed;

@@ -6,6 +6,7 @@
 use super::par;
 use crate::device::Device;
 use crate::error::Error;
+use crate::exec::ops;
 use crate::exec::spec::AdamStep;
 use crate::tensor::{DType, Tensor};
 use std::time::Instant;
@@ -49,7 +50,7 @@ pub fn measure(values: u64, runs: usize) -> Result<Vec<Kernel>, Error> {
     let device = Device::cpu(bytes * 8 + (64 << 20));
     let tensor = |label: &str, fill: f32| -> Result<Tensor, Error> {
         let t = Tensor::new(&device, 1, values, DType::F32, label)?;
-        super::fill(&t, fill)?;
+        ops::fill(&t, fill)?;
         Ok(t)
     };
     let (a, b, c) = (tensor("a", 0.5)?, tensor("b", -0.25)?, tensor("c", 0.0)?);
@@ -83,31 +84,31 @@ pub fn measure(values: u64, runs: usize) -> Result<Vec<Kernel>, Error> {
         row(
             "copy (_to_copy, clone)",
             2,
-            median(runs, || super::copy(&a, &c))?,
+            median(runs, || ops::copy(&a, &c))?,
         ),
-        row("fill", 1, median(runs, || super::fill(&c, 1.0))?),
-        row("relu", 2, median(runs, || super::relu(&a, &c))?),
+        row("fill", 1, median(runs, || ops::fill(&c, 1.0))?),
+        row("relu", 2, median(runs, || ops::relu(&a, &c))?),
         row(
             "threshold_backward",
             3,
-            median(runs, || super::threshold_backward(&a, &b, &c))?,
+            median(runs, || ops::threshold_backward(&a, &b, &c))?,
         ),
-        row("add_", 3, median(runs, || super::add(&c, &a))?),
+        row("add_", 3, median(runs, || ops::add(&c, &a))?),
         row(
             "sgd (param -= lr·grad)",
             3,
-            median(runs, || super::sgd(&c, &a, 1e-3))?,
+            median(runs, || ops::sgd(&c, &a, 1e-3))?,
         ),
         row(
             "adam (fused)",
             7,
-            median(runs, || super::adam(&c, &a, &m, &v, hp))?,
+            median(runs, || ops::adam(&c, &a, &m, &v, hp))?,
         ),
         row("colsum (2000 columns)", 1, {
             let t = Tensor::new(&device, values / 2000, 2000, DType::F32, "dz")?;
-            super::fill(&t, 0.5)?;
+            ops::fill(&t, 0.5)?;
             let sums = Tensor::new(&device, 1, 2000, DType::F32, "db")?;
-            median(runs, || super::colsum(&t, &sums))?
+            median(runs, || ops::colsum(&t, &sums))?
         }),
     ])
 }

@@ -8,9 +8,9 @@
 
 use super::super::compute::Compute;
 use super::super::spec::Matmul;
+use super::HostView;
 use super::{dispatch, load, par, with_mut};
 use crate::error::Error;
-use crate::tensor::Tensor;
 
 /// Multiply-adds (m·n·k) plus values written (m·n) below which one thread is faster.
 const MIN_PARALLEL_WORK: usize = 1 << 21;
@@ -157,17 +157,17 @@ unsafe impl<C: Send> Sync for SendPtr<C> {}
 
 pub fn matmul(
     spec: Matmul,
-    a: &Tensor,
-    b: &Tensor,
-    c: &Tensor,
-    bias: Option<&Tensor>,
+    a: &HostView,
+    b: &HostView,
+    c: &HostView,
+    bias: Option<&HostView>,
 ) -> Result<(), Error> {
     fn run<C: Compute>(
         spec: Matmul,
-        a: &Tensor,
-        b: &Tensor,
-        c: &Tensor,
-        bias: Option<&Tensor>,
+        a: &HostView,
+        b: &HostView,
+        c: &HostView,
+        bias: Option<&HostView>,
     ) -> Result<(), Error> {
         let (m, n) = (c.rows() as usize, c.cols() as usize);
         let k = if spec.trans_a { a.rows() } else { a.cols() } as usize;

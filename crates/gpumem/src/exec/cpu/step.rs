@@ -3,12 +3,12 @@
 //! their backward passes, scalars, and the pieces of the optimizers.
 
 use super::super::compute::Compute;
+use super::HostView;
 use super::{dispatch, load, par, raw, with_mut};
 use crate::error::Error;
-use crate::tensor::Tensor;
 
 /// The labels of an int64 label tensor, checked to be classes below `classes`.
-fn labels(t: &Tensor, classes: usize) -> Result<Vec<usize>, Error> {
+fn labels(t: &HostView, classes: usize) -> Result<Vec<usize>, Error> {
     raw::<i64>(t)?
         .iter()
         .enumerate()
@@ -24,8 +24,8 @@ fn labels(t: &Tensor, classes: usize) -> Result<Vec<usize>, Error> {
 }
 
 /// `dst = src`, converted to `dst`'s type (PyTorch's `_to_copy` and `clone`).
-pub fn copy(src: &Tensor, dst: &Tensor) -> Result<(), Error> {
-    fn run<C: Compute>(src: &Tensor, dst: &Tensor) -> Result<(), Error> {
+pub fn copy(src: &HostView, dst: &HostView) -> Result<(), Error> {
+    fn run<C: Compute>(src: &HostView, dst: &HostView) -> Result<(), Error> {
         let s = load::<C>(src)?;
         with_mut::<C, _>(dst, |d| {
             par::elementwise(d, |at, d| d.copy_from_slice(&s[at..at + d.len()]))
@@ -35,8 +35,8 @@ pub fn copy(src: &Tensor, dst: &Tensor) -> Result<(), Error> {
 }
 
 /// `dst = grad · (output > 0)`: `threshold_backward`, into a new tensor.
-pub fn threshold_backward(grad: &Tensor, output: &Tensor, dst: &Tensor) -> Result<(), Error> {
-    fn run<C: Compute>(grad: &Tensor, output: &Tensor, dst: &Tensor) -> Result<(), Error> {
+pub fn threshold_backward(grad: &HostView, output: &HostView, dst: &HostView) -> Result<(), Error> {
+    fn run<C: Compute>(grad: &HostView, output: &HostView, dst: &HostView) -> Result<(), Error> {
         let (g, a) = (load::<C>(grad)?, load::<C>(output)?);
         with_mut::<C, _>(dst, |d| {
             par::elementwise(d, |at, d| {
@@ -50,8 +50,8 @@ pub fn threshold_backward(grad: &Tensor, output: &Tensor, dst: &Tensor) -> Resul
 }
 
 /// `x = max(x, 0)` in place (`relu_`).
-pub fn relu_(x: &Tensor) -> Result<(), Error> {
-    fn run<C: Compute>(x: &Tensor) -> Result<(), Error> {
+pub fn relu_(x: &HostView) -> Result<(), Error> {
+    fn run<C: Compute>(x: &HostView) -> Result<(), Error> {
         with_mut::<C, _>(x, |v| {
             par::elementwise(v, |_, v| v.iter_mut().for_each(|v| *v = v.max(C::zero())))
         })
@@ -60,8 +60,8 @@ pub fn relu_(x: &Tensor) -> Result<(), Error> {
 }
 
 /// Row-wise `log_softmax`, stable (the row's maximum is subtracted first).
-pub fn log_softmax(x: &Tensor, out: &Tensor) -> Result<(), Error> {
-    fn run<C: Compute>(x: &Tensor, out: &Tensor) -> Result<(), Error> {
+pub fn log_softmax(x: &HostView, out: &HostView) -> Result<(), Error> {
+    fn run<C: Compute>(x: &HostView, out: &HostView) -> Result<(), Error> {
         let c = x.cols() as usize;
         let v = load::<C>(x)?;
         with_mut::<C, _>(out, |o| {
@@ -80,16 +80,16 @@ pub fn log_softmax(x: &Tensor, out: &Tensor) -> Result<(), Error> {
 
 /// Mean negative log-likelihood: `loss = −Σ logp[r, y_r] / B`, `total_weight = B`.
 pub fn nll_loss(
-    logp: &Tensor,
-    labels_t: &Tensor,
-    loss: &Tensor,
-    total_weight: &Tensor,
+    logp: &HostView,
+    labels_t: &HostView,
+    loss: &HostView,
+    total_weight: &HostView,
 ) -> Result<(), Error> {
     fn run<C: Compute>(
-        logp: &Tensor,
-        labels_t: &Tensor,
-        loss: &Tensor,
-        total_weight: &Tensor,
+        logp: &HostView,
+        labels_t: &HostView,
+        loss: &HostView,
+        total_weight: &HostView,
     ) -> Result<(), Error> {
         let c = logp.cols() as usize;
         let y = labels(labels_t, c)?;
@@ -116,16 +116,16 @@ pub fn nll_loss(
 
 /// `out[r, j] = −grad / total_weight` where `j` is row `r`'s label, else 0.
 pub fn nll_loss_backward(
-    grad: &Tensor,
-    labels_t: &Tensor,
-    total_weight: &Tensor,
-    out: &Tensor,
+    grad: &HostView,
+    labels_t: &HostView,
+    total_weight: &HostView,
+    out: &HostView,
 ) -> Result<(), Error> {
     fn run<C: Compute>(
-        grad: &Tensor,
-        labels_t: &Tensor,
-        total_weight: &Tensor,
-        out: &Tensor,
+        grad: &HostView,
+        labels_t: &HostView,
+        total_weight: &HostView,
+        out: &HostView,
     ) -> Result<(), Error> {
         let c = out.cols() as usize;
         let y = labels(labels_t, c)?;
@@ -148,8 +148,8 @@ pub fn nll_loss_backward(
 }
 
 /// `out = grad − exp(logp) · Σ_row grad`: the backward pass of `log_softmax`.
-pub fn log_softmax_backward(grad: &Tensor, logp: &Tensor, out: &Tensor) -> Result<(), Error> {
-    fn run<C: Compute>(grad: &Tensor, logp: &Tensor, out: &Tensor) -> Result<(), Error> {
+pub fn log_softmax_backward(grad: &HostView, logp: &HostView, out: &HostView) -> Result<(), Error> {
+    fn run<C: Compute>(grad: &HostView, logp: &HostView, out: &HostView) -> Result<(), Error> {
         let c = out.cols() as usize;
         let (g, p) = (load::<C>(grad)?, load::<C>(logp)?);
         with_mut::<C, _>(out, |o| {
@@ -169,8 +169,8 @@ pub fn log_softmax_backward(grad: &Tensor, logp: &Tensor, out: &Tensor) -> Resul
 }
 
 /// Every value set to `value` (`ones_like`, `full`).
-pub fn fill(x: &Tensor, value: f32) -> Result<(), Error> {
-    fn run<C: Compute>(x: &Tensor, value: f32) -> Result<(), Error> {
+pub fn fill(x: &HostView, value: f32) -> Result<(), Error> {
+    fn run<C: Compute>(x: &HostView, value: f32) -> Result<(), Error> {
         with_mut::<C, _>(x, |v| {
             par::elementwise(v, |_, v| v.fill(C::from_f32(value)))
         })
@@ -179,8 +179,8 @@ pub fn fill(x: &Tensor, value: f32) -> Result<(), Error> {
 }
 
 /// `x *= factor` in place (`mul_`).
-pub fn scale(x: &Tensor, factor: f32) -> Result<(), Error> {
-    fn run<C: Compute>(x: &Tensor, factor: f32) -> Result<(), Error> {
+pub fn scale(x: &HostView, factor: f32) -> Result<(), Error> {
+    fn run<C: Compute>(x: &HostView, factor: f32) -> Result<(), Error> {
         let f = C::from_f32(factor);
         with_mut::<C, _>(x, |v| {
             par::elementwise(v, |_, v| v.iter_mut().for_each(|v| *v *= f))
@@ -190,8 +190,8 @@ pub fn scale(x: &Tensor, factor: f32) -> Result<(), Error> {
 }
 
 /// `dst += src` in place (`add_`: gradient accumulation, momentum).
-pub fn add(dst: &Tensor, src: &Tensor) -> Result<(), Error> {
-    fn run<C: Compute>(dst: &Tensor, src: &Tensor) -> Result<(), Error> {
+pub fn add(dst: &HostView, src: &HostView) -> Result<(), Error> {
+    fn run<C: Compute>(dst: &HostView, src: &HostView) -> Result<(), Error> {
         let s = load::<C>(src)?;
         with_mut::<C, _>(dst, |d| {
             par::elementwise(d, |at, d| {
@@ -204,8 +204,8 @@ pub fn add(dst: &Tensor, src: &Tensor) -> Result<(), Error> {
 
 /// `dst = sqrt(v) · scale + eps`: Adam's denominator, as `_foreach_sqrt` and the ops after
 /// it leave it.
-pub fn adam_denom(v: &Tensor, dst: &Tensor, scale: f32, eps: f32) -> Result<(), Error> {
-    fn run<C: Compute>(v: &Tensor, dst: &Tensor, scale: f32, eps: f32) -> Result<(), Error> {
+pub fn adam_denom(v: &HostView, dst: &HostView, scale: f32, eps: f32) -> Result<(), Error> {
+    fn run<C: Compute>(v: &HostView, dst: &HostView, scale: f32, eps: f32) -> Result<(), Error> {
         let (s, e) = (C::from_f32(scale), C::from_f32(eps));
         let src = load::<C>(v)?;
         with_mut::<C, _>(dst, |d| {

@@ -1,0 +1,192 @@
+//! The executor: what runs a device's operations — plain Rust on `cpu`; on `wgpu` the WGSL
+//! kernels with their command encoder, bind-group cache, staging buffer, counters and
+//! timing; nothing on `plan`. Operations reach it beside the allocator, not through it: the
+//! allocator only says where each tensor's bytes are.
+//!
+//! On `wgpu` it holds back an operation that may start a fused pair ([`super::fusion`])
+//! until the next one arrives. A held operation keeps no tensor alive (its operands are
+//! block addresses), so it runs before anything could change what it reads or writes: the
+//! next operation, a transfer to or from the host, or the freeing of one of its blocks.
+
+use super::fusion::Joined;
+use super::op::Op;
+use crate::alloc::{Allocator, BlockAddr};
+use crate::device::Backing;
+use crate::error::Error;
+
+/// Where operations find their tensors' bytes: the device's allocator and its segments.
+pub(crate) type Memory = Allocator<Backing>;
+
+/// What runs the operations of one device.
+pub(crate) struct Executor {
+    engine: Engine,
+    /// The operation held back for a possible fusion with the next.
+    pending: Option<Op>,
+    /// The error of a held operation run while a block was being freed (a drop cannot
+    /// return one): the next operation or transfer reports it.
+    failed: Option<Error>,
+}
+
+enum Engine {
+    Plan,
+    #[cfg(feature = "cpu")]
+    Cpu,
+    #[cfg(feature = "wgpu")]
+    Wgpu(super::gpu::GpuExecutor),
+}
+
+impl Executor {
+    /// The executor for a device over `backing`.
+    pub fn for_backing(backing: &Backing) -> Executor {
+        let engine = match backing {
+            Backing::Plan => Engine::Plan,
+            #[cfg(feature = "cpu")]
+            Backing::Cpu(_) => Engine::Cpu,
+            #[cfg(feature = "wgpu")]
+            Backing::Wgpu(store) => Engine::Wgpu(store.executor()),
+        };
+        Executor {
+            engine,
+            pending: None,
+            failed: None,
+        }
+    }
+
+    /// Whether operations run (false on `plan`, which only checks them).
+    pub fn executes(&self) -> bool {
+        !matches!(self.engine, Engine::Plan)
+    }
+
+    /// Runs `op`, or holds it back where it may join the next one.
+    pub fn submit(&mut self, mem: &Memory, op: Op) -> Result<(), Error> {
+        if let Some(e) = self.failed.take() {
+            return Err(e);
+        }
+        let op = match self.pending.take() {
+            Some(first) => match super::fusion::fuse(first, op) {
+                Joined::One(pair) => return self.run(mem, &pair),
+                Joined::Apart(first, next) => {
+                    self.run(mem, &first)?;
+                    next
+                }
+            },
+            None => op,
+        };
+        if self.fuses() && super::fusion::may_lead(&op) {
+            self.pending = Some(op);
+            return Ok(());
+        }
+        self.run(mem, &op)
+    }
+
+    /// Runs the operation held back, if any: before data crosses to or from the host.
+    pub fn sync(&mut self, mem: &Memory) -> Result<(), Error> {
+        if let Some(e) = self.failed.take() {
+            return Err(e);
+        }
+        match self.pending.take() {
+            Some(op) => self.run(mem, &op),
+            None => Ok(()),
+        }
+    }
+
+    /// Before `block` is freed: the held operation runs now if it uses the block.
+    pub fn before_free(&mut self, mem: &Memory, block: BlockAddr) {
+        if self.pending.as_ref().is_some_and(|op| op.uses(block))
+            && let Err(e) = self.sync(mem)
+        {
+            self.failed = Some(e);
+        }
+    }
+
+    /// Only `wgpu` has kernels that run two operations as one.
+    fn fuses(&self) -> bool {
+        #[cfg(feature = "wgpu")]
+        if let Engine::Wgpu(_) = self.engine {
+            return true;
+        }
+        false
+    }
+
+    #[cfg_attr(not(any(feature = "cpu", feature = "wgpu")), allow(unused_variables))]
+    fn run(&self, mem: &Memory, op: &Op) -> Result<(), Error> {
+        match &self.engine {
+            Engine::Plan => Ok(()),
+            #[cfg(feature = "cpu")]
+            Engine::Cpu => super::cpu::run(mem, op),
+            #[cfg(feature = "wgpu")]
+            Engine::Wgpu(gpu) => gpu.run(mem, op),
+        }
+    }
+
+    /// The `wgpu` executor, if this is one.
+    #[cfg(feature = "wgpu")]
+    pub fn wgpu(&self) -> Option<&super::gpu::GpuExecutor> {
+        match &self.engine {
+            Engine::Wgpu(g) => Some(g),
+            _ => None,
+        }
+    }
+}
+
+#[cfg(all(test, feature = "wgpu", feature = "cpu"))]
+mod tests {
+    use crate::alloc::AllocatorConfig;
+    use crate::device::DeviceOptions;
+    use crate::exec::ops::{self, Matmul};
+    use crate::tensor::{DType, Tensor};
+    use crate::testing::gpu;
+    use crate::{Device, MemorySpec};
+
+    fn filled(device: &Device, rows: u64, cols: u64, v: f32, label: &str) -> Tensor {
+        let t = Tensor::new(device, rows, cols, DType::F32, label).unwrap();
+        t.write(&vec![v; (rows * cols) as usize]).unwrap();
+        t
+    }
+
+    /// A product is held back (it may join a ReLU); its input is dropped before the next
+    /// operation. The product must run before the input's block is freed — with the cache
+    /// off, before its segment goes back to the device — and compute what it would have.
+    #[test]
+    fn a_held_operation_runs_before_its_memory_is_freed() {
+        let Some(gpu) = gpu() else { return };
+        for caching in [true, false] {
+            let options = DeviceOptions {
+                memory: MemorySpec::Bytes(64 << 20),
+                allocator: AllocatorConfig {
+                    caching,
+                    ..Default::default()
+                },
+                ..Default::default()
+            };
+            let device = gpu.device_with(&options);
+            let a = filled(&device, 4, 3, 2.0, "a");
+            let b = filled(&device, 3, 5, 0.5, "b");
+            let c = Tensor::new(&device, 4, 5, DType::F32, "c").unwrap();
+            ops::matmul(Matmul::default(), &a, &b, &c, None).unwrap();
+            assert!(
+                device.borrow().exec.pending.is_some(),
+                "the product is held"
+            );
+            drop(a);
+            assert!(
+                device.borrow().exec.pending.is_none(),
+                "run before the free"
+            );
+            // Something else in the freed memory, then the product's output read back.
+            let _other = filled(&device, 4, 3, -7.0, "other");
+            assert_eq!(c.read::<f32>().unwrap(), vec![3.0; 20], "caching {caching}");
+        }
+    }
+
+    /// The step's pairs on the cpu backing run one operation at a time (nothing held).
+    #[test]
+    fn the_cpu_backing_holds_nothing_back() {
+        let device = Device::cpu(64 << 20);
+        let a = filled(&device, 2, 2, 1.0, "a");
+        let c = Tensor::new(&device, 2, 2, DType::F32, "c").unwrap();
+        ops::matmul(Matmul::default(), &a, &a, &c, None).unwrap();
+        assert!(device.borrow().exec.pending.is_none());
+        assert_eq!(c.read::<f32>().unwrap(), vec![2.0; 4]);
+    }
+}
