@@ -11,6 +11,7 @@ mod backend;
 pub mod cublas;
 pub mod data;
 pub mod device;
+mod dtype;
 mod error;
 pub mod estimate;
 mod exec;
@@ -18,10 +19,12 @@ pub mod fit;
 pub mod lesson;
 pub mod measure;
 pub mod mlp;
+mod ops;
 pub mod parallel;
 pub mod pytorch;
 pub mod report;
 pub mod search;
+mod segments;
 pub mod size;
 pub mod snapshot;
 pub mod tensor;
@@ -33,6 +36,6 @@ pub use device::{Backend, Device, DeviceOptions};
 pub use error::Error;
 /// The cpu backing's elementwise kernels against a plain copy, for the throughput bench.
 #[cfg(all(feature = "cpu", any(test, feature = "testing")))]
-pub use exec::bandwidth as cpu_bandwidth;
+pub mod cpu_bandwidth;
 pub use size::{Bytes, MemorySpec};
 pub use tensor::{DType, Tensor};

@@ -4,45 +4,12 @@
 //! pass) is what keeps memory allocated, and how memory leaks in a training loop.
 
 use crate::alloc::{BlockAddr, Placement};
-use crate::device::{Backing, Device, Inner};
+use crate::device::{Device, Inner};
+pub use crate::dtype::DType;
 use crate::error::Error;
+use crate::segments::Backing;
 use std::fmt;
 use std::rc::Rc;
-
-/// Element types the engine stores.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum DType {
-    F16,
-    F32,
-    F64,
-    U32,
-    /// Class labels, as PyTorch's `cross_entropy` wants them.
-    I64,
-}
-
-impl DType {
-    /// Bytes per element.
-    pub const fn size(self) -> u64 {
-        match self {
-            DType::F16 => 2,
-            DType::F32 | DType::U32 => 4,
-            DType::F64 | DType::I64 => 8,
-        }
-    }
-}
-
-impl fmt::Display for DType {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.pad(match self {
-            DType::F16 => "float16",
-            DType::F32 => "float32",
-            DType::F64 => "float64",
-            DType::U32 => "uint32",
-            DType::I64 => "int64",
-        })
-    }
-}
 
 /// Bytes of a `rows × cols` matrix of `dtype`, or an error naming `label` on overflow.
 pub fn matrix_bytes(rows: u64, cols: u64, dtype: DType, label: &str) -> Result<u64, Error> {
@@ -278,7 +245,7 @@ impl Tensor {
                 Ok(())
             }
             #[cfg(feature = "wgpu")]
-            Backing::Wgpu(store) => crate::device::write(
+            Backing::Wgpu(store) => crate::exec::transfer::write(
                 store,
                 wgpu_executor(exec)?,
                 p.segment,
@@ -311,7 +278,7 @@ impl Tensor {
                 Ok(unsafe { std::slice::from_raw_parts(src, n) }.to_vec())
             }
             #[cfg(feature = "wgpu")]
-            Backing::Wgpu(store) => crate::device::read_back(
+            Backing::Wgpu(store) => crate::exec::transfer::read_back(
                 store,
                 wgpu_executor(exec)?,
                 p.segment,

@@ -139,7 +139,7 @@ impl<S: SegmentStore> Allocator<S> {
 mod tests {
     use super::*;
     use crate::alloc::{AllocatorConfig, BlockAddr};
-    use crate::device::HostStore;
+    use crate::segments::HostStore;
 
     fn allocator(capacity: u64) -> Allocator<HostStore> {
         let config = AllocatorConfig {

@@ -9,22 +9,14 @@
 //! Whatever the backing, the device has a capacity: by default an emulated card that
 //! reports 15.90 GiB like the lesson's, or `native` for whatever the backing can get.
 
-mod backing;
-#[cfg(feature = "wgpu")]
-mod buffers;
 mod history;
-mod host;
 mod open;
-#[cfg(feature = "wgpu")]
-mod transfer;
 mod workspaces;
 
-pub use backing::{Backend, Backing};
+pub use crate::backend::Backend;
 #[cfg(feature = "wgpu")]
-pub use buffers::BufferStore;
-pub use host::HostStore;
-#[cfg(feature = "wgpu")]
-pub(crate) use transfer::{parts, read_back, write};
+pub use crate::segments::BufferStore;
+pub use crate::segments::{Backing, HostStore};
 
 pub use crate::error::Error;
 
@@ -315,7 +307,7 @@ impl Device {
             report
                 .allocations
                 .iter()
-                .filter(|a| a.name.starts_with(buffers::SEGMENT_LABEL))
+                .filter(|a| a.name.starts_with(crate::segments::SEGMENT_LABEL))
         };
         Some(DriverMemory {
             allocated: report.total_allocated_bytes,

@@ -1,7 +1,7 @@
 //! The number types the `cpu` backing computes in (float32 and float64), with their
 //! conversions to and from the stored types and their gemm.
 
-use crate::tensor::DType;
+use crate::dtype::DType;
 use half::f16;
 use num_traits::Float;
 

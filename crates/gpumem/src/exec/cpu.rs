@@ -12,9 +12,9 @@ use super::compute::Compute;
 use super::executor::Memory;
 use super::op::Operand;
 use super::spec::AdamStep;
-use crate::device::HostStore;
+use crate::dtype::DType;
 use crate::error::Error;
-use crate::tensor::DType;
+use crate::segments::HostStore;
 use half::f16;
 use std::borrow::Cow;
 
@@ -157,11 +157,8 @@ fn store<C: Copy, T>(t: &HostView, values: &[C], convert: impl Fn(C) -> T) -> Re
     Ok(())
 }
 
-/// The elementwise kernels' GB/s against a plain copy (the throughput bench's table).
-#[cfg(any(test, feature = "testing"))]
-pub mod bandwidth;
 mod matmul;
-mod par;
+pub(crate) mod par;
 mod run;
 mod step;
 pub use matmul::matmul;
@@ -171,7 +168,7 @@ pub use step::*;
 /// Calls `$f::<f64>` if any tensor is float64, else `$f::<f32>`.
 macro_rules! dispatch {
     ($f:ident, [$($t:expr),+], $($arg:expr),*) => {
-        if [$($t),+].iter().any(|t: &&HostView| t.dtype() == $crate::tensor::DType::F64) {
+        if [$($t),+].iter().any(|t: &&HostView| t.dtype() == $crate::dtype::DType::F64) {
             $f::<f64>($($arg),*)
         } else {
             $f::<f32>($($arg),*)

@@ -92,8 +92,8 @@ fn apart(out: &Operand, others: Vec<&Operand>) -> bool {
 mod tests {
     use super::*;
     use crate::alloc::BlockAddr;
+    use crate::dtype::DType;
     use crate::exec::op::Matmul;
-    use crate::tensor::DType;
 
     fn operand(block: u64) -> Operand {
         Operand {

@@ -24,7 +24,7 @@ use std::sync::Arc;
 pub(crate) struct GpuExecutor {
     gpu: Rc<Gpu>,
     /// The kernels, compiled on first use (seconds on lavapipe) and shared by every device
-    /// opened on the same store's GPU ([`crate::device::BufferStore::fresh`]).
+    /// opened on the same store's GPU ([`crate::segments::BufferStore::fresh`]).
     kernels: Rc<OnceCell<Kernels>>,
     /// Commands recorded since the last submission: a step's kernels go here and are
     /// submitted together when data next crosses to or from the host.
@@ -37,7 +37,10 @@ pub(crate) struct GpuExecutor {
 }
 
 impl GpuExecutor {
-    pub fn new(gpu: Rc<Gpu>, kernels: Rc<OnceCell<Kernels>>, step: Arc<StepCache>) -> Self {
+    /// The executor of a device over `store`: the store's GPU, the kernels compiled for it,
+    /// and the step cache of its buffers.
+    pub fn for_store(store: &crate::segments::BufferStore) -> Self {
+        let (gpu, kernels, step) = store.compute_handles();
         Self {
             gpu,
             kernels,

@@ -1,16 +1,19 @@
-//! Running work on a backing: the operations of a training step ([`ops`], each declared
-//! once as an [`op::Op`]) and the executor that runs them beside the allocator.
+//! Running work on a backing: the executor that runs each operation of a training step
+//! (declared once, as an [`op::Op`]) beside the allocator, and moves data in and out.
 
 #[cfg(feature = "cpu")]
 mod compute;
 #[cfg(feature = "cpu")]
 mod cpu;
 #[cfg(all(feature = "cpu", any(test, feature = "testing")))]
-pub use cpu::bandwidth;
+pub(crate) use cpu::par;
 pub(crate) mod executor;
 mod fusion;
 #[cfg(feature = "wgpu")]
 pub(crate) mod gpu;
 pub(crate) mod op;
-pub mod ops;
 mod spec;
+#[cfg(all(test, feature = "wgpu", feature = "cpu"))]
+mod tests;
+#[cfg(feature = "wgpu")]
+pub(crate) mod transfer;

@@ -1,5 +1,5 @@
 //! Every operation of a training step, declared once: what it reads, what it writes and its
-//! settings. [`super::ops`] checks the tensors and builds one; the executor runs it on its
+//! settings. The `ops` module checks the tensors and builds one; the executor runs it on its
 //! backing (`cpu.rs` and `gpu.rs` each have one `match` over these), and may run two in a
 //! row as one kernel ([`super::fusion`]).
 // The planner (no backing that runs) checks operations and never reads one.
@@ -7,7 +7,7 @@
 
 pub use super::spec::{AdamStep, Matmul};
 use crate::alloc::BlockAddr;
-use crate::tensor::{DType, Tensor};
+use crate::dtype::DType;
 
 /// A tensor as an operation sees it: which block, which bytes of it, what they hold. Not
 /// the tensor itself, so an operation the executor holds back keeps no memory allocated.
@@ -23,17 +23,6 @@ pub(crate) struct Operand {
 }
 
 impl Operand {
-    pub fn of(t: &Tensor) -> Operand {
-        Operand {
-            block: t.block(),
-            offset: t.view_offset(),
-            rows: t.rows(),
-            cols: t.cols(),
-            dtype: t.dtype(),
-            label: t.label().to_string(),
-        }
-    }
-
     pub fn len(&self) -> u64 {
         self.rows * self.cols
     }

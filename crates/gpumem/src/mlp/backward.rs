@@ -5,7 +5,7 @@ use super::Mlp;
 use super::autograd::{Node, Tape};
 use super::forward::{cast, scaled};
 use crate::error::Error;
-use crate::exec::ops::{self, Matmul};
+use crate::ops::{self, Matmul};
 use crate::tensor::Tensor;
 
 /// `A·Bᵀ`: the gradient flowing back to a layer's input.

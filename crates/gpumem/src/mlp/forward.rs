@@ -6,7 +6,7 @@ use super::autograd::{Node, Tape};
 use super::config::{Checkpointing, Precision};
 use super::{Mlp, param_label};
 use crate::error::Error;
-use crate::exec::ops::{self, Matmul};
+use crate::ops::{self, Matmul};
 use crate::tensor::{DType, Tensor};
 
 const NN: Matmul = Matmul {

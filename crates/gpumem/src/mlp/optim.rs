@@ -7,7 +7,7 @@ use super::autograd::{Node, Tape};
 use super::config::{Optimizer, OptimizerImpl, ZeroGrad};
 use super::forward::scaled;
 use crate::error::Error;
-use crate::exec::ops::{self, AdamStep};
+use crate::ops::{self, AdamStep};
 use crate::tensor::{DType, Tensor};
 
 /// `GradScaler`'s defaults: initial scale 2¹⁶, doubled after 2000 steps without overflow,

@@ -7,7 +7,7 @@ use super::autograd::Tape;
 use super::backward::Seed;
 use super::{Mlp, Pass};
 use crate::error::Error;
-use crate::exec::ops;
+use crate::ops;
 use crate::tensor::{DType, Tensor};
 
 /// One micro-batch's forward pass on a stage, kept for its backward pass.

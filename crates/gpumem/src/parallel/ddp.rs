@@ -11,9 +11,9 @@
 
 use crate::device::Device;
 use crate::error::Error;
-use crate::exec::ops;
 use crate::mlp::hooks::StepHooks;
 use crate::mlp::{Grads, Mlp};
+use crate::ops;
 use crate::tensor::{DType, Tensor};
 
 /// DDP's `bucket_cap_mb` default, 25 MiB.

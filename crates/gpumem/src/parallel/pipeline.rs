@@ -12,8 +12,8 @@
 use super::comm::Comm;
 use crate::device::Device;
 use crate::error::Error;
-use crate::exec::ops;
 use crate::mlp::{Batch, Mlp, MlpConfig, StageForward, micro_batches};
+use crate::ops;
 use crate::tensor::{DType, Tensor};
 use std::cell::RefCell;
 use std::collections::VecDeque;

@@ -75,7 +75,7 @@ pub(super) fn for_pieces<T: Send>(
 }
 
 /// [`for_pieces`] for elementwise kernels: pieces of any length.
-pub(super) fn elementwise<T: Send>(out: &mut [T], f: impl Fn(usize, &mut [T]) + Sync) {
+pub(crate) fn elementwise<T: Send>(out: &mut [T], f: impl Fn(usize, &mut [T]) + Sync) {
     let parallel = out.len() >= MIN_PARALLEL;
     for_pieces(out, 1, parallel, f);
 }

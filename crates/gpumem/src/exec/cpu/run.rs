@@ -3,7 +3,7 @@
 use super::super::executor::Memory;
 use super::super::op::{Op, Operand};
 use super::*;
-use crate::device::Backing;
+use crate::segments::Backing;
 
 /// Runs `op` on host memory, now.
 pub(crate) fn run(mem: &Memory, op: &Op) -> Result<(), Error> {

@@ -1,11 +1,11 @@
 //! The one `match` that runs each operation as WGSL dispatches.
 
 use super::GpuExecutor;
-use crate::device::{Backing, BufferStore, parts};
+use crate::dtype::DType;
 use crate::error::Error;
 use crate::exec::executor::Memory;
 use crate::exec::op::{AdamStep, Matmul, Op, Operand};
-use crate::tensor::DType;
+use crate::segments::{Backing, BufferStore, parts};
 use gpumem_kernels::{DType as KernelDType, Gemm, KernelError, Kernels, Matrix, Part};
 
 fn kernel_error(e: KernelError) -> Error {

@@ -3,7 +3,6 @@
 
 use crate::alloc::{SegmentStore, StoreError};
 use crate::error::Error;
-use crate::exec::gpu::GpuExecutor;
 use gpumem_kernels::gpu::Gpu;
 use gpumem_kernels::{KernelLimits, Kernels, StepCache};
 use std::cell::OnceCell;
@@ -92,9 +91,10 @@ impl BufferStore {
         &self.gpu
     }
 
-    /// The executor of a device over this store: its GPU, its kernels, its step cache.
-    pub(crate) fn executor(&self) -> GpuExecutor {
-        GpuExecutor::new(
+    /// The kernels compiled for this GPU and the bind-group cache of this store's buffers,
+    /// for the device's executor.
+    pub(crate) fn compute_handles(&self) -> (Rc<Gpu>, Rc<OnceCell<Kernels>>, Arc<StepCache>) {
+        (
             Rc::clone(&self.gpu),
             Rc::clone(&self.kernels),
             Arc::clone(&self.step),
@@ -202,6 +202,54 @@ impl SegmentStore for BufferStore {
             seg.buffers.pop();
         }
     }
+}
+
+/// One contiguous run of a tensor's bytes inside one wgpu buffer.
+pub(crate) struct PartRef<'a> {
+    pub buffer: &'a wgpu::Buffer,
+    /// Byte offset inside `buffer`.
+    pub offset: u64,
+    pub len: u64,
+    /// Byte offset of this run inside the segment.
+    pub start: u64,
+}
+
+/// The runs covering `len` bytes at `offset` of `segment`, in order.
+pub(crate) fn parts(
+    store: &BufferStore,
+    segment: u64,
+    offset: u64,
+    len: u64,
+) -> Result<Vec<PartRef<'_>>, Error> {
+    let seg = store
+        .segments
+        .get(&segment)
+        .ok_or_else(|| Error::Device(format!("segment {segment} has no buffers")))?;
+    let mut out = Vec::new();
+    let mut pos = offset;
+    let end = offset + len;
+    while pos < end {
+        let index = (pos / seg.piece) as usize;
+        let buffer = seg
+            .buffers
+            .get(index)
+            .and_then(Option::as_ref)
+            .ok_or_else(|| {
+                Error::Device(format!("offset {pos} of segment {segment} is not mapped"))
+            })?;
+        let inner = pos % seg.piece;
+        let n = (seg.piece - inner)
+            .min(end - pos)
+            .min(buffer.size() - inner);
+        out.push(PartRef {
+            buffer,
+            offset: inner,
+            len: n,
+            start: pos,
+        });
+        pos += n;
+    }
+    Ok(out)
 }
 
 /// The largest part of a `page` that is a multiple of 512 B, divides the page evenly and

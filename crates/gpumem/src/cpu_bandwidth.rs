@@ -3,11 +3,11 @@
 //! same bytes (`copy_from_slice`, on one core and on every core) — what the throughput bench
 //! prints.
 
-use super::par;
 use crate::device::Device;
 use crate::error::Error;
-use crate::exec::ops;
-use crate::exec::spec::AdamStep;
+use crate::exec::par;
+use crate::ops;
+use crate::ops::AdamStep;
 use crate::tensor::{DType, Tensor};
 use std::time::Instant;
 

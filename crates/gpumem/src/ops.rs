@@ -3,10 +3,10 @@
 //! backing (plain Rust on `cpu`, WGSL kernels on `wgpu`, nothing at all on `plan`) and
 //! decides on its own which two in a row one kernel can run.
 
-pub use super::spec::{AdamStep, Matmul};
+pub use crate::exec::op::{AdamStep, Matmul};
 
-use super::op::{Op, Operand};
 use crate::error::Error;
+use crate::exec::op::{Op, Operand};
 use crate::tensor::{DType, Tensor};
 
 fn mismatch(msg: String) -> Error {
@@ -74,8 +74,16 @@ fn submit(t: &Tensor, op: impl FnOnce() -> Op) -> Result<(), Error> {
     t.device().execute(op)
 }
 
+/// What the executor needs of `t`: which block, which bytes of it, what they hold.
 fn o(t: &Tensor) -> Operand {
-    Operand::of(t)
+    Operand {
+        block: t.block(),
+        offset: t.view_offset(),
+        rows: t.rows(),
+        cols: t.cols(),
+        dtype: t.dtype(),
+        label: t.label().to_string(),
+    }
 }
 
 /// Shape of `op(t)`.

@@ -1,57 +1,10 @@
-//! Data in and out of wgpu segments, which may be made of several buffers.
+//! Data in and out of wgpu segments, which may be made of several buffers: the executor's
+//! work, since each transfer joins (or first submits) the step's pending commands.
 
-use super::BufferStore;
+use super::gpu::GpuExecutor;
 use crate::error::Error;
-use crate::exec::gpu::GpuExecutor;
+use crate::segments::{BufferStore, parts};
 use gpumem_kernels::counters::Counter;
-
-/// One contiguous run of a tensor's bytes inside one wgpu buffer.
-pub(crate) struct PartRef<'a> {
-    pub buffer: &'a wgpu::Buffer,
-    /// Byte offset inside `buffer`.
-    pub offset: u64,
-    pub len: u64,
-    /// Byte offset of this run inside the segment.
-    pub start: u64,
-}
-
-/// The runs covering `len` bytes at `offset` of `segment`, in order.
-pub(crate) fn parts(
-    store: &BufferStore,
-    segment: u64,
-    offset: u64,
-    len: u64,
-) -> Result<Vec<PartRef<'_>>, Error> {
-    let seg = store
-        .segments
-        .get(&segment)
-        .ok_or_else(|| Error::Device(format!("segment {segment} has no buffers")))?;
-    let mut out = Vec::new();
-    let mut pos = offset;
-    let end = offset + len;
-    while pos < end {
-        let index = (pos / seg.piece) as usize;
-        let buffer = seg
-            .buffers
-            .get(index)
-            .and_then(Option::as_ref)
-            .ok_or_else(|| {
-                Error::Device(format!("offset {pos} of segment {segment} is not mapped"))
-            })?;
-        let inner = pos % seg.piece;
-        let n = (seg.piece - inner)
-            .min(end - pos)
-            .min(buffer.size() - inner);
-        out.push(PartRef {
-            buffer,
-            offset: inner,
-            len: n,
-            start: pos,
-        });
-        pos += n;
-    }
-    Ok(out)
-}
 
 /// Copies `len` bytes of a tensor back to the host and waits for them.
 pub(crate) fn read_back<T: bytemuck::Pod>(

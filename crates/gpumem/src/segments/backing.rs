@@ -6,7 +6,7 @@ use super::buffers::BufferStore;
 #[cfg(feature = "cpu")]
 use super::host::HostStore;
 use crate::alloc::{SegmentStore, StoreError};
-pub use crate::backend::Backend;
+use crate::backend::Backend;
 
 /// The segments of whichever backing was chosen (only those this build has: features
 /// `cpu` and `wgpu`).

@@ -1,0 +1,15 @@
+//! The segments of each backing — host memory on `cpu`, wgpu buffers on `wgpu`, none on
+//! `plan` — as the caching allocator asks for them: memory only. What runs on them is the
+//! executor's (`exec`); the device owns one of each.
+
+mod backing;
+#[cfg(feature = "wgpu")]
+mod buffers;
+mod host;
+
+pub use backing::Backing;
+#[cfg(feature = "wgpu")]
+pub use buffers::BufferStore;
+#[cfg(feature = "wgpu")]
+pub(crate) use buffers::{SEGMENT_LABEL, parts};
+pub use host::HostStore;
