@@ -9,10 +9,14 @@
 //! - [`calculator`]: the in-page calculator's committed WebAssembly module answers what the
 //!   engine answers natively, and its widget shows those answers;
 //! - [`quiz`]: one predict-then-check quiz answered from the keyboard, wrongly then rightly.
+//!
+//! The checks that open pages share a [`session`] (a tab on the book, served by [`serve`]),
+//! which drives the browser through [`chromium`].
 
 pub mod axe;
 pub mod browser;
 pub mod calculator;
+pub mod chromium;
 pub mod links;
 pub mod quiz;
 pub mod serve;

@@ -1,11 +1,11 @@
 //! One headless Chromium tab on the book served over HTTP, as the checks that drive a page's
 //! widgets (the calculator, a quiz) use it: open, visit, run a script, photograph a part.
 
-use crate::browser::{Events, is_theme_name, launch, listen, visit};
+/// The screenshot primitive, also at the path it was first public under.
+pub use crate::chromium::capture;
+use crate::chromium::{Events, is_theme_name, launch, listen, visit};
 use crate::serve::StaticServer;
 use anyhow::{Context, Result, anyhow, bail};
-use base64::Engine as _;
-use headless_chrome::protocol::cdp::Page;
 use headless_chrome::{Browser, Tab};
 use serde_json::Value;
 use std::path::{Path, PathBuf};
@@ -125,29 +125,6 @@ impl Session {
         std::fs::write(&path, png).with_context(|| format!("cannot write {}", path.display()))?;
         Ok(path)
     }
-}
-
-/// A PNG of the page's rectangle at `x, y` (page coordinates, beyond the viewport too).
-pub fn capture(tab: &Arc<Tab>, x: f64, y: f64, width: f64, height: f64) -> Result<Vec<u8>> {
-    let shot = tab
-        .call_method(Page::CaptureScreenshot {
-            format: Some(Page::CaptureScreenshotFormatOption::Png),
-            quality: None,
-            clip: Some(Page::Viewport {
-                x,
-                y,
-                width,
-                height,
-                scale: 1.0,
-            }),
-            from_surface: Some(true),
-            capture_beyond_viewport: Some(true),
-            optimize_for_speed: None,
-        })
-        .map_err(|e| anyhow!("no screenshot: {e}"))?;
-    base64::engine::general_purpose::STANDARD
-        .decode(shot.data)
-        .map_err(|e| anyhow!("the browser sent a bad image: {e}"))
 }
 
 /// How to run a check that drives one page's widget (the calculator, a quiz).

@@ -1,4 +1,7 @@
 //! [`Kernels`]: one device's pipelines, the limits they plan with, and scratch buffers.
+//!
+//! Every kernel module builds on this one, so it depends on none of them: creation, which
+//! asks matmul to choose its tiled variant, is in `setup.rs`; recording is in `record.rs`.
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
@@ -6,10 +9,8 @@ use std::sync::{Arc, Mutex, PoisonError};
 use crate::counters::{Counter, Counters, WgpuCounters};
 use crate::error::KernelError;
 use crate::limits::KernelLimits;
-use crate::matmul;
 use crate::pieces::{Bind, Operand, segments};
 use crate::pipeline::{Cache, Layouts};
-use crate::record::Dispatch;
 use crate::shader::{self, Store};
 use crate::step_cache::StepCache;
 use crate::view::{DType, Matrix};
@@ -55,8 +56,9 @@ pub struct Kernels {
     pipelines_seen: Arc<AtomicUsize>,
 }
 
-/// What [`Kernels`] made from one another share.
-struct Shared {
+/// What [`Kernels`] made from one another share: built once per device, cloned by
+/// [`Kernels::reuse_with_limits`] (in `setup.rs`).
+pub(crate) struct Shared {
     layouts: Arc<Layouts>,
     cache: Arc<Cache>,
     dummy: wgpu::Buffer,
@@ -66,16 +68,9 @@ struct Shared {
     pipelines_seen: Arc<AtomicUsize>,
 }
 
-impl Kernels {
-    /// Kernels for `device`, planning with the device's limits. Builds the float32 tiled
-    /// matmul (to learn whether its subgroup variant works); every other pipeline is built
-    /// at its first use.
-    pub fn new(device: &wgpu::Device) -> Result<Self, KernelError> {
-        Self::with_limits(device, KernelLimits::of(device))
-    }
-
-    /// Like [`Kernels::new`] but plans with `limits` (clamped to the device's).
-    pub fn with_limits(device: &wgpu::Device, limits: KernelLimits) -> Result<Self, KernelError> {
+impl Shared {
+    /// Fresh ones for `device`: no pipeline built yet, nothing counted.
+    pub(crate) fn new(device: &wgpu::Device) -> Self {
         let dummy = device.create_buffer(&wgpu::BufferDescriptor {
             label: Some("gpumem-kernels dummy"),
             size: DUMMY_BYTES,
@@ -83,7 +78,7 @@ impl Kernels {
             mapped_at_creation: false,
         });
         let dl = device.limits();
-        let shared = Shared {
+        Shared {
             layouts: Arc::new(Layouts::new(device)),
             cache: Arc::default(),
             dummy,
@@ -91,32 +86,34 @@ impl Kernels {
             max_buffer: dl.max_buffer_size,
             counters: Arc::default(),
             pipelines_seen: Arc::default(),
-        };
-        Self::build(device, limits, shared)
+        }
     }
 
-    /// Kernels for the same device that plan with `limits`, sharing these pipelines (so
-    /// nothing is compiled twice).
-    pub fn reuse_with_limits(&self, limits: KernelLimits) -> Result<Self, KernelError> {
-        let shared = Shared {
-            layouts: Arc::clone(&self.layouts),
-            cache: Arc::clone(&self.cache),
-            dummy: self.dummy.clone(),
-            uniform_align: self.uniform_align,
-            max_buffer: self.max_buffer,
-            counters: Arc::clone(&self.counters),
-            pipelines_seen: Arc::clone(&self.pipelines_seen),
-        };
-        Self::build(&self.device, limits, shared)
+    /// `k`'s, to share with Kernels that plan with other limits.
+    pub(crate) fn of(k: &Kernels) -> Self {
+        Shared {
+            layouts: Arc::clone(&k.layouts),
+            cache: Arc::clone(&k.cache),
+            dummy: k.dummy.clone(),
+            uniform_align: k.uniform_align,
+            max_buffer: k.max_buffer,
+            counters: Arc::clone(&k.counters),
+            pipelines_seen: Arc::clone(&k.pipelines_seen),
+        }
     }
+}
 
-    fn build(
+impl Kernels {
+    /// Kernels on `device` planning with `limits` (already within the device's), before
+    /// matmul has chosen its tiled variant: `subgroups` is false until `setup.rs` sets it.
+    pub(crate) fn assemble(
         device: &wgpu::Device,
         limits: KernelLimits,
         shared: Shared,
-    ) -> Result<Self, KernelError> {
-        let limits = limits.within(device);
-        let mut k = Kernels {
+        wg: u32,
+        split_target: u64,
+    ) -> Self {
+        Kernels {
             device: device.clone(),
             limits,
             uniform_align: shared.uniform_align,
@@ -126,14 +123,12 @@ impl Kernels {
             layouts: shared.layouts,
             cache: shared.cache,
             subgroups: false,
-            wg: matmul::workgroup_width(device),
-            split_target: matmul::split_target(limits.cpu_plans),
+            wg,
+            split_target,
             counters: shared.counters,
             active: Mutex::new(None),
             pipelines_seen: shared.pipelines_seen,
-        };
-        k.subgroups = matmul::init(&k, matmul::wants_subgroups(device, &limits))?;
-        Ok(k)
+        }
     }
 
     /// The adapter's largest buffer.
@@ -241,56 +236,6 @@ impl Kernels {
             } if elem.is_multiple_of(4) => Some(bind),
             _ => None,
         })
-    }
-
-    /// A dispatch of `entry` in `source` (a hand-written WGSL file whose bindings, in
-    /// order, are the float32 quads `names`, then its uniform), on `layout`: how the fused
-    /// kernels (matmul/fused.rs, foreach.rs, optim_fused.rs) build theirs.
-    #[allow(clippy::too_many_arguments)]
-    pub(crate) fn f32_quads_dispatch<'a>(
-        &self,
-        module: &str,
-        source: &str,
-        names: &[&str],
-        entry: &str,
-        layout: &'a (wgpu::BindGroupLayout, wgpu::PipelineLayout),
-        storage: Vec<Bind<'a>>,
-        writes: u32,
-        params: &[u8],
-        groups: [u32; 3],
-    ) -> Result<Dispatch<'a>, KernelError> {
-        let pipeline = self
-            .cache
-            .get(&self.device, &layout.1, module, entry, &[], || {
-                let bindings: Vec<(&str, Store)> = names.iter().map(|&n| (n, Store::F32)).collect();
-                let mut s = shader::prelude(shader::Compute::F32, &bindings, shader::Layout::Quads);
-                s.push_str(source);
-                s
-            })?;
-        Ok(Dispatch {
-            pipeline,
-            layout: &layout.0,
-            storage,
-            writes,
-            params: params.to_vec(),
-            groups,
-        })
-    }
-
-    /// Records `fused` where there is one, else runs `separate` (the unfused kernels).
-    pub(crate) fn fused_or(
-        &self,
-        encoder: &mut wgpu::CommandEncoder,
-        fused: Option<Dispatch<'_>>,
-        separate: impl FnOnce(&mut wgpu::CommandEncoder) -> Result<(), KernelError>,
-    ) -> Result<(), KernelError> {
-        match fused {
-            Some(d) => {
-                crate::record::record(self, encoder, &[d]);
-                Ok(())
-            }
-            None => separate(encoder),
-        }
     }
 
     /// A binding for a slot the kernel does not use.

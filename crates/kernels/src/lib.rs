@@ -63,6 +63,7 @@ pub(crate) mod pieces;
 pub(crate) mod pipeline;
 pub(crate) mod record;
 pub mod reduce;
+mod setup;
 pub(crate) mod shader;
 pub mod step_cache;
 #[cfg(test)]

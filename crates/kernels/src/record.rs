@@ -11,8 +11,10 @@
 use wgpu::util::DeviceExt;
 
 use crate::counters::Counter;
+use crate::error::KernelError;
 use crate::kernels::Kernels;
 use crate::pieces::Bind;
+use crate::shader::{self, Store};
 use crate::step_cache::{StepCache, create_bind_group};
 
 /// One compute dispatch: `storage[i]` is bound at binding `i`, the uniform right after.
@@ -31,6 +33,58 @@ impl<'a> Dispatch<'a> {
         self.storage
             .iter()
             .any(|b| matches!(b, Bind::Gather { .. }))
+    }
+}
+
+impl Kernels {
+    /// A dispatch of `entry` in `source` (a hand-written WGSL file whose bindings, in
+    /// order, are the float32 quads `names`, then its uniform), on `layout`: how the fused
+    /// kernels (matmul/fused.rs, foreach.rs, optim_fused.rs) build theirs.
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn f32_quads_dispatch<'a>(
+        &self,
+        module: &str,
+        source: &str,
+        names: &[&str],
+        entry: &str,
+        layout: &'a (wgpu::BindGroupLayout, wgpu::PipelineLayout),
+        storage: Vec<Bind<'a>>,
+        writes: u32,
+        params: &[u8],
+        groups: [u32; 3],
+    ) -> Result<Dispatch<'a>, KernelError> {
+        let pipeline = self
+            .cache
+            .get(&self.device, &layout.1, module, entry, &[], || {
+                let bindings: Vec<(&str, Store)> = names.iter().map(|&n| (n, Store::F32)).collect();
+                let mut s = shader::prelude(shader::Compute::F32, &bindings, shader::Layout::Quads);
+                s.push_str(source);
+                s
+            })?;
+        Ok(Dispatch {
+            pipeline,
+            layout: &layout.0,
+            storage,
+            writes,
+            params: params.to_vec(),
+            groups,
+        })
+    }
+
+    /// Records `fused` where there is one, else runs `separate` (the unfused kernels).
+    pub(crate) fn fused_or(
+        &self,
+        encoder: &mut wgpu::CommandEncoder,
+        fused: Option<Dispatch<'_>>,
+        separate: impl FnOnce(&mut wgpu::CommandEncoder) -> Result<(), KernelError>,
+    ) -> Result<(), KernelError> {
+        match fused {
+            Some(d) => {
+                record(self, encoder, &[d]);
+                Ok(())
+            }
+            None => separate(encoder),
+        }
     }
 }
 

@@ -1,10 +1,13 @@
 //! Which kernel variants each wgpu backend is expected to run: the one table the naga
-//! test (`variants/translate.rs`) follows and `README.md` shows (a test keeps them equal).
+//! test (`support/translate.rs`) follows and `README.md` shows (a test keeps them equal).
 //!
 //! A variant needs what its storage and subgroup use ask of the device (see
 //! `variants.rs`); a backend either always offers a need, offers it on some devices, or
 //! never does in wgpu 30. The naga test validates and translates every variant for every
-//! backend that may offer all its needs, and skips the rest.
+//! backend that may offer all its needs, and skips the rest; it lives here, beside the
+//! table it checks, while `variants.rs` only enumerates (and knows nothing of backends).
+
+mod translate;
 
 use std::fmt::Write as _;
 

@@ -1,14 +1,13 @@
 //! Every shader module the crate can build, enumerated without a device: each kernel
 //! family × the storage of each binding × the layouts it is declared with × the subgroup
 //! variant, through the same source functions the pipeline cache compiles. Tests check
-//! them all with naga (`variants/translate.rs`) and commit the tiled ones (`matmul/tiled`).
+//! them all with naga (`support/translate.rs`) and commit the tiled ones (`matmul/tiled`).
 //!
 //! The storage of one call's bindings comes from one device, so float16 is native in all
 //! of them or packed in all of them; each binding is otherwise any float storage (the
 //! unused bindings of a call get the compute type's, which is one of them too).
 
 mod limits;
-mod translate;
 
 use crate::elementwise::{ELEMENTWISE, FlatFamily};
 use crate::loss;

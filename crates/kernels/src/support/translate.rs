@@ -13,8 +13,8 @@ use std::panic::AssertUnwindSafe;
 use naga::back::{glsl, hlsl, msl, spv};
 use naga::valid::ModuleInfo;
 
-use super::{Variant, all};
-use crate::support::{Backend, Need, may_run};
+use super::{Backend, Need, may_run};
+use crate::variants::{Variant, all};
 
 /// Writes `module` in `backend`'s language(s).
 fn translate(
@@ -203,5 +203,5 @@ fn every_variant_validates_and_translates_for_every_backend_that_may_run_it() {
         .count();
     assert_eq!(translated[3], plain);
     // Every backend translated exactly what the support table says it may run.
-    assert_eq!(translated, crate::support::counts().0);
+    assert_eq!(translated, super::counts().0);
 }
