@@ -235,6 +235,8 @@ fn config_of(
             },
             optimizer_impl,
             grad_scaler: Some(s.grad_scaler),
+            // PyTorch's defaults, as the fixture's `GradScaler("cpu")`.
+            scaler: Default::default(),
             // The fixture's loop divides each micro-batch's loss by k.
             loss_weighting: LossWeighting::OverSteps,
         },

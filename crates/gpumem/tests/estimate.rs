@@ -130,6 +130,8 @@ fn strategy() -> impl Strategy<Value = gpumem::mlp::Strategy> {
                     zero_grad,
                     optimizer_impl,
                     grad_scaler,
+                    // The scale's value changes no allocation.
+                    scaler: Default::default(),
                     loss_weighting,
                 }
             },

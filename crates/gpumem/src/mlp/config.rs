@@ -246,6 +246,10 @@ pub struct Strategy {
     /// pairing); `Some` forces it on or off.
     #[serde(default)]
     pub grad_scaler: Option<bool>,
+    /// The `GradScaler`'s settings when there is one (PyTorch's defaults unless set; left
+    /// out of the JSON then).
+    #[serde(default, skip_serializing_if = "GradScalerConfig::is_default")]
+    pub scaler: GradScalerConfig,
     /// With accumulation: how each micro-batch's loss is scaled.
     #[serde(default)]
     pub loss_weighting: LossWeighting,
@@ -269,8 +273,50 @@ impl Default for Strategy {
             zero_grad: ZeroGrad::SetToNone,
             optimizer_impl: OptimizerImpl::Foreach,
             grad_scaler: None,
+            scaler: GradScalerConfig::default(),
             loss_weighting: LossWeighting::OverSteps,
         }
+    }
+}
+
+/// `torch.amp.GradScaler(init_scale=..., growth_interval=...)`, with PyTorch's names. The
+/// growth factor (2) and the backoff factor (0.5) are PyTorch's defaults, fixed.
+#[derive(Debug, Clone, Copy, PartialEq, serde::Serialize, serde::Deserialize)]
+#[serde(default)]
+pub struct GradScalerConfig {
+    /// The loss scale of the first step (PyTorch's default 2¹⁶ = 65536).
+    pub init_scale: f32,
+    /// Steps without an overflow after which the scale doubles (PyTorch's default 2000).
+    pub growth_interval: u32,
+}
+
+// `validate` refuses a scale that is not a finite positive number, so no NaN is compared.
+impl Eq for GradScalerConfig {}
+
+impl GradScalerConfig {
+    /// `torch.amp.GradScaler()`'s `init_scale`.
+    pub const INIT_SCALE: f32 = 65536.0;
+    /// `torch.amp.GradScaler()`'s `growth_interval`.
+    pub const GROWTH_INTERVAL: u32 = 2000;
+
+    /// A scaler that starts at `init_scale` and doubles it after `growth_interval` steps
+    /// without an overflow.
+    pub fn new(init_scale: f32, growth_interval: u32) -> Self {
+        GradScalerConfig {
+            init_scale,
+            growth_interval,
+        }
+    }
+
+    /// Whether these are PyTorch's defaults.
+    pub fn is_default(&self) -> bool {
+        *self == GradScalerConfig::default()
+    }
+}
+
+impl Default for GradScalerConfig {
+    fn default() -> Self {
+        GradScalerConfig::new(Self::INIT_SCALE, Self::GROWTH_INTERVAL)
     }
 }
 
@@ -369,6 +415,18 @@ impl MlpConfig {
             return bad(
                 "gradient accumulation needs at least 1 micro-batch per step, got 0".into(),
             );
+        }
+        let GradScalerConfig {
+            init_scale,
+            growth_interval,
+        } = self.strategy.scaler;
+        if !(init_scale.is_finite() && init_scale > 0.0) {
+            return bad(format!(
+                "the GradScaler's init_scale must be a finite positive number, got {init_scale}"
+            ));
+        }
+        if growth_interval == 0 {
+            return bad("the GradScaler's growth_interval must be at least 1, got 0".into());
         }
         if matches!(
             self.strategy.checkpointing,

@@ -18,8 +18,8 @@ mod stage;
 mod step;
 
 pub use config::{
-    Checkpointing, LossWeighting, MAX_LAYERS, MlpConfig, Optimizer, OptimizerImpl, Precision,
-    Strategy, ZeroGrad,
+    Checkpointing, GradScalerConfig, LossWeighting, MAX_LAYERS, MlpConfig, Optimizer,
+    OptimizerImpl, Precision, Strategy, ZeroGrad,
 };
 pub(crate) use forward::segments;
 pub(crate) use stage::StageForward;
@@ -166,7 +166,7 @@ impl Mlp {
             device: device.clone(),
             layers,
             optim: optim::State::default(),
-            scaler: optim::Scaler::default(),
+            scaler: optim::Scaler::new(config.strategy.scaler),
             kept: Kept::default(),
             pass: Pass::Model,
             micro_batch_limit: None,

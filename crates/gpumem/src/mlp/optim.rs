@@ -4,16 +4,11 @@
 
 use super::Mlp;
 use super::autograd::{Node, Tape};
-use super::config::{Optimizer, OptimizerImpl, ZeroGrad};
+use super::config::{GradScalerConfig, Optimizer, OptimizerImpl, ZeroGrad};
 use super::forward::scaled;
 use crate::error::Error;
 use crate::ops::{self, AdamStep};
 use crate::tensor::{DType, Tensor};
-
-/// `GradScaler`'s defaults: initial scale 2¹⁶, doubled after 2000 steps without overflow,
-/// halved on an overflow.
-pub(crate) const INITIAL_LOSS_SCALE: f32 = 65536.0;
-const GROWTH_INTERVAL: u32 = 2000;
 
 /// One parameter's optimizer state.
 #[derive(Debug)]
@@ -36,20 +31,24 @@ pub(super) struct State {
 }
 
 /// `GradScaler`: its scale and growth tracker live on the device from the first
-/// `scale(loss)`; the host keeps the value to compute with.
+/// `scale(loss)`; the host keeps the value to compute with. The scale starts at
+/// `init_scale`, doubles after `growth_interval` steps without an overflow and halves on an
+/// overflow.
 #[derive(Debug)]
 pub(super) struct Scaler {
     tensors: Option<(Tensor, Tensor)>,
     scale: f32,
     good_steps: u32,
+    growth_interval: u32,
 }
 
-impl Default for Scaler {
-    fn default() -> Self {
+impl Scaler {
+    pub(super) fn new(config: GradScalerConfig) -> Self {
         Scaler {
             tensors: None,
-            scale: INITIAL_LOSS_SCALE,
+            scale: config.init_scale,
             good_steps: 0,
+            growth_interval: config.growth_interval,
         }
     }
 }
@@ -167,7 +166,7 @@ impl Mlp {
         if finite {
             self.update()?;
             self.scaler.good_steps += 1;
-            if self.scaler.good_steps == GROWTH_INTERVAL {
+            if self.scaler.good_steps == self.scaler.growth_interval {
                 self.scaler.scale *= 2.0;
                 self.scaler.good_steps = 0;
             }

@@ -391,6 +391,51 @@ mod strategies {
     }
 
     #[test]
+    fn the_scale_grows_after_growth_interval_good_steps() {
+        use crate::mlp::GradScalerConfig;
+        let data = Dataset::generate(64, 2).train;
+        let mut s = strategy(Precision::Mixed, 1, Checkpointing::Off);
+        s.scaler = GradScalerConfig::new(256.0, 3);
+        let dev = Device::cpu(1 << 30);
+        let mut m = Mlp::new(&dev, &MlpConfig::lesson(16).with_strategy(s), 7).unwrap();
+        let mut scales = vec![m.loss_scale()];
+        for _ in 0..6 {
+            assert!(!m.train_step(Batch::Data(&data)).unwrap().skipped);
+            scales.push(m.loss_scale());
+        }
+        assert_eq!(scales, [256.0, 256.0, 256.0, 512.0, 512.0, 512.0, 1024.0]);
+    }
+
+    #[test]
+    fn the_scalers_settings_default_to_pytorchs_and_stay_out_of_the_json() {
+        use crate::mlp::GradScalerConfig;
+        let default = Strategy::default();
+        assert_eq!(default.scaler, GradScalerConfig::new(65536.0, 2000));
+        let json = serde_json::to_string(&default).unwrap();
+        assert!(!json.contains("\"scaler\""), "{json}");
+        assert_eq!(serde_json::from_str::<Strategy>(&json).unwrap(), default);
+        let set = Strategy {
+            scaler: GradScalerConfig::new(1024.0, 2),
+            ..default
+        };
+        let json = serde_json::to_string(&set).unwrap();
+        assert!(json.contains("\"init_scale\":1024.0"), "{json}");
+        assert_eq!(serde_json::from_str::<Strategy>(&json).unwrap(), set);
+        for bad in [
+            GradScalerConfig::new(0.0, 2000),
+            GradScalerConfig::new(f32::INFINITY, 2000),
+            GradScalerConfig::new(f32::NAN, 2000),
+            GradScalerConfig::new(65536.0, 0),
+        ] {
+            let s = Strategy {
+                scaler: bad,
+                ..default
+            };
+            assert!(MlpConfig::lesson(4).with_strategy(s).validate().is_err());
+        }
+    }
+
+    #[test]
     fn mixed_precision_still_learns() {
         let data = Dataset::generate(4000, 1);
         let train = |precision| {
