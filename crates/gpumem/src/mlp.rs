@@ -9,6 +9,7 @@
 
 mod autograd;
 mod backward;
+mod batch;
 mod config;
 mod eval;
 mod forward;
@@ -24,7 +25,8 @@ pub use config::{
 pub(crate) use forward::segments;
 pub(crate) use stage::StageForward;
 pub(crate) use step::planned_micro_batches;
-pub use step::{Batch, StepOutputs, StepResult, micro_batches};
+pub use batch::Batch;
+pub use step::{StepOutputs, StepResult, micro_batches};
 
 use crate::device::Device;
 use crate::error::Error;

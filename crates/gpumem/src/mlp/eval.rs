@@ -3,7 +3,7 @@
 
 use super::Mlp;
 use super::autograd::Tape;
-use super::step::Batch;
+use super::batch::Batch;
 use crate::data::Split;
 use crate::error::Error;
 use crate::tensor::Tensor;

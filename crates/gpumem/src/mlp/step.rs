@@ -17,27 +17,11 @@ use super::Mlp;
 use super::Pass;
 use super::autograd::{Node, Tape};
 use super::backward::Seed;
+use super::batch::Batch;
 use super::eval::scores;
 use super::forward::scaled;
-use crate::data::Split;
 use crate::error::Error;
 use crate::tensor::{DType, Tensor};
-
-/// The rows of one step: real data, or only a row count on the `plan` backing.
-#[derive(Debug, Clone, Copy)]
-pub enum Batch<'a> {
-    Data(&'a Split),
-    Planned(u64),
-}
-
-impl Batch<'_> {
-    pub fn rows(&self) -> u64 {
-        match self {
-            Batch::Data(s) => s.len() as u64,
-            Batch::Planned(n) => *n,
-        }
-    }
-}
 
 /// `rows` split into `parts` micro-batches as equal as possible (the first ones one row
 /// longer), as `(start, len)`.
