@@ -21,6 +21,7 @@ pub mod mlp;
 pub mod parallel;
 pub mod pytorch;
 pub mod report;
+pub mod role;
 pub mod search;
 pub mod size;
 pub mod snapshot;
@@ -34,5 +35,6 @@ pub use error::Error;
 /// The cpu backing's elementwise kernels against a plain copy, for the throughput bench.
 #[cfg(all(feature = "cpu", any(test, feature = "testing")))]
 pub use exec::bandwidth as cpu_bandwidth;
+pub use role::Role;
 pub use size::{Bytes, MemorySpec};
 pub use tensor::{DType, Tensor};

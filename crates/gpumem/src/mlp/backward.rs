@@ -6,6 +6,7 @@ use super::autograd::{Node, Tape};
 use super::forward::{cast, scaled};
 use crate::error::Error;
 use crate::exec::ops::{self, Matmul};
+use crate::role::Role;
 use crate::tensor::Tensor;
 
 /// `A·Bᵀ`: the gradient flowing back to a layer's input.
@@ -78,13 +79,26 @@ impl Mlp {
         grad: Tensor,
         fill: Option<f32>,
     ) -> Result<Option<Tensor>, Error> {
-        let new =
-            |rows, cols, dtype, label: &str| Tensor::new(&self.device, rows, cols, dtype, label);
+        let new = |rows, cols, dtype, label: &str| {
+            Tensor::new(
+                &self.device,
+                rows,
+                cols,
+                dtype,
+                Role::ActivationGradient,
+                label,
+            )
+        };
         if let Some(value) = fill.filter(|_| !matches!(node, Node::NllLoss { .. })) {
             ops::fill(&grad, value)?;
         }
         Ok(match node {
-            Node::Scale { factor } => Some(scaled(&grad, factor, "loss.grad (scaled)")?),
+            Node::Scale { factor } => Some(scaled(
+                &grad,
+                factor,
+                Role::ActivationGradient,
+                "loss.grad (scaled)",
+            )?),
             Node::NllLoss {
                 logp,
                 labels,
@@ -100,7 +114,12 @@ impl Mlp {
                 }
                 Some(out)
             }
-            Node::ToFloat32 { from } => Some(cast(&grad, from, "log_softmax.grad (float16)")?),
+            Node::ToFloat32 { from } => Some(cast(
+                &grad,
+                from,
+                Role::ActivationGradient,
+                "log_softmax.grad (float16)",
+            )?),
             Node::LogSoftmax { output } => {
                 let out = new(output.rows(), output.cols(), output.dtype(), "y_pred.grad")?;
                 ops::log_softmax_backward(&grad, &output, &out)?;
@@ -164,6 +183,7 @@ impl Mlp {
                 rows,
                 w.rows(),
                 dtype,
+                Role::ActivationGradient,
                 &format!("a{}.grad", self.global(layer).wrapping_sub(1)),
             )?;
             self.device.cublas_product(false)?;
@@ -181,18 +201,39 @@ impl Mlp {
                 name
             }
         };
+        // `.grad` itself, or a part added into it (before autocast's cast back, or into a
+        // `.grad` an earlier micro-batch made).
+        let global = self.global(layer);
+        let role = |part: bool| {
+            if part {
+                Role::GradientPart { layer: global }
+            } else {
+                Role::Gradient { layer: global }
+            }
+        };
+        let g = &self.grads[layer];
+        let (weight_made, bias_made) = (g.weight.is_some(), g.bias.is_some());
+        let made = |bias: bool| if bias { bias_made } else { weight_made };
         let dw = Tensor::new(
             &self.device,
             input.cols(),
             dz.cols(),
             dtype,
+            role(cast_back || made(false)),
             &grad_label("weight"),
         )?;
         // `mm` for the weight's gradient (its handle's workspaces, if this is its first).
         self.device.cublas_product(false)?;
         // Both made before either is computed, in the order the two operations make them,
         // so one kernel can write both (`ops::matmul_colsum`).
-        let db = Tensor::new(&self.device, 1, dz.cols(), dtype, &grad_label("bias"))?;
+        let db = Tensor::new(
+            &self.device,
+            1,
+            dz.cols(),
+            dtype,
+            role(cast_back || made(true)),
+            &grad_label("bias"),
+        )?;
         ops::matmul_colsum(TN, &input, &dz, &dw, &db)?;
         drop((input, weight, dz, params));
         if cast_back {
@@ -200,11 +241,17 @@ impl Mlp {
             let dw32 = cast(
                 &dw,
                 p,
+                role(made(false)),
                 &format!("{}.grad", self.param_name(layer, "weight")),
             )?;
             drop(dw);
             self.accumulate(layer, false, dw32)?;
-            let db32 = cast(&db, p, &format!("{}.grad", self.param_name(layer, "bias")))?;
+            let db32 = cast(
+                &db,
+                p,
+                role(made(true)),
+                &format!("{}.grad", self.param_name(layer, "bias")),
+            )?;
             drop(db);
             self.accumulate(layer, true, db32)?;
         } else {

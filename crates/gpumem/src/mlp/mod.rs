@@ -28,6 +28,7 @@ pub use step::{Batch, StepOutputs, StepResult, micro_batches};
 
 use crate::device::Device;
 use crate::error::Error;
+use crate::role::Role;
 use crate::tensor::{DType, Tensor};
 use rand::RngExt;
 
@@ -53,9 +54,17 @@ impl Linear {
                 shape.0,
                 shape.1,
                 dtype,
+                Role::Parameter { layer },
                 &param_label(layer, "weight"),
             )?,
-            bias: Tensor::new(device, 1, shape.1, dtype, &param_label(layer, "bias"))?,
+            bias: Tensor::new(
+                device,
+                1,
+                shape.1,
+                dtype,
+                Role::Parameter { layer },
+                &param_label(layer, "bias"),
+            )?,
         })
     }
 
