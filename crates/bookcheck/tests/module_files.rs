@@ -24,11 +24,18 @@ fn no_module_lives_in_a_mod_rs() {
             rust_files(&krate.path().join("src"), &mut files);
         }
     }
-    assert!(files.len() > 100, "found the sources ({} files)", files.len());
+    assert!(
+        files.len() > 100,
+        "found the sources ({} files)",
+        files.len()
+    );
     let old: Vec<_> = files
         .iter()
         .filter(|p| p.file_name().is_some_and(|n| n == "mod.rs"))
         .map(|p| p.strip_prefix(&root).unwrap_or(p).display().to_string())
         .collect();
-    assert!(old.is_empty(), "move these to NAME.rs beside NAME/: {old:?}");
+    assert!(
+        old.is_empty(),
+        "move these to NAME.rs beside NAME/: {old:?}"
+    );
 }

@@ -277,6 +277,7 @@ mod tests {
                     size: 0,
                     requested: 0,
                     label: String::new(),
+                    role: None,
                     allocated,
                     reserved,
                 })

@@ -179,7 +179,15 @@ mod tests {
         a.check().unwrap();
         let device = Device::plan(1 << 30);
         a.start(&device);
-        let _t = gpumem::Tensor::new(&device, 4, 4, gpumem::DType::F32, "w").unwrap();
+        let _t = gpumem::Tensor::new(
+            &device,
+            4,
+            4,
+            gpumem::DType::F32,
+            gpumem::Role::Temporary,
+            "w",
+        )
+        .unwrap();
         assert_eq!(a.write(&device).unwrap(), Some(path.as_path()));
         let s = gpumem::snapshot::Snapshot::read(&path).unwrap();
         assert_eq!(s.device_traces[0].len(), 2, "segment_alloc, alloc");

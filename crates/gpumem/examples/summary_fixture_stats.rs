@@ -30,7 +30,9 @@ fn device(capacity: u64, max_split_size: Option<u64>) -> Result<Device, gpumem::
 /// Small and large tensors, frees that leave split segments, and one request too many:
 /// every row of the table has something in it.
 fn scenario(dev: &Device) -> Result<MemoryStats, gpumem::Error> {
-    let t = |rows, cols, label: &str| Tensor::new(dev, rows, cols, DType::F32, label);
+    let t = |rows, cols, label: &str| {
+        Tensor::new(dev, rows, cols, DType::F32, gpumem::Role::Temporary, label)
+    };
     let mut keep = Vec::new();
     for i in 0..6u64 {
         let small = t(100 + 37 * i, 10, "small")?;

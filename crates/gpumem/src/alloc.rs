@@ -44,7 +44,11 @@ pub use stats::{MemoryStats, PoolStat, Stat};
 pub use store::{SegmentStore, StoreError};
 pub use trace::{EventKind, Trace, TraceEvent};
 
+use crate::role::Role;
 use std::collections::{BTreeMap, BTreeSet};
+
+/// What a block holds, as its events record it: a label for people and a role, if known.
+type Tag<'a> = (&'a str, Option<Role>);
 
 /// Why an allocation failed.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
@@ -72,6 +76,8 @@ struct Block {
     requested: u64,
     allocated: bool,
     label: String,
+    /// The role of the tensor in the block; `None` while free.
+    role: Option<Role>,
     /// `free_block_calls` of the pool when this block became free (for garbage collection).
     freed_at: u64,
     /// Whether device memory backs the block's addresses. Always true outside expandable
@@ -110,6 +116,9 @@ pub struct BlockInfo {
     pub requested: u64,
     pub allocated: bool,
     pub label: String,
+    /// What the block holds, typed; `None` for a free block or one allocated without a role.
+    #[serde(skip)]
+    pub role: Option<Role>,
 }
 
 /// The caching allocator over a segment store `S`.
@@ -130,7 +139,9 @@ pub struct Allocator<S> {
     stats: MemoryStats,
     trace: Option<Trace>,
     history: Option<History>,
+    /// The request being served, for the events it causes (segments, an OOM).
     label: String,
+    role: Option<Role>,
 }
 
 fn pool_index(p: Pool) -> usize {
@@ -158,6 +169,7 @@ impl<S: SegmentStore> Allocator<S> {
             trace: None,
             history: None,
             label: String::new(),
+            role: None,
         })
     }
 
@@ -202,8 +214,9 @@ impl<S: SegmentStore> Allocator<S> {
         self.trace.take().unwrap_or_default()
     }
 
-    fn record(&mut self, kind: EventKind, addr: u64, size: u64, requested: u64, label: &str) {
-        self.record_history(kind, addr, size, requested, label);
+    /// Records an event of a block or segment holding `tag` (a label and a role).
+    fn record(&mut self, kind: EventKind, addr: u64, size: u64, requested: u64, tag: Tag<'_>) {
+        self.record_history(kind, addr, size, requested, tag);
         let (allocated, reserved) = (self.allocated(), self.reserved());
         if let Some(t) = &mut self.trace {
             t.events.push(TraceEvent {
@@ -211,11 +224,17 @@ impl<S: SegmentStore> Allocator<S> {
                 addr,
                 size,
                 requested,
-                label: label.to_string(),
+                label: tag.0.to_string(),
+                role: tag.1,
                 allocated,
                 reserved,
             });
         }
+    }
+
+    /// The request being served, as a tag for its events.
+    fn request_tag(&self) -> (String, Option<Role>) {
+        (self.label.clone(), self.role)
     }
 
     fn pool_set(&mut self, pool: Pool) -> &mut BTreeSet<(u64, u64)> {
@@ -233,15 +252,31 @@ impl<S: SegmentStore> Allocator<S> {
         self.config.max_split_size.is_some_and(|m| size >= m)
     }
 
-    /// Allocates `requested` bytes for `label`.
+    /// Allocates `requested` bytes for `label`, with no role: the allocator on its own, as
+    /// PyTorch's, does not know what its blocks are for ([`Allocator::malloc_as`] does).
     pub fn malloc(&mut self, requested: u64, label: &str) -> Result<BlockAddr, AllocError> {
+        self.malloc_tagged(requested, (label, None))
+    }
+
+    /// Allocates `requested` bytes for a tensor of `role` labelled `label`.
+    pub fn malloc_as(
+        &mut self,
+        requested: u64,
+        role: Role,
+        label: &str,
+    ) -> Result<BlockAddr, AllocError> {
+        self.malloc_tagged(requested, (label, Some(role)))
+    }
+
+    fn malloc_tagged(&mut self, requested: u64, tag: Tag<'_>) -> Result<BlockAddr, AllocError> {
         let size = round_size(requested).ok_or(AllocError::TooLarge(requested))?;
         let seg_size = if self.config.caching {
             segment_size(size).ok_or(AllocError::TooLarge(requested))?
         } else {
             size
         };
-        self.label = label.to_string();
+        self.label = tag.0.to_string();
+        self.role = tag.1;
         let addr = if self.config.caching {
             let pool = pool_for(size);
             match self.take_free_block(pool, size) {
@@ -251,7 +286,7 @@ impl<S: SegmentStore> Allocator<S> {
         } else {
             self.new_segment_with_retry(None, size, seg_size, requested)?
         };
-        self.hand_out(addr, size, requested, label);
+        self.hand_out(addr, size, requested, tag);
         Ok(BlockAddr(addr))
     }
 
@@ -311,8 +346,8 @@ impl<S: SegmentStore> Allocator<S> {
             SegmentFailure::Store(StoreError::OutOfMemory(why)) => OomCause::Backing(why),
         };
         self.stats.num_ooms += 1;
-        let label = self.label.clone();
-        self.record(EventKind::Oom, 0, seg_size, requested, &label);
+        let (label, role) = self.request_tag();
+        self.record(EventKind::Oom, 0, seg_size, requested, (&label, role));
         Err(AllocError::OutOfMemory(Box::new(OutOfMemory {
             label,
             requested,
@@ -395,7 +430,7 @@ impl<S: SegmentStore> Allocator<S> {
                 page: None,
             },
         );
-        let label = self.label.clone();
+        let (label, role) = self.request_tag();
         self.blocks.insert(
             addr,
             Block {
@@ -404,6 +439,7 @@ impl<S: SegmentStore> Allocator<S> {
                 requested: 0,
                 allocated: false,
                 label: label.clone(),
+                role: None,
                 freed_at: 0,
                 mapped: true,
             },
@@ -414,12 +450,12 @@ impl<S: SegmentStore> Allocator<S> {
             self.stats.oversize_segments.increase(1);
         }
         self.stats.num_device_alloc += 1;
-        self.record(EventKind::SegmentAlloc, addr, seg_size, 0, &label);
+        self.record(EventKind::SegmentAlloc, addr, seg_size, 0, (&label, role));
         Ok(addr)
     }
 
     /// Marks the free block at `addr` allocated for `size`, splitting off the rest.
-    fn hand_out(&mut self, addr: u64, size: u64, requested: u64, label: &str) {
+    fn hand_out(&mut self, addr: u64, size: u64, requested: u64, tag: Tag<'_>) {
         let segment = self.blocks[&addr].segment;
         let pool = self.segment_pool(segment);
         let block_size = self.blocks[&addr].size;
@@ -440,6 +476,7 @@ impl<S: SegmentStore> Allocator<S> {
                 requested: 0,
                 allocated: false,
                 label: String::new(),
+                role: None,
                 freed_at: 0,
                 mapped: true,
             };
@@ -463,7 +500,8 @@ impl<S: SegmentStore> Allocator<S> {
         let block = self.blocks.get_mut(&addr).expect("block exists");
         block.allocated = true;
         block.requested = requested;
-        block.label = label.to_string();
+        block.label = tag.0.to_string();
+        block.role = tag.1;
         let bsize = block.size;
         self.stats.allocation.increase(pool, 1);
         self.stats.allocated_bytes.increase(pool, bsize);
@@ -473,7 +511,7 @@ impl<S: SegmentStore> Allocator<S> {
         if self.is_oversize(bsize) {
             self.stats.oversize_allocations.increase(1);
         }
-        self.record(EventKind::Alloc, addr, bsize, requested, label);
+        self.record(EventKind::Alloc, addr, bsize, requested, tag);
     }
 
     /// Puts a free block in the table and its pool (the inactive-split statistics are the
@@ -508,7 +546,7 @@ impl<S: SegmentStore> Allocator<S> {
         };
         block.allocated = false;
         let (segment, size, requested) = (block.segment, block.size, block.requested);
-        let label = block.label.clone();
+        let (label, role) = (block.label.clone(), block.role);
         let pool = self.segment_pool(segment);
         self.stats.allocation.decrease(pool, 1);
         self.stats.allocated_bytes.decrease(pool, size);
@@ -518,7 +556,7 @@ impl<S: SegmentStore> Allocator<S> {
         if self.is_oversize(size) {
             self.stats.oversize_allocations.decrease(1);
         }
-        self.record(EventKind::Free, addr, size, requested, &label);
+        self.record(EventKind::Free, addr, size, requested, (&label, role));
         if pool.is_none() {
             // Caching off: the block is the whole segment; give it back at once.
             self.release_segment_of(addr);
@@ -526,6 +564,7 @@ impl<S: SegmentStore> Allocator<S> {
         }
         let mut block = self.blocks.remove(&addr).expect("block exists");
         block.label.clear();
+        block.role = None;
         let (merged, subsumed) = self.merge_neighbours(addr, block);
         // PyTorch's `free_block`: the inactive-split statistics change once, by the net
         // amount — minus the neighbours merged in, plus the result if its segment is still

@@ -49,7 +49,14 @@ pub fn measure(values: u64, runs: usize) -> Result<Vec<Kernel>, Error> {
     let bytes = values * 4;
     let device = Device::cpu(bytes * 8 + (64 << 20));
     let tensor = |label: &str, fill: f32| -> Result<Tensor, Error> {
-        let t = Tensor::new(&device, 1, values, DType::F32, label)?;
+        let t = Tensor::new(
+            &device,
+            1,
+            values,
+            DType::F32,
+            crate::Role::Temporary,
+            label,
+        )?;
         ops::fill(&t, fill)?;
         Ok(t)
     };
@@ -105,9 +112,16 @@ pub fn measure(values: u64, runs: usize) -> Result<Vec<Kernel>, Error> {
             median(runs, || ops::adam(&c, &a, &m, &v, hp))?,
         ),
         row("colsum (2000 columns)", 1, {
-            let t = Tensor::new(&device, values / 2000, 2000, DType::F32, "dz")?;
+            let t = Tensor::new(
+                &device,
+                values / 2000,
+                2000,
+                DType::F32,
+                crate::Role::Temporary,
+                "dz",
+            )?;
             ops::fill(&t, 0.5)?;
-            let sums = Tensor::new(&device, 1, 2000, DType::F32, "db")?;
+            let sums = Tensor::new(&device, 1, 2000, DType::F32, crate::Role::Temporary, "db")?;
             median(runs, || ops::colsum(&t, &sums))?
         }),
     ])

@@ -187,11 +187,16 @@ impl Device {
         self.inner.borrow_mut()
     }
 
-    /// Allocates `bytes` for `label`: the raw form of what tensors do.
-    pub(crate) fn malloc(&self, bytes: u64, label: &str) -> Result<crate::alloc::BlockAddr, Error> {
+    /// Allocates `bytes` for `role`, labelled `label`: the raw form of what tensors do.
+    pub(crate) fn malloc(
+        &self,
+        bytes: u64,
+        role: crate::Role,
+        label: &str,
+    ) -> Result<crate::alloc::BlockAddr, Error> {
         let mut inner = self.inner.borrow_mut();
         let (name, message) = (inner.info.oom_name(inner.index), inner.oom_message);
-        let result = inner.alloc.malloc(bytes, label);
+        let result = inner.alloc.malloc_as(bytes, role, label);
         inner.note_oom(&result);
         result.map_err(|e| match e {
             AllocError::OutOfMemory(mut o) => {

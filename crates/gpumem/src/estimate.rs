@@ -18,12 +18,15 @@
 
 mod ledger;
 mod schedule;
+#[cfg(test)]
+mod tests;
 
 use crate::alloc::{LARGE_BUFFER, MIN_LARGE_ALLOC, ROUND_LARGE, SMALL_SIZE, round_size};
 use crate::cublas::WorkspaceRules;
 use crate::error::Error;
 use crate::mlp::MlpConfig;
 use crate::mlp::micro_batches;
+use crate::role::Role;
 use crate::size::format_bytes;
 use std::fmt;
 
@@ -34,7 +37,8 @@ const F32: u64 = 4;
 const LABEL: u64 = 8;
 // ANCHOR_END: bytes_per_value
 
-/// The six terms of the equation, and the workspaces beside them.
+/// The six terms of the equation, and the workspaces beside them: a view of the tensors'
+/// roles ([`Role`]), which the walk gives its tensors as the engine does.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Term {
     Parameters,
@@ -45,6 +49,29 @@ enum Term {
     Temporaries,
     /// Not a tensor: the matrix products' library workspaces (none on a tensors-only card).
     Workspaces,
+}
+
+impl From<Role> for Term {
+    /// What the forward pass makes is an activation (autocast's copies of the parameters
+    /// too); what the backward pass and the optimizer make on top is a temporary (a gradient
+    /// on its way into `.grad` too). One card has no communication buffers: counted as
+    /// temporaries if there were.
+    fn from(role: Role) -> Term {
+        match role {
+            Role::Parameter { .. } => Term::Parameters,
+            Role::Gradient { .. } => Term::Gradients,
+            Role::OptimizerState { .. } | Role::LossScaler => Term::OptimizerState,
+            Role::Input | Role::Labels => Term::InputBatch,
+            Role::ParameterCopy { .. } | Role::Activation { .. } | Role::Forward => {
+                Term::Activations
+            }
+            Role::GradientPart { .. }
+            | Role::ActivationGradient
+            | Role::Temporary
+            | Role::CommBuffer => Term::Temporaries,
+            Role::Workspace => Term::Workspaces,
+        }
+    }
 }
 
 // ANCHOR: block_bytes

@@ -23,6 +23,7 @@ mod ops;
 pub mod parallel;
 pub mod pytorch;
 pub mod report;
+pub mod role;
 pub mod search;
 mod segments;
 pub mod size;
@@ -37,5 +38,6 @@ pub use error::Error;
 /// The cpu backing's elementwise kernels against a plain copy, for the throughput bench.
 #[cfg(all(feature = "cpu", any(test, feature = "testing")))]
 pub mod cpu_bandwidth;
+pub use role::Role;
 pub use size::{Bytes, MemorySpec};
 pub use tensor::{DType, Tensor};

@@ -18,6 +18,7 @@ mod optim;
 mod stage;
 mod step;
 
+pub use batch::Batch;
 pub use config::{
     Checkpointing, GradScalerConfig, LossWeighting, MAX_LAYERS, MlpConfig, Optimizer,
     OptimizerImpl, Precision, Strategy, ZeroGrad,
@@ -25,11 +26,11 @@ pub use config::{
 pub(crate) use forward::segments;
 pub(crate) use stage::StageForward;
 pub(crate) use step::planned_micro_batches;
-pub use batch::Batch;
 pub use step::{StepOutputs, StepResult, micro_batches};
 
 use crate::device::Device;
 use crate::error::Error;
+use crate::role::Role;
 use crate::tensor::{DType, Tensor};
 use rand::RngExt;
 
@@ -55,9 +56,17 @@ impl Linear {
                 shape.0,
                 shape.1,
                 dtype,
+                Role::Parameter { layer },
                 &param_label(layer, "weight"),
             )?,
-            bias: Tensor::new(device, 1, shape.1, dtype, &param_label(layer, "bias"))?,
+            bias: Tensor::new(
+                device,
+                1,
+                shape.1,
+                dtype,
+                Role::Parameter { layer },
+                &param_label(layer, "bias"),
+            )?,
         })
     }
 

@@ -36,7 +36,7 @@ mod tests {
     #[test]
     fn summary_shows_the_allocators_figures() {
         let dev = Device::plan(1 << 30);
-        let t = Tensor::new(&dev, 1000, 1000, DType::F32, "w").unwrap();
+        let t = Tensor::new(&dev, 1000, 1000, DType::F32, crate::Role::Temporary, "w").unwrap();
         let s = dev.memory_summary();
         assert!(
             s.lines()

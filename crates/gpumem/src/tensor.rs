@@ -7,6 +7,7 @@ use crate::alloc::{BlockAddr, Placement};
 use crate::device::{Device, Inner};
 pub use crate::dtype::DType;
 use crate::error::Error;
+use crate::role::Role;
 use crate::segments::Backing;
 use std::fmt;
 use std::rc::Rc;
@@ -38,6 +39,8 @@ pub struct Tensor {
     rows: u64,
     cols: u64,
     dtype: DType,
+    /// What the tensor is for (a view has the role it is given).
+    role: Role,
     label: String,
 }
 
@@ -56,12 +59,14 @@ impl fmt::Debug for Tensor {
 }
 
 impl Tensor {
-    /// Allocates an uninitialised `rows × cols` tensor through the device's allocator.
+    /// Allocates an uninitialised `rows × cols` tensor for `role` through the device's
+    /// allocator; `label` names it for people (traces, snapshots, errors).
     pub fn new(
         device: &Device,
         rows: u64,
         cols: u64,
         dtype: DType,
+        role: Role,
         label: &str,
     ) -> Result<Tensor, Error> {
         if rows == 0 || cols == 0 {
@@ -70,7 +75,7 @@ impl Tensor {
             )));
         }
         let bytes = matrix_bytes(rows, cols, dtype, label)?;
-        let block = device.malloc(bytes, label)?;
+        let block = device.malloc(bytes, role, label)?;
         Ok(Tensor {
             storage: Rc::new(Storage {
                 device: device.clone(),
@@ -80,6 +85,7 @@ impl Tensor {
             rows,
             cols,
             dtype,
+            role,
             label: label.to_string(),
         })
     }
@@ -102,6 +108,10 @@ impl Tensor {
 
     pub fn dtype(&self) -> DType {
         self.dtype
+    }
+
+    pub fn role(&self) -> Role {
+        self.role
     }
 
     pub fn label(&self) -> &str {
@@ -132,6 +142,7 @@ impl Tensor {
             rows: len,
             cols: self.cols,
             dtype: self.dtype,
+            role: self.role,
             label: format!("{}[{start}:{end}]", self.label),
         })
     }
@@ -144,6 +155,7 @@ impl Tensor {
         start: u64,
         rows: u64,
         cols: u64,
+        role: Role,
         label: &str,
     ) -> Result<Tensor, Error> {
         let end = rows
@@ -163,6 +175,7 @@ impl Tensor {
             rows,
             cols,
             dtype: self.dtype,
+            role,
             label: label.to_string(),
         })
     }

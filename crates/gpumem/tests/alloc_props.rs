@@ -185,7 +185,14 @@ fn run_on(dev: &Device, ops: &[Op]) -> Trace {
         match *op {
             // float16 tensors of n/2 elements: any even byte count.
             Op::Alloc(n) => {
-                if let Ok(t) = Tensor::new(dev, (n / 2).max(1), 1, DType::F16, "t") {
+                if let Ok(t) = Tensor::new(
+                    dev,
+                    (n / 2).max(1),
+                    1,
+                    DType::F16,
+                    gpumem::Role::Temporary,
+                    "t",
+                ) {
                     live.push(t);
                 }
             }

@@ -7,6 +7,7 @@
 use crate::card;
 use crate::measure::{needs, requested, step, trace};
 use crate::{Opt, Report, Setup, attempt};
+use gpumem::Role;
 use gpumem::data::LESSON_TRAINING_EVENTS as FULL;
 use gpumem::lesson::CARD_BYTES;
 use gpumem::mlp::MlpConfig;
@@ -39,10 +40,9 @@ pub use crate::challenge1_answers_of as answers_of;
 
 const GIB: u64 = 1 << 30;
 
-fn is_activation(label: &str) -> bool {
-    label
-        .strip_prefix('a')
-        .is_some_and(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()))
+/// A hidden layer's output, saved for the backward pass.
+fn is_activation(role: Role) -> bool {
+    matches!(role, Role::Activation { .. })
 }
 
 /// Grades `answers` on fixed setups and on random ones drawn from `seed`.
@@ -59,7 +59,7 @@ pub fn grade(answers: &Answers, seed: u64) -> Report {
     }));
     for (batch, width) in shapes {
         let t = trace(&MlpConfig::lesson(width), batch);
-        let expected = requested(&t, |l| l == "a0");
+        let expected = requested(&t, |r| r == Role::Activation { layer: 0 });
         report.compare(
             "activation_bytes",
             format!("activation_bytes(batch {batch}, width {width})"),

@@ -7,6 +7,7 @@
 use crate::card;
 use crate::measure::{blocks, needs, requested, trace};
 use crate::{Opt, Report, Setup, attempt};
+use gpumem::Role;
 use gpumem::lesson::{CARD_BYTES, planning_device};
 use gpumem::measure::deepest_network;
 use gpumem::size::format_bytes;
@@ -41,15 +42,14 @@ const GIB: u64 = 1 << 30;
 /// Deepest network the grader will search for.
 const MAX_LAYERS: u64 = 4096;
 
-/// `layer3.weight` or `layer3.bias`, not their gradients or optimizer state.
-fn is_parameter(label: &str) -> bool {
-    label.starts_with("layer") && (label.ends_with(".weight") || label.ends_with(".bias"))
+/// A weight or a bias, not their gradients or optimizer state.
+fn is_parameter(role: Role) -> bool {
+    matches!(role, Role::Parameter { .. })
 }
 
-/// A parameter, its gradient or its optimizer state (`layer3.weight.grad`,
-/// `layer3.weight.exp_avg`), not the update's temporaries (`layer3.weight _foreach_sqrt`).
-fn is_model_tensor(label: &str) -> bool {
-    label.starts_with("layer") && !label.contains(' ')
+/// A parameter, its gradient or its optimizer state, not the update's temporaries.
+fn is_model_tensor(role: Role) -> bool {
+    role.is_model()
 }
 
 /// Grades `answers` on fixed setups and random ones drawn from `seed`.

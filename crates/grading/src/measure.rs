@@ -1,11 +1,11 @@
 //! What the graders ask the engine: planned steps on fresh devices, read through the
 //! allocator's statistics and its trace of events.
 
-use gpumem::Device;
-use gpumem::alloc::{EventKind, Trace};
+use gpumem::alloc::{EventKind, Trace, TraceEvent};
 use gpumem::lesson::{UNLIMITED_BYTES, planning_device};
 use gpumem::measure::{StepMemory, measure_step};
 use gpumem::mlp::{Batch, Mlp, MlpConfig, Optimizer};
+use gpumem::{Device, Role};
 
 /// A planned measurement of `config` at `batch` rows on a card of `capacity` bytes: the
 /// engine's two steps (the second is the steady state, with the optimizer's state).
@@ -31,25 +31,23 @@ pub fn trace(config: &MlpConfig, batch: u64) -> Trace {
     device.take_trace()
 }
 
-/// Requested bytes of the allocations whose label `keep` accepts.
-pub fn requested(trace: &Trace, keep: impl Fn(&str) -> bool) -> u64 {
+/// The allocations of tensors whose role `keep` accepts.
+fn allocs(trace: &Trace, keep: impl Fn(Role) -> bool) -> impl Iterator<Item = &TraceEvent> {
     trace
         .events
         .iter()
-        .filter(|e| e.kind == EventKind::Alloc && keep(&e.label))
-        .map(|e| e.requested)
-        .sum()
+        .filter(move |e| e.kind == EventKind::Alloc && e.role.is_some_and(&keep))
 }
 
-/// Block bytes (after the allocator's rounding) of the allocations whose label `keep`
-/// accepts.
-pub fn blocks(trace: &Trace, keep: impl Fn(&str) -> bool) -> u64 {
-    trace
-        .events
-        .iter()
-        .filter(|e| e.kind == EventKind::Alloc && keep(&e.label))
-        .map(|e| e.size)
-        .sum()
+/// Requested bytes of the allocations of tensors whose role `keep` accepts.
+pub fn requested(trace: &Trace, keep: impl Fn(Role) -> bool) -> u64 {
+    allocs(trace, keep).map(|e| e.requested).sum()
+}
+
+/// Block bytes (after the allocator's rounding) of the allocations of tensors whose role
+/// `keep` accepts.
+pub fn blocks(trace: &Trace, keep: impl Fn(Role) -> bool) -> u64 {
+    allocs(trace, keep).map(|e| e.size).sum()
 }
 
 /// The engine's optimizer for a learner's choice.

@@ -29,6 +29,7 @@ impl Block {
             requested: 0,
             allocated: false,
             label: String::new(),
+            role: None,
             freed_at: 0,
             mapped: false,
         }
@@ -197,8 +198,8 @@ impl<S: SegmentStore> Allocator<S> {
         self.insert_free(merged, block);
         self.stats.reserved_bytes.increase(Some(pool), bytes);
         self.stats.num_device_alloc += 1;
-        let label = self.label.clone();
-        self.record(EventKind::SegmentMap, addr, bytes, 0, &label);
+        let (label, role) = self.request_tag();
+        self.record(EventKind::SegmentMap, addr, bytes, 0, (&label, role));
         Ok(merged)
     }
 
@@ -217,7 +218,7 @@ impl<S: SegmentStore> Allocator<S> {
         }
         self.pool_set(pool).remove(&(size, addr));
         let mut block = self.blocks.remove(&addr).expect("block exists");
-        let label = std::mem::take(&mut block.label);
+        let (label, role) = (std::mem::take(&mut block.label), block.role.take());
         for (at, len) in [(addr, begin - addr), (end, addr + size - end)] {
             if len > 0 {
                 let part = Block {
@@ -230,7 +231,13 @@ impl<S: SegmentStore> Allocator<S> {
         self.store.unmap_pages(seg_id, begin - base, end - begin);
         self.stats.reserved_bytes.decrease(Some(pool), end - begin);
         self.stats.num_device_free += 1;
-        self.record(EventKind::SegmentUnmap, begin, end - begin, 0, &label);
+        self.record(
+            EventKind::SegmentUnmap,
+            begin,
+            end - begin,
+            0,
+            (&label, role),
+        );
         // The unmapped pages join unmapped neighbours.
         let mut at = begin;
         let mut len = end - begin;

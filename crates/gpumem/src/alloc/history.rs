@@ -111,7 +111,7 @@ impl<S: SegmentStore> Allocator<S> {
         addr: u64,
         size: u64,
         requested: u64,
-        label: &str,
+        (label, role): super::Tag<'_>,
     ) {
         if self.history.is_none() {
             return;
@@ -126,6 +126,7 @@ impl<S: SegmentStore> Allocator<S> {
             size,
             requested,
             label: label.to_string(),
+            role,
             allocated: self.allocated(),
             reserved: self.reserved(),
         };

@@ -107,6 +107,7 @@ fn block_info(addr: u64, b: &Block) -> BlockInfo {
         requested: b.requested,
         allocated: b.allocated,
         label: b.label.clone(),
+        role: b.role,
     }
 }
 

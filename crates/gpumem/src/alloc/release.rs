@@ -23,7 +23,13 @@ impl<S: SegmentStore> Allocator<S> {
             self.stats.oversize_segments.decrease(1);
         }
         self.stats.num_device_free += 1;
-        self.record(EventKind::SegmentFree, addr, seg.size, 0, &block.label);
+        self.record(
+            EventKind::SegmentFree,
+            addr,
+            seg.size,
+            0,
+            (&block.label, block.role),
+        );
     }
 
     /// Free blocks that span their whole (ordinary) segment, in `pool` (or both pools).

@@ -1,6 +1,7 @@
 //! A recorded history of the allocator's events, like PyTorch's
 //! `torch.cuda.memory._record_memory_history`, for timelines and for comparing backings.
 
+use crate::role::Role;
 use serde::{Deserialize, Serialize};
 
 /// What happened.
@@ -34,8 +35,13 @@ pub struct TraceEvent {
     pub size: u64,
     /// Bytes the caller asked for (blocks and `Oom`), 0 for segments.
     pub requested: u64,
-    /// What the memory is for, e.g. `layer2.weight` or `z1`.
+    /// What the memory is for, for people, e.g. `layer2.weight` or `z1`.
     pub label: String,
+    /// What the memory is for, typed: the role of the tensor (for segment events, of the
+    /// request that caused them); `None` for memory allocated without one (the allocator
+    /// on its own), and in a trace read back from JSON, which leaves it out.
+    #[serde(skip)]
+    pub role: Option<Role>,
     /// `memory_allocated()` after the event.
     pub allocated: u64,
     /// `memory_reserved()` after the event.

@@ -95,7 +95,7 @@ fn auto_explains_its_choice() {
 #[test]
 fn tensors_free_their_block_on_drop() {
     let dev = Device::cpu(64 * MIB);
-    let a = Tensor::new(&dev, 100, 100, DType::F32, "a").unwrap();
+    let a = Tensor::new(&dev, 100, 100, DType::F32, crate::Role::Temporary, "a").unwrap();
     assert_eq!(dev.memory_allocated(), 40_448); // 40 000 rounded up to 512
     drop(a);
     assert_eq!(dev.memory_allocated(), 0);
@@ -107,7 +107,7 @@ fn tensors_free_their_block_on_drop() {
 #[test]
 fn cpu_tensors_hold_data_and_plan_tensors_do_not() {
     let dev = Device::cpu(64 * MIB);
-    let t = Tensor::new(&dev, 3, 5, DType::F32, "t").unwrap();
+    let t = Tensor::new(&dev, 3, 5, DType::F32, crate::Role::Temporary, "t").unwrap();
     let data: Vec<f32> = (0..15).map(|i| i as f32 * 0.5).collect();
     t.write(&data).unwrap();
     assert_eq!(t.read::<f32>().unwrap(), data);
@@ -115,7 +115,7 @@ fn cpu_tensors_hold_data_and_plan_tensors_do_not() {
     assert!(t.write(&[0f64; 15]).is_err(), "wrong element size");
 
     let plan = Device::plan(64 * MIB);
-    let t = Tensor::new(&plan, 3, 5, DType::F32, "t").unwrap();
+    let t = Tensor::new(&plan, 3, 5, DType::F32, crate::Role::Temporary, "t").unwrap();
     t.write(&data).unwrap();
     let e = t.read::<f32>().unwrap_err();
     assert!(e.to_string().contains("planned"), "{e}");
@@ -124,19 +124,51 @@ fn cpu_tensors_hold_data_and_plan_tensors_do_not() {
 #[test]
 fn bad_shapes_are_errors_not_panics() {
     let dev = Device::plan(64 * MIB);
-    assert!(Tensor::new(&dev, 0, 5, DType::F32, "z").is_err());
-    let e = Tensor::new(&dev, u64::MAX / 2, 5, DType::F32, "huge").unwrap_err();
+    assert!(Tensor::new(&dev, 0, 5, DType::F32, crate::Role::Temporary, "z").is_err());
+    let e = Tensor::new(
+        &dev,
+        u64::MAX / 2,
+        5,
+        DType::F32,
+        crate::Role::Temporary,
+        "huge",
+    )
+    .unwrap_err();
     assert!(e.to_string().contains("64 bits"), "{e}");
     // 4 EiB is a valid size, just not on this card.
-    let e = Tensor::new(&dev, 1 << 40, 1 << 20, DType::F32, "huge").unwrap_err();
+    let e = Tensor::new(
+        &dev,
+        1 << 40,
+        1 << 20,
+        DType::F32,
+        crate::Role::Temporary,
+        "huge",
+    )
+    .unwrap_err();
     assert_eq!(e.as_oom().map(|o| o.requested), Some(1 << 62), "{e}");
 }
 
 #[test]
 fn out_of_memory_names_the_device_and_the_figures() {
     let dev = Device::plan(crate::lesson::CARD_BYTES);
-    let _a = Tensor::new(&dev, 1_173_000, 2000, DType::F32, "z1").unwrap();
-    let e = Tensor::new(&dev, 1_173_000, 2000, DType::F32, "a1").unwrap_err();
+    let _a = Tensor::new(
+        &dev,
+        1_173_000,
+        2000,
+        DType::F32,
+        crate::Role::Temporary,
+        "z1",
+    )
+    .unwrap();
+    let e = Tensor::new(
+        &dev,
+        1_173_000,
+        2000,
+        DType::F32,
+        crate::Role::Temporary,
+        "a1",
+    )
+    .unwrap_err();
     let oom = e.as_oom().expect("out of memory");
     assert_eq!(oom.label, "a1");
     let msg = e.to_string();
@@ -154,14 +186,22 @@ fn scripted(dev: &Device) -> crate::alloc::Trace {
         .into_iter()
         .enumerate()
     {
-        let t = Tensor::new(dev, rows, 4, DType::F32, &format!("t{i}")).unwrap();
+        let t = Tensor::new(
+            dev,
+            rows,
+            4,
+            DType::F32,
+            crate::Role::Temporary,
+            &format!("t{i}"),
+        )
+        .unwrap();
         if i % 2 == 0 {
             keep.push(t);
         }
     }
     keep.remove(1);
     dev.empty_cache();
-    let _late = Tensor::new(dev, 2000, 2000, DType::F32, "late").unwrap();
+    let _late = Tensor::new(dev, 2000, 2000, DType::F32, crate::Role::Temporary, "late").unwrap();
     drop(keep);
     dev.take_trace()
 }
@@ -188,9 +228,9 @@ fn wgpu_buffers_match_the_drivers_report() {
     let dev = gpu.device(MemorySpec::Bytes(1 << 30));
     let before = dev.driver_memory().expect("Vulkan reports its allocator");
     assert_eq!(before.segments, 0);
-    let a = Tensor::new(&dev, 1000, 1000, DType::F32, "a").unwrap(); // 20 MiB segment
-    let _b = Tensor::new(&dev, 3000, 3000, DType::F32, "b").unwrap(); // 36 MB -> 36 MiB? see below
-    let _c = Tensor::new(&dev, 10, 10, DType::F32, "c").unwrap(); // 2 MiB small segment
+    let a = Tensor::new(&dev, 1000, 1000, DType::F32, crate::Role::Temporary, "a").unwrap(); // 20 MiB segment
+    let _b = Tensor::new(&dev, 3000, 3000, DType::F32, crate::Role::Temporary, "b").unwrap(); // 36 MB -> 36 MiB? see below
+    let _c = Tensor::new(&dev, 10, 10, DType::F32, crate::Role::Temporary, "c").unwrap(); // 2 MiB small segment
     let report = dev.driver_memory().unwrap();
     // The driver holds our segments (each buffer padded by at most its memory alignment,
     // 256 B), plus wgpu's own internal buffers.
@@ -226,12 +266,12 @@ fn wgpu_segments_larger_than_a_buffer_are_split_into_buffers() {
         Some(MIB + 512),
     )
     .unwrap();
-    let _pad = Tensor::new(&dev, 3, 700_001, DType::F32, "pad").unwrap();
-    let t = Tensor::new(&dev, 1001, 1499, DType::F32, "t").unwrap();
+    let _pad = Tensor::new(&dev, 3, 700_001, DType::F32, crate::Role::Temporary, "pad").unwrap();
+    let t = Tensor::new(&dev, 1001, 1499, DType::F32, crate::Role::Temporary, "t").unwrap();
     let data: Vec<f32> = (0..t.len()).map(|i| (i % 9973) as f32).collect();
     t.write(&data).unwrap();
     assert_eq!(t.read::<f32>().unwrap(), data);
-    let h = Tensor::new(&dev, 3, 3, DType::F16, "odd f16").unwrap();
+    let h = Tensor::new(&dev, 3, 3, DType::F16, crate::Role::Temporary, "odd f16").unwrap();
     let halves: Vec<u16> = (1..=9).collect();
     h.write(&halves).unwrap();
     assert_eq!(h.read::<u16>().unwrap(), halves);
@@ -252,7 +292,14 @@ fn child_exhausts_native_memory() {
     .unwrap();
     let mut keep = Vec::new();
     for i in 0..10_000 {
-        match Tensor::new(&dev, 64 << 20, 1, DType::F32, &format!("chunk{i}")) {
+        match Tensor::new(
+            &dev,
+            64 << 20,
+            1,
+            DType::F32,
+            crate::Role::Temporary,
+            &format!("chunk{i}"),
+        ) {
             Ok(t) => keep.push(t),
             Err(e) => {
                 let oom = e.as_oom().expect("an out-of-memory error value");

@@ -63,7 +63,7 @@ impl Device {
             (handle, ws.rules.taken(lt, holds))
         };
         for (library, bytes, kept) in taken {
-            let block = self.malloc(bytes, &label(library, handle))?;
+            let block = self.malloc(bytes, crate::Role::Workspace, &label(library, handle))?;
             if kept {
                 let held = &mut self.inner.borrow_mut().workspaces.held;
                 held.push((handle, library, bytes, block));

@@ -3,6 +3,7 @@
 //! when its last holder lets go).
 
 use super::Term;
+use crate::role::Role;
 
 /// A tensor in the ledger.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -25,8 +26,9 @@ pub(super) struct Ledger {
 }
 
 impl Ledger {
-    /// A new tensor of `bytes` (a block size), held once.
-    pub(super) fn alloc(&mut self, term: Term, bytes: u64) -> Id {
+    /// A new tensor of `role` and `bytes` (a block size), held once, in its role's term.
+    pub(super) fn alloc(&mut self, role: Role, bytes: u64) -> Id {
+        let term = Term::from(role);
         self.entries.push(Entry {
             bytes,
             term,

@@ -1,11 +1,12 @@
 //! The training step's tensors, moment by moment, as block sizes in a [`Ledger`]: the same
 //! schedule as the engine's step ([`crate::mlp`]), PyTorch's, written as arithmetic.
 
+use super::block_bytes;
 use super::ledger::{Id, Ledger};
-use super::{Term, block_bytes};
 use crate::alloc::{MIN_LARGE_ALLOC, ROUND_LARGE, SMALL_SIZE, round_size};
 use crate::cublas::{Handle, Library, WorkspaceRules};
 use crate::mlp::{MlpConfig, Precision, ZeroGrad, micro_batches, planned_micro_batches};
+use crate::role::Role;
 use std::ops::Range;
 
 mod backward;
@@ -109,7 +110,7 @@ impl<'a> Walk<'a> {
         let held = &self.held;
         let taken = self.ws.taken(lt, |l| held.contains(&(handle, l)));
         for (library, bytes, kept) in taken {
-            let id = self.led.alloc(Term::Workspaces, (self.round)(bytes));
+            let id = self.led.alloc(Role::Workspace, (self.round)(bytes));
             if kept {
                 self.held.push((handle, library));
             } else {
@@ -130,7 +131,7 @@ impl<'a> Walk<'a> {
     /// tensor is served from the segment the first micro-batch's tensor of its kind made
     /// (free again, its leftover merged back): split off when more than 1 MiB would be left,
     /// else handed over whole.
-    fn batch_t(&mut self, term: Term, rows: u64, cols: u64, size: u64) -> T {
+    fn batch_t(&mut self, role: Role, rows: u64, cols: u64, size: u64) -> T {
         let (bytes, first) = (rows * cols * size, self.first_rows * cols * size);
         let block = match (self.blocks, round_size(bytes), round_size(first)) {
             (true, Some(b), Some(f)) if rows < self.first_rows && b >= MIN_LARGE_ALLOC => {
@@ -139,12 +140,12 @@ impl<'a> Walk<'a> {
             }
             _ => (self.round)(bytes),
         };
-        let id = self.led.alloc(term, block);
+        let id = self.led.alloc(role, block);
         T { id, cols, size }
     }
 
-    fn new_t(&mut self, term: Term, rows: u64, cols: u64, size: u64) -> T {
-        let id = self.led.alloc(term, (self.round)(rows * cols * size));
+    fn new_t(&mut self, role: Role, rows: u64, cols: u64, size: u64) -> T {
+        let id = self.led.alloc(role, (self.round)(rows * cols * size));
         T { id, cols, size }
     }
 
@@ -163,9 +164,9 @@ impl<'a> Walk<'a> {
     pub(super) fn parameters(&mut self, leftover: impl Fn(usize) -> u64) {
         for (i, &(fan_in, fan_out)) in self.params.clone().iter().enumerate() {
             let w = (self.round)(fan_in * fan_out * self.param) + leftover(i);
-            self.led.alloc(Term::Parameters, w);
-            self.led
-                .alloc(Term::Parameters, (self.round)(fan_out * self.param));
+            let role = Role::Parameter { layer: i };
+            self.led.alloc(role, w);
+            self.led.alloc(role, (self.round)(fan_out * self.param));
         }
     }
     // ANCHOR_END: model
@@ -180,8 +181,8 @@ impl<'a> Walk<'a> {
             self.led.drop_all(grads.iter().flatten().flatten().copied());
             self.grads = vec![[None, None]; grads.len()];
         }
-        let x = self.new_t(Term::InputBatch, rows, self.c.inputs, self.param);
-        let y = self.new_t(Term::InputBatch, rows, 1, 8);
+        let x = self.new_t(Role::Input, rows, self.c.inputs, self.param);
+        let y = self.new_t(Role::Labels, rows, 1, 8);
         let k = micro_batches(rows, self.c.strategy.accumulation).len() as u64;
         let planned = planned_micro_batches(rows, k, Some(2));
         self.first_rows = planned[0].1;
@@ -206,7 +207,7 @@ impl<'a> Walk<'a> {
         if k > 1 {
             let divided = self
                 .led
-                .alloc(Term::Activations, (self.round)(self.loss_bytes()));
+                .alloc(Role::Forward, (self.round)(self.loss_bytes()));
             tape.push(Node::Scale);
             self.led.drop(loss);
             let old = self.kept.1.replace(divided);
@@ -217,7 +218,9 @@ impl<'a> Walk<'a> {
         self.led
             .drop_all(cache.drain(..).map(|(_, t): (_, T)| t.id));
         let scaled = self.scale_loss(&mut tape);
-        let seed = self.led.alloc(Term::Temporaries, (self.round)(SCALAR));
+        let seed = self
+            .led
+            .alloc(Role::ActivationGradient, (self.round)(SCALAR));
         let held = self.led.hold(seed);
         self.backward(tape, held, rows);
         self.led
@@ -266,7 +269,7 @@ impl<'a> Walk<'a> {
         let mut h = self.hold(input);
         for i in layers {
             let z = self.linear(i, h, rows, tape.as_deref_mut(), cache);
-            let a = self.relu(z, rows, tape.as_deref_mut());
+            let a = self.relu(i, z, rows, tape.as_deref_mut());
             self.led.drop(h.id);
             h = a;
         }
@@ -280,7 +283,7 @@ impl<'a> Walk<'a> {
         }
         let (fan_in, fan_out) = self.params[key.0];
         let t = self.new_t(
-            Term::Activations,
+            Role::ParameterCopy { layer: key.0 },
             if key.1 { 1 } else { fan_in },
             fan_out,
             2,
@@ -305,14 +308,14 @@ impl<'a> Walk<'a> {
             let x = if input.size == 2 {
                 self.hold(input)
             } else {
-                self.batch_t(Term::Activations, rows, input.cols, 2)
+                self.batch_t(Role::Forward, rows, input.cols, 2)
             };
             (x, Some(w), Some(b))
         } else {
             (self.hold(input), None, None)
         };
         let size = if self.mixed { 2 } else { self.param };
-        let z = self.batch_t(Term::Activations, rows, out_cols, size);
+        let z = self.batch_t(Role::Forward, rows, out_cols, size);
         self.product(true);
         match tape {
             Some(tape) => {
@@ -338,11 +341,11 @@ impl<'a> Walk<'a> {
         z
     }
 
-    fn relu(&mut self, z: T, rows: u64, tape: Option<&mut Vec<Node>>) -> T {
+    fn relu(&mut self, layer: usize, z: T, rows: u64, tape: Option<&mut Vec<Node>>) -> T {
         let a = if self.c.strategy.relu_inplace {
             z
         } else {
-            let a = self.batch_t(Term::Activations, rows, z.cols, z.size);
+            let a = self.batch_t(Role::Activation { layer }, rows, z.cols, z.size);
             self.led.drop(z.id);
             a
         };
@@ -355,19 +358,19 @@ impl<'a> Walk<'a> {
 
     /// `log_softmax` then `nll_loss`; returns the loss.
     fn cross_entropy(&mut self, y_pred: T, rows: u64, tape: &mut Vec<Node>) -> Id {
-        let mut logp = self.batch_t(Term::Activations, rows, y_pred.cols, y_pred.size);
+        let mut logp = self.batch_t(Role::Forward, rows, y_pred.cols, y_pred.size);
         let output = self.hold(logp);
         tape.push(Node::LogSoftmax { output });
         if logp.size == 2 {
-            let wide = self.batch_t(Term::Activations, rows, logp.cols, 4);
+            let wide = self.batch_t(Role::Forward, rows, logp.cols, 4);
             self.led.drop(logp.id);
             logp = wide;
             tape.push(Node::ToFloat32);
         }
         let loss = self
             .led
-            .alloc(Term::Activations, (self.round)(self.loss_bytes()));
-        let total_weight = self.new_t(Term::Activations, 1, 1, logp.size);
+            .alloc(Role::Forward, (self.round)(self.loss_bytes()));
+        let total_weight = self.new_t(Role::Forward, 1, 1, logp.size);
         tape.push(Node::Nll { logp, total_weight });
         loss
     }
@@ -379,12 +382,12 @@ impl<'a> Walk<'a> {
         }
         if self.scaler.is_none() {
             self.scaler =
-                Some([0, 1].map(|_| self.led.alloc(Term::OptimizerState, (self.round)(SCALAR))));
+                Some([0, 1].map(|_| self.led.alloc(Role::LossScaler, (self.round)(SCALAR))));
         }
         tape.push(Node::Scale);
         Some(
             self.led
-                .alloc(Term::Temporaries, (self.round)(self.loss_bytes())),
+                .alloc(Role::Temporary, (self.round)(self.loss_bytes())),
         )
     }
 }

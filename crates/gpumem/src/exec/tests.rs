@@ -1,5 +1,6 @@
 //! The executor: what it holds back, and when it lets go.
 
+use crate::Role;
 use crate::alloc::AllocatorConfig;
 use crate::device::DeviceOptions;
 use crate::ops::{self, Matmul};
@@ -8,7 +9,7 @@ use crate::testing::gpu;
 use crate::{Device, MemorySpec};
 
 fn filled(device: &Device, rows: u64, cols: u64, v: f32, label: &str) -> Tensor {
-    let t = Tensor::new(device, rows, cols, DType::F32, label).unwrap();
+    let t = Tensor::new(device, rows, cols, DType::F32, Role::Temporary, label).unwrap();
     t.write(&vec![v; (rows * cols) as usize]).unwrap();
     t
 }
@@ -31,7 +32,7 @@ fn a_held_operation_runs_before_its_memory_is_freed() {
         let device = gpu.device_with(&options);
         let a = filled(&device, 4, 3, 2.0, "a");
         let b = filled(&device, 3, 5, 0.5, "b");
-        let c = Tensor::new(&device, 4, 5, DType::F32, "c").unwrap();
+        let c = Tensor::new(&device, 4, 5, DType::F32, Role::Temporary, "c").unwrap();
         ops::matmul(Matmul::default(), &a, &b, &c, None).unwrap();
         assert!(
             device.borrow().exec.pending.is_some(),
@@ -53,7 +54,7 @@ fn a_held_operation_runs_before_its_memory_is_freed() {
 fn the_cpu_backing_holds_nothing_back() {
     let device = Device::cpu(64 << 20);
     let a = filled(&device, 2, 2, 1.0, "a");
-    let c = Tensor::new(&device, 2, 2, DType::F32, "c").unwrap();
+    let c = Tensor::new(&device, 2, 2, DType::F32, Role::Temporary, "c").unwrap();
     ops::matmul(Matmul::default(), &a, &a, &c, None).unwrap();
     assert!(device.borrow().exec.pending.is_none());
     assert_eq!(c.read::<f32>().unwrap(), vec![2.0; 4]);

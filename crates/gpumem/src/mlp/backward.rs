@@ -6,6 +6,7 @@ use super::autograd::{Node, Tape};
 use super::forward::{cast, scaled};
 use crate::error::Error;
 use crate::ops::{self, Matmul};
+use crate::role::Role;
 use crate::tensor::Tensor;
 
 /// `A·Bᵀ`: the gradient flowing back to a layer's input.
@@ -77,13 +78,26 @@ impl Mlp {
         grad: Tensor,
         fill: Option<f32>,
     ) -> Result<Option<Tensor>, Error> {
-        let new =
-            |rows, cols, dtype, label: &str| Tensor::new(&self.device, rows, cols, dtype, label);
+        let new = |rows, cols, dtype, label: &str| {
+            Tensor::new(
+                &self.device,
+                rows,
+                cols,
+                dtype,
+                Role::ActivationGradient,
+                label,
+            )
+        };
         if let Some(value) = fill {
             ops::fill(&grad, value)?;
         }
         Ok(match node {
-            Node::Scale { factor } => Some(scaled(&grad, factor, "loss.grad (scaled)")?),
+            Node::Scale { factor } => Some(scaled(
+                &grad,
+                factor,
+                Role::ActivationGradient,
+                "loss.grad (scaled)",
+            )?),
             Node::NllLoss {
                 logp,
                 labels,
@@ -93,7 +107,12 @@ impl Mlp {
                 ops::nll_loss_backward(&grad, &labels, &total_weight, &out)?;
                 Some(out)
             }
-            Node::ToFloat32 { from } => Some(cast(&grad, from, "log_softmax.grad (float16)")?),
+            Node::ToFloat32 { from } => Some(cast(
+                &grad,
+                from,
+                Role::ActivationGradient,
+                "log_softmax.grad (float16)",
+            )?),
             Node::LogSoftmax { output } => {
                 let out = new(output.rows(), output.cols(), output.dtype(), "y_pred.grad")?;
                 ops::log_softmax_backward(&grad, &output, &out)?;
@@ -157,6 +176,7 @@ impl Mlp {
                 rows,
                 w.rows(),
                 dtype,
+                Role::ActivationGradient,
                 &format!("a{}.grad", self.global(layer).wrapping_sub(1)),
             )?;
             self.device.cublas_product(false)?;
@@ -174,17 +194,38 @@ impl Mlp {
                 name
             }
         };
+        // `.grad` itself, or a part added into it (before autocast's cast back, or into a
+        // `.grad` an earlier micro-batch made).
+        let global = self.global(layer);
+        let role = |part: bool| {
+            if part {
+                Role::GradientPart { layer: global }
+            } else {
+                Role::Gradient { layer: global }
+            }
+        };
+        let g = &self.grads[layer];
+        let (weight_made, bias_made) = (g.weight.is_some(), g.bias.is_some());
+        let made = |bias: bool| if bias { bias_made } else { weight_made };
         let dw = Tensor::new(
             &self.device,
             input.cols(),
             dz.cols(),
             dtype,
+            role(cast_back || made(false)),
             &grad_label("weight"),
         )?;
         // `mm` for the weight's gradient (its handle's workspaces, if this is its first).
         self.device.cublas_product(false)?;
         ops::matmul(TN, &input, &dz, &dw, None)?;
-        let db = Tensor::new(&self.device, 1, dz.cols(), dtype, &grad_label("bias"))?;
+        let db = Tensor::new(
+            &self.device,
+            1,
+            dz.cols(),
+            dtype,
+            role(cast_back || made(true)),
+            &grad_label("bias"),
+        )?;
         ops::colsum(&dz, &db)?;
         drop((input, weight, dz, params));
         if cast_back {
@@ -192,11 +233,17 @@ impl Mlp {
             let dw32 = cast(
                 &dw,
                 p,
+                role(made(false)),
                 &format!("{}.grad", self.param_name(layer, "weight")),
             )?;
             drop(dw);
             self.accumulate(layer, false, dw32)?;
-            let db32 = cast(&db, p, &format!("{}.grad", self.param_name(layer, "bias")))?;
+            let db32 = cast(
+                &db,
+                p,
+                role(made(true)),
+                &format!("{}.grad", self.param_name(layer, "bias")),
+            )?;
             drop(db);
             self.accumulate(layer, true, db32)?;
         } else {

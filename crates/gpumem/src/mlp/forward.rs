@@ -7,6 +7,7 @@ use super::config::{Checkpointing, Precision};
 use super::{Mlp, param_label};
 use crate::error::Error;
 use crate::ops::{self, Matmul};
+use crate::role::Role;
 use crate::tensor::{DType, Tensor};
 
 const NN: Matmul = Matmul {
@@ -30,22 +31,22 @@ impl CastCache {
         }
         let what = if is_bias { "bias" } else { "weight" };
         let label = format!("{} (float16 copy)", param_label(layer, what));
-        let copy = cast(param, DType::F16, &label)?;
+        let copy = cast(param, DType::F16, Role::ParameterCopy { layer }, &label)?;
         self.copies.push(((layer, is_bias), copy.clone()));
         Ok(copy)
     }
 }
 
 /// A new tensor holding `src` converted to `dtype` (`_to_copy`).
-pub(super) fn cast(src: &Tensor, dtype: DType, label: &str) -> Result<Tensor, Error> {
-    let dst = Tensor::new(src.device(), src.rows(), src.cols(), dtype, label)?;
+pub(super) fn cast(src: &Tensor, dtype: DType, role: Role, label: &str) -> Result<Tensor, Error> {
+    let dst = Tensor::new(src.device(), src.rows(), src.cols(), dtype, role, label)?;
     ops::copy(src, &dst)?;
     Ok(dst)
 }
 
 /// A new scalar `src · factor` (`loss / k`, `scaler.scale(loss)`, and their backward).
-pub(super) fn scaled(src: &Tensor, factor: f32, label: &str) -> Result<Tensor, Error> {
-    let dst = cast(src, src.dtype(), label)?;
+pub(super) fn scaled(src: &Tensor, factor: f32, role: Role, label: &str) -> Result<Tensor, Error> {
+    let dst = cast(src, src.dtype(), role, label)?;
     ops::scale(&dst, factor)?;
     Ok(dst)
 }
@@ -126,6 +127,7 @@ impl Mlp {
                     cast(
                         input,
                         DType::F16,
+                        Role::Forward,
                         &format!("{} (float16 copy)", input.label()),
                     )?
                 };
@@ -139,7 +141,15 @@ impl Mlp {
         } else {
             self.precision().parameters()
         };
-        let z = Tensor::new(&self.device, input.rows(), w.cols(), dtype, &label)?;
+        // Under an in-place ReLU, `z` is the activation autograd saves.
+        let role = if self.config.strategy.relu_inplace && !self.is_output(i) {
+            Role::Activation {
+                layer: self.global(i),
+            }
+        } else {
+            Role::Forward
+        };
+        let z = Tensor::new(&self.device, input.rows(), w.cols(), dtype, role, &label)?;
         // `addmm` makes its output, then sets its handle up (the first time, its workspaces).
         self.device.cublas_product(true)?;
         let bias = bias.as_ref().unwrap_or(&layer.bias);
@@ -166,8 +176,9 @@ impl Mlp {
             ops::relu_(&z)?;
             z
         } else {
-            let label = format!("a{}", self.global(i));
-            let a = Tensor::new(&self.device, z.rows(), z.cols(), z.dtype(), &label)?;
+            let (layer, label) = (self.global(i), format!("a{}", self.global(i)));
+            let role = Role::Activation { layer };
+            let a = Tensor::new(&self.device, z.rows(), z.cols(), z.dtype(), role, &label)?;
             ops::relu(&z, &a)?;
             a
         };
@@ -229,19 +240,31 @@ impl Mlp {
         tape: &mut Tape,
     ) -> Result<Tensor, Error> {
         let (rows, classes) = (y_pred.rows(), y_pred.cols());
-        let mut logp = Tensor::new(&self.device, rows, classes, y_pred.dtype(), "log_softmax")?;
+        let mut logp = Tensor::new(
+            &self.device,
+            rows,
+            classes,
+            y_pred.dtype(),
+            Role::Forward,
+            "log_softmax",
+        )?;
         ops::log_softmax(y_pred, &logp)?;
         let cast_first = logp.dtype() == DType::F16;
         tape.push(Node::LogSoftmax {
             output: logp.clone(),
         });
         if cast_first {
-            logp = cast(&logp, DType::F32, "log_softmax (float32 copy)")?;
+            logp = cast(
+                &logp,
+                DType::F32,
+                Role::Forward,
+                "log_softmax (float32 copy)",
+            )?;
             tape.push(Node::ToFloat32 { from: DType::F16 });
         }
         let dtype = logp.dtype();
-        let loss = Tensor::new(&self.device, 1, 1, dtype, "loss")?;
-        let total_weight = Tensor::new(&self.device, 1, 1, dtype, "total_weight")?;
+        let loss = Tensor::new(&self.device, 1, 1, dtype, Role::Forward, "loss")?;
+        let total_weight = Tensor::new(&self.device, 1, 1, dtype, Role::Forward, "total_weight")?;
         ops::nll_loss(&logp, y, &loss, &total_weight)?;
         tape.push(Node::NllLoss {
             logp,

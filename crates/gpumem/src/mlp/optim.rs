@@ -8,6 +8,7 @@ use super::config::{GradScalerConfig, Optimizer, OptimizerImpl, ZeroGrad};
 use super::forward::scaled;
 use crate::error::Error;
 use crate::ops::{self, AdamStep};
+use crate::role::Role;
 use crate::tensor::{DType, Tensor};
 
 /// One parameter's optimizer state.
@@ -99,14 +100,28 @@ impl Mlp {
             return Ok(None);
         }
         if self.scaler.tensors.is_none() {
-            let scale = Tensor::new(&self.device, 1, 1, DType::F32, "GradScaler scale")?;
+            let scale = Tensor::new(
+                &self.device,
+                1,
+                1,
+                DType::F32,
+                Role::LossScaler,
+                "GradScaler scale",
+            )?;
             ops::fill(&scale, self.scaler.scale)?;
-            let growth = Tensor::new(&self.device, 1, 1, DType::U32, "GradScaler growth tracker")?;
+            let growth = Tensor::new(
+                &self.device,
+                1,
+                1,
+                DType::U32,
+                Role::LossScaler,
+                "GradScaler growth tracker",
+            )?;
             ops::zero(&growth)?;
             self.scaler.tensors = Some((scale, growth));
         }
         let factor = self.scaler.scale;
-        let out = scaled(loss, factor, "scaled loss")?;
+        let out = scaled(loss, factor, Role::Temporary, "scaled loss")?;
         tape.push(Node::Scale { factor });
         Ok(Some(out))
     }
@@ -142,18 +157,20 @@ impl Mlp {
             return Ok(false);
         }
         // `unscale_`: 1/scale computed on the device in float64, then float32.
-        let scale64 = Tensor::new(&self.device, 1, 1, DType::F64, "scale (float64)")?;
+        let scalar =
+            |dtype, label: &str| Tensor::new(&self.device, 1, 1, dtype, Role::Temporary, label);
+        let scale64 = scalar(DType::F64, "scale (float64)")?;
         ops::fill(&scale64, self.scaler.scale)?;
-        let inv64 = Tensor::new(&self.device, 1, 1, DType::F64, "1/scale (float64)")?;
+        let inv64 = scalar(DType::F64, "1/scale (float64)")?;
         ops::fill(&inv64, 1.0 / self.scaler.scale)?;
         drop(scale64);
-        let inv = Tensor::new(&self.device, 1, 1, DType::F32, "inv_scale")?;
+        let inv = scalar(DType::F32, "inv_scale")?;
         ops::fill(&inv, 1.0 / self.scaler.scale)?;
         drop(inv64);
-        let found_inf = Tensor::new(&self.device, 1, 1, DType::F32, "found_inf")?;
+        let found_inf = scalar(DType::F32, "found_inf")?;
         ops::zero(&found_inf)?;
-        let per_device = Tensor::new(&self.device, 1, 1, DType::F32, "found_inf (per device)")?;
-        let for_step = Tensor::new(&self.device, 1, 1, DType::F32, "found_inf (for the step)")?;
+        let per_device = scalar(DType::F32, "found_inf (per device)")?;
+        let for_step = scalar(DType::F32, "found_inf (for the step)")?;
         for (_, _, _, g) in self.params() {
             if let Some(g) = g {
                 ops::unscale_check(g, 1.0 / self.scaler.scale, &found_inf)?;
@@ -254,6 +271,7 @@ impl Mlp {
                                 p.rows(),
                                 p.cols(),
                                 p.dtype(),
+                                Role::Temporary,
                                 &label("_foreach_sqrt"),
                             )?;
                             ops::adam_denom(exp_avg_sq, &d, scale, eps)?;
@@ -266,6 +284,7 @@ impl Mlp {
                                 p.rows(),
                                 p.cols(),
                                 p.dtype(),
+                                Role::Temporary,
                                 &label("sqrt"),
                             )?;
                             ops::adam_denom(exp_avg_sq, &root, 1.0, 0.0)?;
@@ -274,6 +293,7 @@ impl Mlp {
                                 p.rows(),
                                 p.cols(),
                                 p.dtype(),
+                                Role::Temporary,
                                 &label("denom"),
                             )?;
                             ops::adam_denom(exp_avg_sq, &d, scale, eps)?;
@@ -295,12 +315,16 @@ impl Mlp {
         let mut state = Vec::new();
         for (i, bias, p, g) in self.params() {
             let name = self.param_name(i, if bias { "bias" } else { "weight" });
+            let role = Role::OptimizerState {
+                layer: self.global(i),
+            };
             let like = |what: &str| {
                 Tensor::new(
                     &self.device,
                     p.rows(),
                     p.cols(),
                     p.dtype(),
+                    role,
                     &format!("{name}.{what}"),
                 )
             };
@@ -314,8 +338,14 @@ impl Mlp {
                 Optimizer::Sgd { .. } => return Ok(Vec::new()),
                 Optimizer::Adam { .. } => {
                     let step = if fused {
-                        let s =
-                            Tensor::new(&self.device, 1, 1, DType::F32, &format!("{name}.step"))?;
+                        let s = Tensor::new(
+                            &self.device,
+                            1,
+                            1,
+                            DType::F32,
+                            role,
+                            &format!("{name}.step"),
+                        )?;
                         ops::zero(&s)?;
                         Some(s)
                     } else {

@@ -8,6 +8,7 @@ use super::backward::Seed;
 use super::{Mlp, Pass};
 use crate::error::Error;
 use crate::ops;
+use crate::role::Role;
 use crate::tensor::{DType, Tensor};
 
 /// One micro-batch's forward pass on a stage, kept for its backward pass.
@@ -80,6 +81,7 @@ impl Mlp {
                 1,
                 1,
                 DType::F32,
+                Role::ActivationGradient,
                 "loss.grad (ones_like)",
             )?),
         };

@@ -21,6 +21,7 @@ use super::batch::Batch;
 use super::eval::scores;
 use super::forward::scaled;
 use crate::error::Error;
+use crate::role::Role;
 use crate::tensor::{DType, Tensor};
 
 /// `rows` split into `parts` micro-batches as equal as possible (the first ones one row
@@ -104,8 +105,15 @@ impl Mlp {
             return Err(Error::Shape("a batch needs at least one row".into()));
         }
         let dtype = self.precision().data();
-        let x = Tensor::new(&self.device, rows, self.config.inputs, dtype, "x")?;
-        let y = Tensor::new(&self.device, rows, 1, DType::I64, "y")?;
+        let x = Tensor::new(
+            &self.device,
+            rows,
+            self.config.inputs,
+            dtype,
+            Role::Input,
+            "x",
+        )?;
+        let y = Tensor::new(&self.device, rows, 1, DType::I64, Role::Labels, "y")?;
         if let Batch::Data(split) = batch {
             if split.x.len() as u64 != rows * self.config.inputs {
                 return Err(Error::Shape(format!(
@@ -226,7 +234,7 @@ impl Mlp {
         self.kept.loss = Some(loss.clone());
         if let Some(factor) = factor {
             let label = self.config.strategy.loss_weighting.label();
-            let divided = scaled(&loss, factor, label)?;
+            let divided = scaled(&loss, factor, Role::Forward, label)?;
             tape.push(Node::Scale { factor });
             drop(loss);
             self.kept.loss = Some(divided);
@@ -239,7 +247,14 @@ impl Mlp {
         let root = self.kept.loss.clone().expect("the loss was just computed");
         let scaled_loss = self.scale_loss(&root, &mut tape)?;
         drop(root);
-        let seed = Tensor::new(&self.device, 1, 1, DType::F32, "loss.grad (ones_like)")?;
+        let seed = Tensor::new(
+            &self.device,
+            1,
+            1,
+            DType::F32,
+            Role::ActivationGradient,
+            "loss.grad (ones_like)",
+        )?;
         let recomputed = self.backward(tape, Seed::Ones(seed.clone()))?;
         drop((seed, scaled_loss));
         Ok(recomputed)

@@ -1,7 +1,8 @@
-//! What each byte on a card is for, from the labels the engine gives its tensors: the
+//! What each byte on a card is for, from the roles the engine gives its tensors: the
 //! stacks of the per-card chart.
 
 use crate::alloc::{EventKind, Trace};
+use crate::role::Role;
 
 /// The parts of a card's memory.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize)]
@@ -38,39 +39,25 @@ impl Category {
             Category::CommBuffers => "communication buffers",
         }
     }
+}
 
-    /// The category of a tensor labelled `label`.
-    pub fn of(label: &str) -> Category {
-        const COMM: [&str; 4] = ["bucket", "all-gather", "reduce-scatter", "broadcast"];
-        if COMM.iter().any(|c| label.starts_with(c)) {
-            return Category::CommBuffers;
-        }
-        let Some(rest) = label.strip_prefix("layer") else {
-            return Category::Activations;
-        };
-        let param = rest
-            .split_once('.')
-            .filter(|(n, _)| n.parse::<u64>().is_ok())
-            .map(|(_, what)| what);
-        match param {
-            Some(what) if what.starts_with("weight.grad") || what.starts_with("bias.grad") => {
-                Category::Gradients
-            }
-            Some(what)
-                if what.contains(".exp_avg")
-                    || what.contains(".momentum_buffer")
-                    || what.ends_with(".step") =>
-            {
-                Category::OptimizerState
-            }
-            Some(what) if what.starts_with("weight") || what.starts_with("bias") => {
-                if what.contains("_foreach") || what.contains(" sqrt") || what.contains(" denom") {
-                    Category::Activations
-                } else {
-                    Category::Parameters
-                }
-            }
-            _ => Category::Activations,
+/// The category of a tensor of `role`. Autocast's float16 copies of the parameters count as
+/// parameters and a gradient on its way into `.grad` as a gradient (the memory equation
+/// counts both as the step's), the loss scaler's tensors as optimizer state.
+impl From<Role> for Category {
+    fn from(role: Role) -> Category {
+        match role {
+            Role::Parameter { .. } | Role::ParameterCopy { .. } => Category::Parameters,
+            Role::Gradient { .. } | Role::GradientPart { .. } => Category::Gradients,
+            Role::OptimizerState { .. } | Role::LossScaler => Category::OptimizerState,
+            Role::CommBuffer => Category::CommBuffers,
+            Role::Input
+            | Role::Labels
+            | Role::Activation { .. }
+            | Role::Forward
+            | Role::ActivationGradient
+            | Role::Temporary
+            | Role::Workspace => Category::Activations,
         }
     }
 }
@@ -119,7 +106,8 @@ impl CategoryBytes {
         for e in &trace.events {
             match e.kind {
                 EventKind::Alloc => {
-                    let c = Category::of(&e.label);
+                    // Memory allocated without a role is none of the model's.
+                    let c = e.role.map_or(Category::Activations, Category::from);
                     *live.slot(c) += e.requested;
                     sizes.insert(e.addr, (c, e.requested));
                     if live.total() > best.total() {
@@ -135,35 +123,5 @@ impl CategoryBytes {
             }
         }
         best
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::Category::{self, *};
-
-    #[test]
-    fn labels_fall_in_their_category() {
-        let cases = [
-            ("layer0.weight", Parameters),
-            ("layer12.bias", Parameters),
-            ("layer1.weight (unsharded)", Parameters),
-            ("layer1.weight.grad", Gradients),
-            ("layer1.bias.grad (float16)", Gradients),
-            ("layer1.weight.exp_avg", OptimizerState),
-            ("layer1.weight.exp_avg_sq", OptimizerState),
-            ("layer0.bias.momentum_buffer", OptimizerState),
-            ("layer0.weight _foreach_sqrt", Activations),
-            ("a0.grad", Activations),
-            ("x", Activations),
-            ("z3", Activations),
-            ("bucket 0", CommBuffers),
-            ("broadcast of the parameters from card 0", CommBuffers),
-            ("all-gather output (layer2)", CommBuffers),
-            ("layers", Activations),
-        ];
-        for (label, want) in cases {
-            assert_eq!(Category::of(label), want, "{label}");
-        }
     }
 }

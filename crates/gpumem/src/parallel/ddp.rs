@@ -14,6 +14,7 @@ use crate::error::Error;
 use crate::mlp::hooks::StepHooks;
 use crate::mlp::{Grads, Mlp};
 use crate::ops;
+use crate::role::Role;
 use crate::tensor::{DType, Tensor};
 
 /// DDP's `bucket_cap_mb` default, 25 MiB.
@@ -125,6 +126,7 @@ impl Ddp {
                 1,
                 values,
                 self.dtype,
+                Role::CommBuffer,
                 "broadcast of the parameters from card 0",
             )?);
         }
@@ -149,7 +151,8 @@ impl Ddp {
                 self.slots[i] = (b, start);
                 start += self.values(i);
             }
-            let tensor = Tensor::new(&self.device, 1, start, self.dtype, &format!("bucket {b}"))?;
+            let label = format!("bucket {b}");
+            let tensor = Tensor::new(&self.device, 1, start, self.dtype, Role::CommBuffer, &label)?;
             if self.device.info().executes {
                 ops::zero(&tensor)?;
             }
@@ -172,11 +175,13 @@ impl Ddp {
         self.build(assignment)
     }
 
-    /// Parameter `i`'s place in its bucket, as a tensor of its shape.
-    fn slot_view(&self, i: usize, label: &str) -> Result<Tensor, Error> {
+    /// Parameter `i`'s place in its bucket, as a tensor of its shape (a view of its
+    /// gradient: `grad`'s role).
+    fn slot_view(&self, i: usize, grad: &Tensor, label: &str) -> Result<Tensor, Error> {
         let (b, start) = self.slots[i];
         let (rows, cols) = self.shapes[i];
-        self.buckets[b].tensor.flat_view(start, rows, cols, label)
+        let bucket = &self.buckets[b].tensor;
+        bucket.flat_view(start, rows, cols, grad.role(), label)
     }
 
     pub(crate) fn buckets(&self) -> &[Bucket] {
@@ -192,7 +197,7 @@ impl Ddp {
             for (bias, grad) in [(false, &g.weight), (true, &g.bias)] {
                 if let Some(grad) = grad {
                     let i = param_index(layer, bias);
-                    ops::copy(&self.slot_view(i, "bucket view")?, grad)?;
+                    ops::copy(&self.slot_view(i, grad, "bucket view")?, grad)?;
                 }
             }
         }
@@ -221,7 +226,7 @@ impl StepHooks for Ddp {
         let Some(g) = grad.as_ref() else {
             return Ok(());
         };
-        let view = self.slot_view(i, g.label())?;
+        let view = self.slot_view(i, g, g.label())?;
         if view.same_storage(g) {
             return Ok(());
         }

@@ -24,6 +24,7 @@ use crate::device::Device;
 use crate::error::Error;
 use crate::mlp::hooks::StepHooks;
 use crate::mlp::{Grads, Linear, Mlp};
+use crate::role::Role;
 use crate::tensor::{DType, Tensor};
 use std::cell::RefCell;
 use std::rc::Rc;
@@ -113,8 +114,10 @@ impl Fsdp {
             let whole = &mlp.layers()[i];
             let shard = Shard::new(whole.weight.rows(), whole.weight.cols(), cards);
             fsdp.shards.push(shard);
-            let weight = fsdp.new_tensor(shard.rows, shard.inputs, &format!("layer{i}.weight"))?;
-            let bias = fsdp.new_tensor(1, shard.rows, &format!("layer{i}.bias"))?;
+            let role = Role::Parameter { layer: i };
+            let weight =
+                fsdp.new_tensor(shard.rows, shard.inputs, role, &format!("layer{i}.weight"))?;
+            let bias = fsdp.new_tensor(1, shard.rows, role, &format!("layer{i}.bias"))?;
             if executes {
                 let (w, b) = (whole.weight.read::<f32>()?, whole.bias.read::<f32>()?);
                 let padded = padded_rows(&w, &b, shard, cards);
@@ -127,8 +130,8 @@ impl Fsdp {
         Ok(fsdp)
     }
 
-    fn new_tensor(&self, rows: u64, cols: u64, label: &str) -> Result<Tensor, Error> {
-        Tensor::new(&self.device, rows, cols, self.dtype, label)
+    fn new_tensor(&self, rows: u64, cols: u64, role: Role, label: &str) -> Result<Tensor, Error> {
+        Tensor::new(&self.device, rows, cols, self.dtype, role, label)
     }
 
     /// This card's chunk of a layer's padded values (weight rows, then bias).
@@ -159,6 +162,7 @@ impl Fsdp {
         let out = self.new_tensor(
             1,
             self.shards[i].values() * self.cards,
+            Role::CommBuffer,
             &format!("all-gather output (layer{i})"),
         )?;
         self.comm
@@ -173,14 +177,16 @@ impl Fsdp {
     fn copy_out(&mut self, i: usize) -> Result<(), Error> {
         let s = self.shards[i];
         let padded_rows = s.rows * self.cards;
+        let role = Role::Parameter { layer: i };
         let w = self.new_tensor(
             1,
             padded_rows * s.inputs,
+            role,
             &format!("layer{i}.weight (unsharded)"),
         )?;
-        let b = self.new_tensor(1, padded_rows, &format!("layer{i}.bias (unsharded)"))?;
-        let weight = w.flat_view(0, s.inputs, s.outputs, &format!("layer{i}.weight"))?;
-        let bias = b.flat_view(0, 1, s.outputs, &format!("layer{i}.bias"))?;
+        let b = self.new_tensor(1, padded_rows, role, &format!("layer{i}.bias (unsharded)"))?;
+        let weight = w.flat_view(0, s.inputs, s.outputs, role, &format!("layer{i}.weight"))?;
+        let bias = b.flat_view(0, 1, s.outputs, role, &format!("layer{i}.bias"))?;
         if self.executes {
             let ex = self.exchange.borrow();
             weight.write_f32(&ex.whole[i].0)?;
@@ -273,6 +279,7 @@ impl StepHooks for Fsdp {
         let input = self.new_tensor(
             1,
             s.values() * self.cards,
+            Role::CommBuffer,
             &format!("reduce-scatter input (layer{i})"),
         )?;
         self.comm
@@ -293,12 +300,15 @@ impl StepHooks for Fsdp {
         grads.weight = None;
         // The output is the sharded gradients' storage: labelled as them.
         let label = format!("layer{i}.weight.grad and bias.grad (reduce-scatter output)");
-        let output = self.new_tensor(1, s.values(), &label)?;
+        let role = Role::Gradient { layer: i };
+        let output = self.new_tensor(1, s.values(), role, &label)?;
         grads.bias = None;
-        grads.weight =
-            Some(output.flat_view(0, s.rows, s.inputs, &format!("layer{i}.weight.grad"))?);
-        grads.bias =
-            Some(output.flat_view(s.rows * s.inputs, 1, s.rows, &format!("layer{i}.bias.grad"))?);
+        let (weight, bias) = (
+            format!("layer{i}.weight.grad"),
+            format!("layer{i}.bias.grad"),
+        );
+        grads.weight = Some(output.flat_view(0, s.rows, s.inputs, role, &weight)?);
+        grads.bias = Some(output.flat_view(s.rows * s.inputs, 1, s.rows, role, &bias)?);
         self.reduce_input = (i > 0).then_some(input);
         Ok(())
     }

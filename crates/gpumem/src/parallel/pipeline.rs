@@ -14,6 +14,7 @@ use crate::device::Device;
 use crate::error::Error;
 use crate::mlp::{Batch, Mlp, MlpConfig, StageForward, micro_batches};
 use crate::ops;
+use crate::role::Role;
 use crate::tensor::{DType, Tensor};
 use std::cell::RefCell;
 use std::collections::VecDeque;
@@ -286,7 +287,14 @@ impl Pipeline {
         let last = &self.stages[self.stages.len() - 1];
         let rows = self.kept.chunks.iter().map(Tensor::rows).sum::<u64>();
         let classes = last.config().classes;
-        let merged = Tensor::new(last.device(), rows, classes, DType::F32, "y_pred (merged)")?;
+        let merged = Tensor::new(
+            last.device(),
+            rows,
+            classes,
+            DType::F32,
+            Role::Forward,
+            "y_pred (merged)",
+        )?;
         let mut at = 0;
         for chunk in &self.kept.chunks {
             ops::copy(chunk, &merged.rows_view(at, chunk.rows())?)?;
@@ -302,9 +310,17 @@ impl Pipeline {
         let rows = batch.rows();
         let first = &self.stages[0];
         let inputs = first.config().inputs;
-        let x = Tensor::new(first.device(), rows, inputs, DType::F32, "x").map_err(|e| (0, e))?;
-        let y = Tensor::new(self.stages[last].device(), rows, 1, DType::I64, "y")
-            .map_err(|e| (last, e))?;
+        let x = Tensor::new(first.device(), rows, inputs, DType::F32, Role::Input, "x")
+            .map_err(|e| (0, e))?;
+        let y = Tensor::new(
+            self.stages[last].device(),
+            rows,
+            1,
+            DType::I64,
+            Role::Labels,
+            "y",
+        )
+        .map_err(|e| (last, e))?;
         if let Batch::Data(split) = batch {
             x.write_f32(&split.x).map_err(|e| (0, e))?;
             let labels: Vec<i64> = split.y.iter().map(|&l| i64::from(l)).collect();
@@ -332,7 +348,13 @@ impl Step<'_> {
         let stage = &mut p.stages[s];
         let input = match s {
             0 => self.x.rows_view(start, len)?,
-            _ => received(stage, len, &self.forward_in[s][mb], "activation (received)")?,
+            _ => received(
+                stage,
+                len,
+                &self.forward_in[s][mb],
+                Role::Forward,
+                "activation (received)",
+            )?,
         };
         let labels = last.then(|| self.y.rows_view(start, len)).transpose()?;
         let mut out = stage.stage_forward(&input, labels.as_ref())?;
@@ -363,7 +385,13 @@ impl Step<'_> {
             return Err(Error::Shape(why));
         };
         let grad = match self.backward_in[s].get(mb).filter(|m| m.sent) {
-            Some(mail) => Some(received(stage, len, mail, "gradient (received)")?),
+            Some(mail) => Some(received(
+                stage,
+                len,
+                mail,
+                Role::ActivationGradient,
+                "gradient (received)",
+            )?),
             None => None,
         };
         let input_grad = stage.stage_backward(forward, grad)?;
@@ -381,9 +409,15 @@ impl Step<'_> {
 }
 
 /// The receive buffer of a tensor sent to `stage`: `rows × width`, filled with what was sent.
-fn received(stage: &Mlp, rows: u64, mail: &Mailbox, label: &str) -> Result<Tensor, Error> {
+fn received(
+    stage: &Mlp,
+    rows: u64,
+    mail: &Mailbox,
+    role: Role,
+    label: &str,
+) -> Result<Tensor, Error> {
     let width = stage.config().hidden;
-    let t = Tensor::new(stage.device(), rows, width, DType::F32, label)?;
+    let t = Tensor::new(stage.device(), rows, width, DType::F32, role, label)?;
     if let Some(v) = &mail.values {
         t.write_f32(v)?;
     }

@@ -8,18 +8,19 @@ use super::format::{
 use crate::alloc::{
     AllocatorConfig, EventKind, HistoryEvent, Pool, SMALL_SIZE, SegmentInfo, round_size,
 };
+use crate::role::Role;
 
 /// An engine count as the snapshot's `int64_t` (saturating: no engine count comes near).
 pub(crate) fn int(v: u64) -> i64 {
     i64::try_from(v).unwrap_or(i64::MAX)
 }
 
-/// The frames that name a tensor: one frame, none for an unnamed block.
-fn frames(label: &str) -> Frames {
+/// The frames that name a tensor (with its role): one frame, none for an unnamed block.
+fn frames(label: &str, role: Option<Role>) -> Frames {
     if label.is_empty() {
         Frames::default()
     } else {
-        vec![Frame::tensor(label)].into()
+        vec![Frame::tensor(label, role)].into()
     }
 }
 
@@ -37,7 +38,7 @@ pub fn trace_entries(e: &HistoryEvent) -> Vec<TraceEntry> {
         stream: 0,
         time_us: Some(int(e.seq)),
         device_free: None,
-        frames: frames(&ev.label),
+        frames: frames(&ev.label, ev.role),
     };
     match ev.kind {
         EventKind::Alloc => vec![entry("alloc", ev.requested)],
@@ -57,9 +58,9 @@ pub fn trace_entries(e: &HistoryEvent) -> Vec<TraceEntry> {
     }
 }
 
-/// One segment of the engine as the snapshot lists it; `label` names what it was allocated
-/// for (from the history, when it reaches back that far).
-pub fn segment(s: &SegmentInfo, label: Option<&str>) -> Segment {
+/// One segment of the engine as the snapshot lists it; `made_for` names what it was
+/// allocated for, with its role (from the history, when it reaches back that far).
+pub fn segment(s: &SegmentInfo, made_for: Option<(&str, Option<Role>)>) -> Segment {
     let active = s.blocks.iter().filter(|b| b.allocated);
     let allocated: u64 = active.clone().map(|b| b.size).sum();
     let requested: u64 = active.map(|b| b.requested).sum();
@@ -78,7 +79,7 @@ pub fn segment(s: &SegmentInfo, label: Option<&str>) -> Segment {
         active_size: int(allocated),
         requested_size: int(requested),
         is_expandable: s.expandable,
-        frames: frames(label.unwrap_or("")),
+        frames: made_for.map_or_else(Frames::default, |(label, role)| frames(label, role)),
         blocks: s
             .blocks
             .iter()
@@ -93,7 +94,7 @@ pub fn segment(s: &SegmentInfo, label: Option<&str>) -> Segment {
                 }
                 .to_string(),
                 frames: if b.allocated {
-                    frames(&b.label)
+                    frames(&b.label, b.role)
                 } else {
                     Frames::default()
                 },
@@ -136,7 +137,7 @@ pub fn snapshot<'a>(
             .iter()
             .rev()
             .find(|e| e.event.kind == EventKind::SegmentAlloc && e.event.addr == addr)
-            .map(|e| e.event.label.as_str())
+            .map(|e| (e.event.label.as_str(), e.event.role))
     };
     Snapshot {
         segments: segments

@@ -266,6 +266,7 @@ impl Decoder {
                     filename: need(string(&d, "filename", place)?, "filename", place)?,
                     line: need(int(&d, "line", place)?, "line", place)?,
                     name: need(string(&d, "name", place)?, "name", place)?,
+                    role: None,
                 })
             })
             .collect::<Result<Vec<Frame>, SnapshotError>>()?

@@ -8,6 +8,7 @@
 //! (`segment_pool_id`, `user_metadata`, …) are ignored on reading; fields older snapshots
 //! lack are defaulted.
 
+use crate::role::Role;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use std::sync::Arc;
 
@@ -95,12 +96,18 @@ pub struct TraceEntry {
 }
 
 /// A stack frame. The engine has no Python stack: its one frame per tensor names the tensor
-/// (`name`, e.g. `layer1.weight` or `z1`), so the viewer shows the step's own names.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+/// (`name`, e.g. `layer1.weight` or `z1`), so the viewer shows the step's own names. Frames
+/// are equal when PyTorch's fields are: the role is an annotation a file does not keep, so a
+/// snapshot read back equals the one written.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
 pub struct Frame {
     pub filename: String,
     pub line: i64,
     pub name: String,
+    /// The engine's tensor's role: in Rust only, not in PyTorch's format (a snapshot read
+    /// from a file has none).
+    #[serde(skip)]
+    pub role: Option<Role>,
 }
 
 /// `allocator_settings`: the `PYTORCH_CUDA_ALLOC_CONF` in force. The viewer does not read
@@ -129,13 +136,22 @@ pub const INACTIVE: &str = "inactive";
 /// The file name PyTorch's viewer and the engine's frames use for the engine's tensors.
 pub const FRAME_FILE: &str = "gpumem";
 
+impl PartialEq for Frame {
+    fn eq(&self, other: &Frame) -> bool {
+        (&self.filename, self.line, &self.name) == (&other.filename, other.line, &other.name)
+    }
+}
+
+impl Eq for Frame {}
+
 impl Frame {
-    /// The frame that names a tensor.
-    pub fn tensor(label: &str) -> Frame {
+    /// The frame that names a tensor, and gives its role when known.
+    pub fn tensor(label: &str, role: Option<Role>) -> Frame {
         Frame {
             filename: FRAME_FILE.to_string(),
             line: 0,
             name: label.to_string(),
+            role,
         }
     }
 }

@@ -230,3 +230,33 @@ fn a_list_of_segments_reads_as_pytorch_reads_it() {
     assert_eq!(read.segments, s.segments);
     assert!(read.device_traces.is_empty());
 }
+
+#[test]
+fn frames_carry_the_tensors_roles_in_rust_only() {
+    use crate::Role;
+    let (_, s) = step_snapshot(1 << 30, 64);
+    let blocks = s.segments.iter().flat_map(|seg| &seg.blocks);
+    for f in blocks
+        .filter(|b| b.is_active())
+        .flat_map(|b| b.frames.iter())
+    {
+        assert!(f.role.is_some(), "{} has no role", f.name);
+    }
+    let traced = |s: &Snapshot| -> Vec<Frame> {
+        s.device_traces[0]
+            .iter()
+            .flat_map(|e| e.frames.iter().cloned())
+            .collect()
+    };
+    let a0 = Some(Role::Activation { layer: 0 });
+    assert!(traced(&s).iter().any(|f| f.name == "a0" && f.role == a0));
+    assert!(
+        traced(&s)
+            .iter()
+            .any(|f| f.name == "x" && f.role == Some(Role::Input))
+    );
+    // The file is PyTorch's: it has no roles.
+    let read = Snapshot::from_pickle(&s.to_pickle().unwrap()).unwrap();
+    assert!(traced(&read).iter().all(|f| f.role.is_none()));
+    assert_eq!(read, s);
+}

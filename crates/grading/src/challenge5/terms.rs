@@ -3,6 +3,7 @@
 
 use crate::measure::{needs, trace};
 use crate::{Opt, Setup};
+use gpumem::Role;
 use gpumem::alloc::EventKind;
 use gpumem::mlp::ZeroGrad;
 use std::collections::HashMap;
@@ -64,7 +65,7 @@ pub fn terms(setup: Setup) -> Terms {
 }
 
 /// Requested bytes alive when Adam's update makes its first temporary, other than the
-/// layers' parameters, gradients and state (`layerN.…`): measured on the engine's trace of a
+/// layers' parameters, gradients and state: measured on the engine's trace of a
 /// planned Adam step at `setup.batch` rows (what the loop holds does not depend on the
 /// optimizer).
 fn held_in_update(setup: Setup) -> u64 {
@@ -76,9 +77,9 @@ fn held_in_update(setup: Setup) -> u64 {
     let mut live = HashMap::new();
     for e in trace(&config, setup.batch).events {
         match e.kind {
-            EventKind::Alloc if e.label.contains("_foreach_sqrt") => break,
+            EventKind::Alloc if e.role == Some(Role::Temporary) => break,
             EventKind::Alloc => {
-                live.insert(e.addr, (e.label, e.requested));
+                live.insert(e.addr, (e.role, e.requested));
             }
             EventKind::Free => {
                 live.remove(&e.addr);
@@ -87,7 +88,7 @@ fn held_in_update(setup: Setup) -> u64 {
         }
     }
     live.values()
-        .filter(|(label, _)| !label.starts_with("layer"))
+        .filter(|(role, _)| !role.is_some_and(Role::is_model))
         .map(|&(_, bytes)| bytes)
         .sum()
 }

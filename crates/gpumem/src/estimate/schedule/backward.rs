@@ -1,9 +1,9 @@
 //! The backward pass of the walk: each node's gradient, the saved tensors let go, the
 //! parameters' gradients accumulated (as `crate::mlp`'s backward pass does).
 
-use super::super::Term;
 use super::{Node, T, Walk};
 use crate::estimate::ledger::Id;
+use crate::role::Role;
 
 impl Walk<'_> {
     pub(super) fn backward(&mut self, tape: Vec<Node>, seed: Id, rows: u64) {
@@ -24,15 +24,15 @@ impl Walk<'_> {
 
     fn backward_node(&mut self, node: Node, grad: T, rows: u64) -> Option<T> {
         let out = match node {
-            Node::Scale => Some(self.new_t(Term::Temporaries, 1, 1, grad.size)),
+            Node::Scale => Some(self.new_t(Role::ActivationGradient, 1, 1, grad.size)),
             Node::Nll { logp, total_weight } => {
-                let out = self.batch_t(Term::Temporaries, rows, logp.cols, logp.size);
+                let out = self.batch_t(Role::ActivationGradient, rows, logp.cols, logp.size);
                 self.led.drop_all([logp.id, total_weight.id]);
                 Some(out)
             }
-            Node::ToFloat32 => Some(self.batch_t(Term::Temporaries, rows, grad.cols, 2)),
+            Node::ToFloat32 => Some(self.batch_t(Role::ActivationGradient, rows, grad.cols, 2)),
             Node::LogSoftmax { output } | Node::Relu { output } => {
-                let out = self.batch_t(Term::Temporaries, rows, output.cols, output.size);
+                let out = self.batch_t(Role::ActivationGradient, rows, output.cols, output.size);
                 self.led.drop(output.id);
                 Some(out)
             }
@@ -75,19 +75,19 @@ impl Walk<'_> {
     ) -> Option<T> {
         let (fan_in, fan_out) = self.params[layer];
         let da = input_grad.then(|| {
-            let da = self.batch_t(Term::Temporaries, rows, fan_in, dz.size);
+            let da = self.batch_t(Role::ActivationGradient, rows, fan_in, dz.size);
             self.product(false);
             da
         });
         let cast_back = dz.size != self.param;
-        let term = |w: &Self, bias: bool| {
+        let role = |w: &Self, bias: bool| {
             if cast_back || w.grads[layer][usize::from(bias)].is_some() {
-                Term::Temporaries
+                Role::GradientPart { layer }
             } else {
-                Term::Gradients
+                Role::Gradient { layer }
             }
         };
-        let (tw, tb) = (term(self, false), term(self, true));
+        let (tw, tb) = (role(self, false), role(self, true));
         let dw = self.new_t(tw, fan_in, fan_out, dz.size);
         self.product(false);
         let db = self.new_t(tb, 1, fan_out, dz.size);
@@ -95,12 +95,12 @@ impl Walk<'_> {
         self.led.drop(dz.id);
         if cast_back {
             for (g, bias, rows_) in [(dw, false, fan_in), (db, true, 1)] {
-                let term = if self.grads[layer][usize::from(bias)].is_some() {
-                    Term::Temporaries
+                let role = if self.grads[layer][usize::from(bias)].is_some() {
+                    Role::GradientPart { layer }
                 } else {
-                    Term::Gradients
+                    Role::Gradient { layer }
                 };
-                let wide = self.new_t(term, rows_, fan_out, self.param);
+                let wide = self.new_t(role, rows_, fan_out, self.param);
                 self.led.drop(g.id);
                 self.accumulate(layer, bias, wide.id);
             }

@@ -1,10 +1,10 @@
 //! The update of the walk: the `GradScaler`'s scalars, the optimizer's state made at the first
 //! step, Adam's temporaries (as `crate::mlp`'s optimizer does).
 
-use super::super::Term;
 use super::{SCALAR, Walk};
 use crate::estimate::ledger::Id;
 use crate::mlp::{Optimizer, OptimizerImpl};
+use crate::role::Role;
 
 impl Walk<'_> {
     /// `optimizer.step()`, through the `GradScaler`'s unscaling when there is one.
@@ -12,13 +12,13 @@ impl Walk<'_> {
         if !self.c.strategy.scales_loss() {
             return self.update();
         }
-        let s64 = self.led.alloc(Term::Temporaries, (self.round)(8));
-        let inv64 = self.led.alloc(Term::Temporaries, (self.round)(8));
+        let s64 = self.led.alloc(Role::Temporary, (self.round)(8));
+        let inv64 = self.led.alloc(Role::Temporary, (self.round)(8));
         self.led.drop(s64);
-        let inv = self.led.alloc(Term::Temporaries, (self.round)(SCALAR));
+        let inv = self.led.alloc(Role::Temporary, (self.round)(SCALAR));
         self.led.drop(inv64);
         let [found, per_device, for_step] =
-            [0; 3].map(|_| self.led.alloc(Term::Temporaries, (self.round)(SCALAR)));
+            [0; 3].map(|_| self.led.alloc(Role::Temporary, (self.round)(SCALAR)));
         self.led.drop_all([inv, found, for_step]);
         self.update();
         self.led.drop(per_device);
@@ -27,27 +27,25 @@ impl Walk<'_> {
     /// The update: state made at the first step; Adam's temporaries (foreach: all at once;
     /// for-loop: one parameter's at a time; fused: none).
     fn update(&mut self) {
-        let sizes: Vec<u64> = self
-            .params
-            .iter()
-            .flat_map(|&(i, o)| [i * o * self.param, o * self.param])
+        // Each parameter's bytes, with its layer.
+        let sizes: Vec<(usize, u64)> = (self.params.iter().enumerate())
+            .flat_map(|(layer, &(i, o))| [(layer, i * o * self.param), (layer, o * self.param)])
             .collect();
         let adam = matches!(self.c.optimizer, Optimizer::Adam { .. });
         if self.state.is_empty() {
             let fused = self.c.strategy.optimizer_impl == OptimizerImpl::Fused;
-            for &bytes in &sizes {
+            for &(layer, bytes) in &sizes {
+                let role = Role::OptimizerState { layer };
                 let copies = if adam {
                     2
                 } else {
                     self.c.optimizer.states_per_parameter()
                 };
                 if adam && fused {
-                    self.state
-                        .push(self.led.alloc(Term::OptimizerState, (self.round)(SCALAR)));
+                    self.state.push(self.led.alloc(role, (self.round)(SCALAR)));
                 }
                 for _ in 0..copies {
-                    self.state
-                        .push(self.led.alloc(Term::OptimizerState, (self.round)(bytes)));
+                    self.state.push(self.led.alloc(role, (self.round)(bytes)));
                 }
             }
         }
@@ -58,15 +56,15 @@ impl Walk<'_> {
             OptimizerImpl::Foreach => {
                 let temps: Vec<Id> = sizes
                     .iter()
-                    .map(|&b| self.led.alloc(Term::Temporaries, (self.round)(b)))
+                    .map(|&(_, b)| self.led.alloc(Role::Temporary, (self.round)(b)))
                     .collect();
                 self.led.drop_all(temps);
             }
             OptimizerImpl::ForLoop => {
                 let mut last: Option<Id> = None;
-                for &b in &sizes {
-                    let root = self.led.alloc(Term::Temporaries, (self.round)(b));
-                    let d = self.led.alloc(Term::Temporaries, (self.round)(b));
+                for &(_, b) in &sizes {
+                    let root = self.led.alloc(Role::Temporary, (self.round)(b));
+                    let d = self.led.alloc(Role::Temporary, (self.round)(b));
                     self.led.drop(root);
                     let old = last.replace(d);
                     self.led.drop_all(old);
