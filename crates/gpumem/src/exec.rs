@@ -13,6 +13,9 @@ mod fusion;
 pub(crate) mod gpu;
 pub(crate) mod op;
 mod spec;
+
+/// Where operations find their tensors' bytes: the device's allocator and its segments.
+pub(crate) type Memory = crate::alloc::Allocator<crate::segments::Backing>;
 #[cfg(all(test, feature = "wgpu", feature = "cpu"))]
 mod tests;
 #[cfg(feature = "wgpu")]

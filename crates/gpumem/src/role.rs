@@ -1,7 +1,7 @@
 //! What a tensor is for, set where the tensor is made and carried with it: on the tensor,
 //! on the allocator's blocks and trace events, and on the snapshot's frames. The book's
-//! groupings of memory — the memory equation's terms ([`crate::estimate`]), the per-card
-//! categories ([`crate::parallel::Category`]), the graders' questions — are views of it, so
+//! groupings of memory — the memory equation's terms (`estimate`), the per-card categories
+//! (`parallel::Category`), the graders' questions — are views of it, defined up there, so
 //! none of them has to read a tensor's label, which is for people.
 //!
 //! A role is a typed field in Rust only: nothing serialized carries it (PyTorch's snapshot

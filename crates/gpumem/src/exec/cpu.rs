@@ -8,8 +8,8 @@
 //! precision) are converted on the way in and out, as a GPU kernel would in its registers.
 //! Shapes were checked by `ops`; here only the memory is resolved.
 
+use super::Memory;
 use super::compute::Compute;
-use super::executor::Memory;
 use super::op::Operand;
 use super::spec::AdamStep;
 use crate::dtype::DType;

@@ -8,14 +8,12 @@
 //! block addresses), so it runs before anything could change what it reads or writes: the
 //! next operation, a transfer to or from the host, or the freeing of one of its blocks.
 
+use super::Memory;
 use super::fusion::Joined;
 use super::op::Op;
-use crate::alloc::{Allocator, BlockAddr};
+use crate::alloc::BlockAddr;
 use crate::error::Error;
 use crate::segments::Backing;
-
-/// Where operations find their tensors' bytes: the device's allocator and its segments.
-pub(crate) type Memory = Allocator<Backing>;
 
 /// What runs the operations of one device.
 pub(crate) struct Executor {

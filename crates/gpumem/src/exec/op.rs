@@ -1,7 +1,7 @@
 //! Every operation of a training step, declared once: what it reads, what it writes and its
 //! settings. The `ops` module checks the tensors and builds one; the executor runs it on its
 //! backing (`cpu.rs` and `gpu.rs` each have one `match` over these), and may run two in a
-//! row as one kernel ([`super::fusion`]).
+//! row as one kernel (the `fusion` module).
 // The planner (no backing that runs) checks operations and never reads one.
 #![cfg_attr(not(any(feature = "cpu", feature = "wgpu")), allow(dead_code))]
 

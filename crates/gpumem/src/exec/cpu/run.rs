@@ -1,6 +1,6 @@
 //! The one `match` that runs each operation in plain Rust.
 
-use super::super::executor::Memory;
+use super::super::Memory;
 use super::super::op::{Op, Operand};
 use super::*;
 use crate::segments::Backing;

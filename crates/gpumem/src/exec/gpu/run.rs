@@ -3,7 +3,7 @@
 use super::GpuExecutor;
 use crate::dtype::DType;
 use crate::error::Error;
-use crate::exec::executor::Memory;
+use crate::exec::Memory;
 use crate::exec::op::{AdamStep, Matmul, Op, Operand};
 use crate::segments::{Backing, BufferStore, parts};
 use gpumem_kernels::{DType as KernelDType, Gemm, KernelError, Kernels, Matrix, Part};
