@@ -82,7 +82,7 @@ fn o(t: &Tensor) -> Operand {
         rows: t.rows(),
         cols: t.cols(),
         dtype: t.dtype(),
-        label: t.label().to_string(),
+        label: t.label_rc(),
     }
 }
 

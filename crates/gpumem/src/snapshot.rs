@@ -11,16 +11,17 @@
 
 pub mod build;
 mod decode;
+mod error;
 pub mod format;
 pub mod read;
 pub mod summary;
 mod unpickle;
 
+pub use error::SnapshotError;
 pub use format::{
     ACTIVE_ALLOCATED, ACTIVE_PENDING_FREE, AllocatorSettings, Block, FRAME_FILE, Frame, Frames,
     INACTIVE, Segment, Snapshot, TraceEntry, frames_name,
 };
-pub use read::SnapshotError;
 pub use summary::{Band, Summary, Timeline};
 
 #[cfg(test)]

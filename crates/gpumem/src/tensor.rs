@@ -41,7 +41,8 @@ pub struct Tensor {
     dtype: DType,
     /// What the tensor is for (a view has the role it is given).
     role: Role,
-    label: String,
+    /// Shared, so that an operation's operands name it without copying it.
+    label: Rc<str>,
 }
 
 impl fmt::Debug for Tensor {
@@ -86,7 +87,7 @@ impl Tensor {
             cols,
             dtype,
             role,
-            label: label.to_string(),
+            label: label.into(),
         })
     }
 
@@ -118,6 +119,11 @@ impl Tensor {
         &self.label
     }
 
+    /// The label, shared.
+    pub(crate) fn label_rc(&self) -> Rc<str> {
+        Rc::clone(&self.label)
+    }
+
     pub fn device(&self) -> &Device {
         &self.storage.device
     }
@@ -143,7 +149,7 @@ impl Tensor {
             cols: self.cols,
             dtype: self.dtype,
             role: self.role,
-            label: format!("{}[{start}:{end}]", self.label),
+            label: format!("{}[{start}:{end}]", self.label).into(),
         })
     }
 
@@ -176,7 +182,7 @@ impl Tensor {
             cols,
             dtype: self.dtype,
             role,
-            label: label.to_string(),
+            label: label.into(),
         })
     }
 

@@ -25,7 +25,7 @@ pub(super) struct HostView {
     rows: u64,
     cols: u64,
     dtype: DType,
-    label: String,
+    label: std::rc::Rc<str>,
 }
 
 impl HostView {

@@ -102,7 +102,7 @@ mod tests {
             rows: 2,
             cols: 2,
             dtype: DType::F32,
-            label: format!("t{block}"),
+            label: format!("t{block}").into(),
         }
     }
 

@@ -19,7 +19,7 @@ pub(crate) struct Operand {
     pub rows: u64,
     pub cols: u64,
     pub dtype: DType,
-    pub label: String,
+    pub label: std::rc::Rc<str>,
 }
 
 impl Operand {

@@ -6,8 +6,8 @@
 //! the pickle's own object, which PyTorch writes once per stack), and the trace is decoded
 //! entry by entry out of the pickled list, each pickled entry freed once decoded.
 
+use super::error::SnapshotError;
 use super::format::{AllocatorSettings, Block, Frame, Frames, Segment, Snapshot, TraceEntry};
-use super::read::SnapshotError;
 use super::unpickle::P;
 use std::cell::RefCell;
 use std::collections::HashMap;

@@ -4,36 +4,13 @@
 //! wrong: not a pickle (or cut short), a pickle of something else, or a segment or trace
 //! entry whose field has the wrong type.
 
+pub use super::error::SnapshotError;
+
 use super::decode::{Decoder, describe, is_segment};
 use super::format::Snapshot;
 use super::unpickle::{P, UnpickleError, unpickle};
 use serde_pickle::SerOptions;
-use std::path::{Path, PathBuf};
-
-/// Why a snapshot could not be written or read.
-#[derive(Debug, thiserror::Error)]
-pub enum SnapshotError {
-    #[error("cannot write the snapshot to {}: {error}", path.display())]
-    Write {
-        path: PathBuf,
-        error: std::io::Error,
-    },
-    #[error("cannot read {}: {error}", path.display())]
-    Read {
-        path: PathBuf,
-        error: std::io::Error,
-    },
-    #[error("the pickle ends too early: the file is truncated (was it still being written?)")]
-    Truncated,
-    #[error("not a pickle{hint}: {why}")]
-    NotPickle { why: String, hint: &'static str },
-    #[error("not a memory snapshot: {0}")]
-    NotSnapshot(String),
-    #[error("not a memory snapshot: {place}: {why}")]
-    BadField { place: String, why: String },
-    #[error("the snapshot cannot be pickled: {0}")]
-    Encode(String),
-}
+use std::path::Path;
 
 impl Snapshot {
     /// The snapshot as a pickle of protocol 2, PyTorch's own, which the viewer at

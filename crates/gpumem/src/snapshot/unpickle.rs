@@ -6,7 +6,7 @@
 //! were memoized fails as "recursive". PyTorch's snapshots share exactly that (one frames
 //! list per distinct stack, referenced by every block and trace entry that has it), so this
 //! reader keeps memoized objects shared ([`P`] holds them behind `Rc`), and the snapshot's
-//! reader ([`super::read`]) keeps one list of frames per stack, however many entries share
+//! reader (`read`) keeps one list of frames per stack, however many entries share
 //! it. A real run's trace has a million entries: copying each shared stack out per entry, as
 //! a generic value tree does, costs gigabytes. It reads protocols 2 to 5, the opcodes
 //! PyTorch's own pickler and Python's `pickle.dump` use for such data; anything else

@@ -1,8 +1,7 @@
 //! One matmul call checked and cut: shapes, storage, operands in bindable spans, the cuts
 //! of M, K and N every operand allows, and the scratch buffers the pieces need.
 
-use super::params::Stores;
-use super::skinny::Skinny;
+use super::params::{Skinny, Stores};
 use super::tiled::ENTRY_POINTS;
 use super::{Gemm, MatmulKernel};
 use crate::error::KernelError;

@@ -12,7 +12,8 @@
 //! separate kernels.
 
 use super::call::Call;
-use super::skinny::{SKINNY_MAX, Skinny};
+use super::params::Skinny;
+use super::skinny::SKINNY_MAX;
 use super::{Gemm, MatmulKernel};
 use crate::error::KernelError;
 use crate::kernels::Kernels;

@@ -123,3 +123,11 @@ impl Stores {
         }
     }
 }
+
+/// Which skinny kernel, if any, and its split count.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Skinny {
+    K,
+    N(u64),
+    M(u64),
+}

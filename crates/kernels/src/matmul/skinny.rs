@@ -2,7 +2,7 @@
 
 use super::block::general_params;
 use super::call::Call;
-use super::params::{Params, Piece, Stores, VEC};
+use super::params::{Params, Piece, Skinny, Stores, VEC};
 use super::{MatmulKernel, SKINNY};
 use crate::error::KernelError;
 use crate::kernels::Kernels;
@@ -30,14 +30,6 @@ pub(crate) fn split_target(cpu_plans: bool) -> u64 {
     } else {
         SPLIT_TARGET
     }
-}
-
-/// Which skinny kernel, if any, and its split count.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(super) enum Skinny {
-    K,
-    N(u64),
-    M(u64),
 }
 
 /// One skinny dispatch before split-k: entry point, chunks of k, workgroups, and whether
