@@ -25,10 +25,11 @@ use style::{CAPACITY, NOTE_PX, font};
 pub type Chart<'a, 'b, X> = ChartContext<'a, SVGBackend<'b>, Cartesian2d<X, RangedCoordf64>>;
 
 /// A capacity of `bytes` as a dashed line from `x.0` to `x.1` on an axis in units of
-/// `unit` bytes, labelled at `label_x`, with a legend entry.
+/// `unit` bytes, labelled at `label_x`, with a legend entry that says whose (`"the ideal
+/// card's"`: every number says which card it is for).
 pub fn capacity_line_in<X: Ranged<ValueType = f64>>(
     chart: &mut Chart<'_, '_, X>,
-    bytes: u64,
+    (bytes, whose): (u64, &str),
     unit: f64,
     x: (f64, f64),
     label_x: f64,
@@ -37,7 +38,7 @@ pub fn capacity_line_in<X: Ranged<ValueType = f64>>(
     let style = CAPACITY.stroke_width(3);
     chart
         .draw_series(DashedLineSeries::new([(x.0, y), (x.1, y)], 12, 6, style))?
-        .label(format!("the card's capacity, {}", format_bytes(bytes)))
+        .label(format!("{whose} capacity, {}", format_bytes(bytes)))
         .legend(move |(x, y)| {
             DashedPathElement::new([(x, y), (x + 22, y)], 7, 4, CAPACITY.stroke_width(3))
         });

@@ -38,6 +38,8 @@ pub struct PerCardChart {
     pub categories: Vec<(String, RGBColor)>,
     pub panels: Vec<Panel>,
     pub capacity: u64,
+    /// Whose capacity it is, as the legend says it (`"the ideal card's"`).
+    pub whose: String,
 }
 
 /// Panels per row.
@@ -161,7 +163,7 @@ fn draw_legend(area: &DrawingArea<SVGBackend<'_>, Shift>, chart: &PerCardChart) 
         CAPACITY.stroke_width(2),
     ))?;
     area.draw(&text(
-        &format!("the card's capacity, {}", format_bytes(chart.capacity)),
+        &format!("{} capacity, {}", chart.whose, format_bytes(chart.capacity)),
         (42, y - 1),
     ))?;
     Ok(())

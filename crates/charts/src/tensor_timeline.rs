@@ -191,7 +191,7 @@ pub fn render(chart: &TensorTimelineChart<'_>, l: &Layout) -> Result<String> {
             let label_x = x_range.start + 0.65 * (x_range.end - x_range.start);
             capacity_line_in(
                 &mut plot,
-                cap,
+                (cap, "the card's"),
                 per_unit,
                 (x_range.start, x_range.end),
                 label_x,

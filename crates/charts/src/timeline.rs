@@ -155,7 +155,7 @@ pub fn timeline_svg(chart: &TimelineChart<'_>) -> Result<String> {
         )
         .draw()?;
         if let Some(cap) = chart.capacity {
-            capacity_line_in(&mut plot, cap, per_unit, (0.0, x_max), 0.0)?;
+            capacity_line_in(&mut plot, (cap, "the card's"), per_unit, (0.0, x_max), 0.0)?;
         }
         // Phase boundaries: thin vertical lines, the phase's name beside each.
         // A name is left out when the next phase starts too close for it (a model built in a

@@ -259,7 +259,7 @@ pub const ARTIFACTS: &[Artifact] = &[
     Artifact {
         path: "generated/alt_memory_vs_width.md",
         about: "inline: alt text of memory_vs_width.svg",
-        render: || Ok(charts::width::ALT_MEMORY_VS_WIDTH.to_string()),
+        render: || Ok(charts::width::alt_memory_vs_width()),
     },
     Artifact {
         path: "generated/alt_memory_vs_depth.md",

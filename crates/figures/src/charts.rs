@@ -26,13 +26,23 @@ pub(crate) use ::charts::note;
 
 /// The card's capacity as a dashed line from `x0` to `x1`, labelled at `label_x`, with a
 /// legend entry.
+/// Whose capacity the book's charts draw: the ideal card's (its memory all for tensors, what
+/// the equation counts), the demos' default.
+pub const IDEAL: &str = "the ideal card's";
+
 fn capacity_line<X: Ranged<ValueType = f64>>(
     chart: &mut Chart<'_, '_, X>,
     x0: f64,
     x1: f64,
     label_x: f64,
 ) -> Result<()> {
-    capacity_line_in(chart, CARD_BYTES, crate::style::GIB, (x0, x1), label_x)
+    capacity_line_in(
+        chart,
+        (CARD_BYTES, IDEAL),
+        crate::style::GIB,
+        (x0, x1),
+        label_x,
+    )
 }
 
 /// Every chart's file stem and alt text, in the order the book shows them.
@@ -44,7 +54,7 @@ pub fn alts() -> Result<Vec<(&'static str, String)>> {
             "memory_vs_batch_reserved",
             batch::alt_memory_vs_batch_reserved()?,
         ),
-        ("memory_vs_width", width::ALT_MEMORY_VS_WIDTH.to_string()),
+        ("memory_vs_width", width::alt_memory_vs_width()),
         ("memory_vs_depth", depth::alt_memory_vs_depth()?),
         ("alloc_timeline", timeline::ALT_ALLOC_TIMELINE.to_string()),
         ("leak_timeline", timeline::alt_leak_timeline()?),

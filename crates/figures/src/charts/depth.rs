@@ -2,7 +2,7 @@
 //! width 5000 at batch 32, for SGD and Adam, with the deepest network that fits the card
 //! (challenge 2).
 
-use super::{capacity_line, note};
+use super::{IDEAL, capacity_line, note};
 use crate::data::{self, DEEP_BATCH, DEEP_WIDTH, DeepestFit, optimizer_name};
 use crate::style::palette::{BLUE, VERMILION};
 use crate::style::{INK, TITLE_PX, font, gib, grouped, legend, mesh, svg};
@@ -24,7 +24,7 @@ pub fn alt_memory_vs_depth() -> Result<String> {
          the number of hidden layers of width {} at batch {DEEP_BATCH}, for SGD and for Adam: \
          both rise in straight lines, Adam's about {:.1} times as steeply as SGD's because it \
          keeps two more values per parameter and, while it updates, a square root of each, and \
-         a marker on each shows the deepest network that still fits under the card's {} \
+         a marker on each shows the deepest network that still fits under {IDEAL} {} \
          capacity line: {} hidden layers with SGD, {} with Adam.",
         grouped(DEEP_WIDTH),
         slope_ratio()?,

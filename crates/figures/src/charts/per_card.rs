@@ -1,6 +1,7 @@
 //! `per_card.svg`: the multi-card page's chart — what the fullest card holds at its peak,
 //! by category, for every scheme on 1, 2, 4 and 8 cards, against the card's capacity.
 
+use super::IDEAL;
 use crate::data::DEEP_BATCH;
 use crate::pages::more_than_one_card::{CARD_COUNTS, cell, setup_words};
 use crate::style::palette::{BLUE, GREEN, ORANGE, PURPLE, SKY};
@@ -44,7 +45,7 @@ pub fn alt_per_card() -> Result<String> {
          a global batch of {DEEP_BATCH} with Adam: each bar is what the fullest card holds at \
          its peak, split into parameters, gradients, optimizer state, activations and \
          temporaries, and communication buffers, with a tick at its peak reserved and a dashed \
-         line at the card's {} capacity. The bars go {}.",
+         line at {IDEAL} {} capacity. The bars go {}.",
         CARD_COUNTS.map(|n| n.to_string()).join(", "),
         setup_words()?,
         format_bytes(CARD_BYTES),
@@ -84,5 +85,6 @@ pub fn per_card() -> Result<String> {
             .to_vec(),
         panels,
         capacity: CARD_BYTES,
+        whose: IDEAL.to_string(),
     })
 }

@@ -3,6 +3,7 @@
 //! measured time per epoch relative to the plain step's (right, one bar per backing).
 //! Peaks are planned afresh; times come from the record of `figures -- --measure`.
 
+use super::IDEAL;
 use crate::measured::{self, BackendTimes, SetupTimes};
 use crate::style::palette::{BLUE, GREEN, ORANGE, VERMILION};
 use crate::style::{CAPACITY, INK, NOTE_PX, TICK_PX, TITLE_PX, font, gib, grouped, mesh, svg};
@@ -98,7 +99,7 @@ pub fn alt(index: usize) -> Result<String> {
         .collect();
     Ok(format!(
         "Two bar charts side by side for {} hidden layer{} of 2000 and one update of the whole \
-         training set. Left: each strategy's planned peak memory against the card's {} \
+         training set. Left: each strategy's planned peak memory against {IDEAL} {} \
          capacity line; the plain step needs {} and does not fit, and these fit: {}. Right: \
          each strategy's measured time per epoch relative to the plain step's, {}.",
         setup.layers,

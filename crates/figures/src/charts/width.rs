@@ -1,7 +1,7 @@
 //! `memory_vs_width.svg`: peak memory against hidden width for 1, 3 and 5 hidden layers at
 //! batch 32 — the hidden-to-hidden weights grow with the square of the width.
 
-use super::{capacity_line, note};
+use super::{IDEAL, capacity_line, note};
 use crate::data::{self, equation, measure, network};
 use crate::style::palette::{BLUE, ORANGE, VERMILION};
 use crate::style::{INK, TITLE_PX, font, gib, grouped, legend, mesh, svg};
@@ -11,11 +11,16 @@ use gpumem::mlp::Optimizer;
 use plotters::prelude::*;
 
 /// The chart's alt text: what it shows, for readers who cannot see it.
-pub const ALT_MEMORY_VS_WIDTH: &str = "Line chart of the peak memory of one training step at \
-batch 32 with SGD against the hidden width, for 1, 3 and 5 hidden layers: with one hidden \
-layer memory grows only in proportion to the width and stays near zero, while with 3 and 5 \
-layers the hidden-to-hidden weights make it grow with the square of the width until it \
-crosses the card's 15.90 GiB capacity line, where a marker gives the widest layers that fit.";
+pub fn alt_memory_vs_width() -> String {
+    format!(
+        "Line chart of the peak memory of one training step at batch {BATCH} with SGD against \
+         the hidden width, for 1, 3 and 5 hidden layers: with one hidden layer memory grows \
+         only in proportion to the width and stays near zero, while with 3 and 5 layers the \
+         hidden-to-hidden weights make it grow with the square of the width until it crosses \
+         {IDEAL} {} capacity line, where a marker gives the widest layers that fit.",
+        gpumem::size::format_bytes(CARD_BYTES)
+    )
+}
 
 /// The batch of every point.
 pub const BATCH: u64 = 32;
@@ -58,7 +63,7 @@ pub fn memory_vs_width() -> Result<String> {
     let y_max = (top * 1.08 / 5.0).ceil() * 5.0;
     let x_max = MAX_WIDTH as f64;
 
-    svg(ALT_MEMORY_VS_WIDTH, |root| {
+    svg(&alt_memory_vs_width(), |root| {
         let mut chart = ChartBuilder::on(root)
             .caption(
                 format!("Memory vs hidden width, batch {BATCH}, SGD"),
