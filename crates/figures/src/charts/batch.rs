@@ -219,7 +219,7 @@ fn chart(with_reserved: bool) -> Result<String> {
             note(
                 &mut chart,
                 full_at,
-                (-250, 20 * line as i32 - 96),
+                (-205, 20 * line as i32 - 96),
                 text,
                 &INK,
             )?;
