@@ -198,7 +198,7 @@ fn chart(index: usize) -> Result<String> {
         peaks.draw_series(std::iter::once(
             EmptyElement::at((capacity, n + 0.25))
                 + Text::new(
-                    format!("capacity {}", format_bytes(CARD_BYTES)),
+                    format!("ideal card {}", format_bytes(CARD_BYTES)),
                     (6, 0),
                     at_end().color(&CAPACITY),
                 ),
