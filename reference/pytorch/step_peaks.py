@@ -266,7 +266,20 @@ TRACE_STRATEGY_SETUPS = [
     setup(8, 1, 4, sgd(), relu_inplace=True),
     setup(8, 1, 4, sgd(), zero_grad_set_to_none=False),
 ]
-for _s in TRACE_SETUPS + TRACE_STRATEGY_SETUPS:
+# ... and those --trace-lesson-card writes: the lesson's card's boundaries under PyTorch
+# 1.12's defaults (zero_grad zeroes, optimizers loop), one row or layer either side of what
+# the engine finds on that card (Challenge 1's full batch; Challenge 2's depths with SGD and
+# Adam). The engine's test replays these traces through its allocator on the lesson's card
+# (`crates/gpumem/tests/lesson_card_trace.rs`), which fails if the boundaries move.
+TRACE_LESSON_CARD_SETUPS = [
+    setup(2000, 1, 655360, sgd(foreach=False), zero_grad_set_to_none=False),
+    setup(2000, 1, 655361, sgd(foreach=False), zero_grad_set_to_none=False),
+    setup(5000, 81, 32, sgd(foreach=False), zero_grad_set_to_none=False),
+    setup(5000, 82, 32, sgd(foreach=False), zero_grad_set_to_none=False),
+    setup(5000, 40, 32, adam(foreach=False), zero_grad_set_to_none=False),
+    setup(5000, 41, 32, adam(foreach=False), zero_grad_set_to_none=False),
+]
+for _s in TRACE_SETUPS + TRACE_STRATEGY_SETUPS + TRACE_LESSON_CARD_SETUPS:
     _s["name"] = setup_name(_s)
 
 # --------------------------------------------------------------------------------------------
@@ -897,6 +910,8 @@ def main(argv=None) -> int:
                     "file and exit")
     ap.add_argument("--trace-strategies", help="write the op-by-op trace of one small setup per "
                     "strategy to this file and exit")
+    ap.add_argument("--trace-lesson-card", help="write the op-by-op trace of the lesson's card's "
+                    "boundary setups (PyTorch 1.12's defaults) to this file and exit")
     ap.add_argument("--compare", help="compare peaks with this JSON (e.g. the fake fixture) and report")
     args = ap.parse_args(argv)
 
@@ -906,8 +921,9 @@ def main(argv=None) -> int:
     if backend == "cuda" and not torch.cuda.is_available():
         ap.error("--backend cuda needs torch.cuda.is_available()")
 
-    if args.trace or args.trace_strategies:
-        for path, group in ((args.trace, TRACE_SETUPS), (args.trace_strategies, TRACE_STRATEGY_SETUPS)):
+    if args.trace or args.trace_strategies or args.trace_lesson_card:
+        for path, group in ((args.trace, TRACE_SETUPS), (args.trace_strategies, TRACE_STRATEGY_SETUPS),
+                            (args.trace_lesson_card, TRACE_LESSON_CARD_SETUPS)):
             if path:
                 write_trace(path, backend, group)
                 print(f"wrote {path}")

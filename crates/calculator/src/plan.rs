@@ -191,10 +191,13 @@ fn with_notes(mut r: Response, request: &Request) -> Response {
             .to_string(),
         Card::Lesson => format!(
             "As the lesson's card: {} of the card is held outside the allocator (what the \
-             lesson's message leaves unexplained), and the step's matrix products take \
-             PyTorch 2.0's cuBLAS workspaces ({} per thread) through it.",
+             lesson's message leaves unexplained, cuBLAS's own workspaces among it), and the \
+             step runs as the lesson's PyTorch would: {}.",
             format_bytes(request.preset.outside()),
-            format_bytes(request.preset.workspaces().cublas)
+            request
+                .preset
+                .torch()
+                .map_or(String::new(), |r| r.describe())
         ),
     };
     let mut notes = vec![

@@ -163,7 +163,8 @@ impl Request {
             .with_optimizer(self.optimizer.optimizer())
             .with_strategy(strategy);
         config.inputs = self.inputs;
-        config
+        // The card's PyTorch: on the lesson's, 1.12's zeroed gradients and for-loops.
+        self.preset.config(&config)
     }
 
     /// Rows per step.
@@ -255,7 +256,10 @@ impl Presets {
                             .map_or(String::new(), |h| {
                                 format!(" {}", gpumem::lesson::hundredths_text(h))
                             });
-                        format!("the lesson's:{outside} outside, workspaces")
+                        format!(
+                            "the lesson's:{outside} outside, PyTorch {}",
+                            gpumem::lesson::LESSON_TORCH
+                        )
                     }
                 },
             })

@@ -9,6 +9,7 @@ use gpumem::lesson::Card;
 use gpumem::mlp::{MlpConfig, Optimizer, OptimizerImpl, ZeroGrad};
 use gpumem::size::MemorySpec;
 use gpumem::train::BatchSize;
+use gpumem::versions::{ComputeCapability, DEFAULT_COMPUTE_CAPABILITY, Rules, TorchVersion};
 
 /// Where to run and how much memory the card has.
 #[derive(Debug, Clone, Args)]
@@ -24,10 +25,11 @@ pub struct DeviceArgs {
     #[arg(long, value_name = "BACKEND", default_value = "auto", value_parser = parse_backend)]
     pub backend: Backend,
 
-    /// Which card: ideal (its memory all for tensors, what the memory equation counts) or
-    /// lesson (the lesson's card as its message shows it: 0.72 GiB outside the allocator, and
-    /// the cuBLAS workspaces of the lesson's PyTorch, 2.0, in it). The flags below change
-    /// either.
+    /// Which card: ideal (its memory all for tensors, what the memory equation counts, with
+    /// PyTorch 2's zero_grad and foreach) or lesson (the lesson's card as its message shows
+    /// it: 0.72 GiB outside the allocator, and the lesson's PyTorch, 1.12: gradients zeroed,
+    /// optimizers looping per parameter, no workspace in the allocator). The flags below
+    /// change either.
     #[arg(long, value_name = "CARD", default_value = "ideal", value_parser = parse_card)]
     pub card: Card,
 
@@ -44,10 +46,22 @@ pub struct DeviceArgs {
     #[arg(long, value_name = "SIZE|:S:C|off", value_parser = parse_cublas_workspace, allow_hyphen_values = true)]
     pub cublas_workspace: Option<CublasWorkspace>,
 
+    /// Follow this PyTorch's defaults (`torch.__version__`, e.g. 2.11): where the cuBLAS and
+    /// cuBLASLt workspaces come from and their sizes, what zero_grad() does, foreach or
+    /// for-loop optimizers, the message's wording. A version between two the program knows
+    /// takes the earlier one's rules [default: the card's: none on ideal, 1.12 on lesson].
+    #[arg(long, value_name = "VERSION", value_parser = parse_torch)]
+    pub torch: Option<TorchVersion>,
+
+    /// The card's compute capability (torch.cuda.get_device_capability()), for the
+    /// workspaces' sizes under --torch: 9.0 and newer get larger ones in some versions.
+    #[arg(long, value_name = "X.Y", default_value = "7.0", value_parser = parse_capability)]
+    pub compute_capability: ComputeCapability,
+
     /// Wording of out-of-memory errors: lesson (PyTorch up to 2.0, as the lesson quotes it) or
-    /// current (today's PyTorch).
-    #[arg(long, value_name = "FORM", default_value = "lesson", value_parser = parse_oom_message)]
-    pub oom_message: OomMessage,
+    /// current (PyTorch 2.1 and later) [default: --torch's, else lesson].
+    #[arg(long, value_name = "FORM", value_parser = parse_oom_message)]
+    pub oom_message: Option<OomMessage>,
 
     /// The caching allocator's settings (PyTorch's PYTORCH_CUDA_ALLOC_CONF and friends).
     #[command(flatten)]
@@ -63,10 +77,22 @@ impl DeviceArgs {
                 context_memory: self.context_memory.unwrap_or(self.card.outside()),
                 ..self.allocator.config()
             },
-            oom_message: self.oom_message,
+            oom_message: self.oom_message(),
             cublas: self.workspaces(),
             ..Default::default()
         }
+    }
+
+    /// The PyTorch whose defaults apply: `--torch`'s, else the card's (none on ideal).
+    pub fn torch_rules(&self) -> Option<Rules> {
+        self.torch.map(Rules::of).or(self.card.torch())
+    }
+
+    /// The message's wording: `--oom-message`, else the version's, else the lesson's.
+    fn oom_message(&self) -> OomMessage {
+        self.oom_message
+            .or(self.torch_rules().map(|r| r.release.oom_message))
+            .unwrap_or_default()
     }
 
     /// The `card:` line the demos print: which card, and what the flags changed of it.
@@ -95,6 +121,16 @@ impl DeviceArgs {
             )),
             None => {}
         }
+        if let Some(r) = self.torch.map(Rules::of) {
+            changed.push(format!("{} (--torch)", r.describe()));
+            changed.extend(r.note());
+        }
+        if self.compute_capability != DEFAULT_COMPUTE_CAPABILITY {
+            changed.push(format!(
+                "compute capability {} (--compute-capability)",
+                self.compute_capability
+            ));
+        }
         let mut line = format!("card:    {}", self.card.describe());
         if !changed.is_empty() {
             line += &format!("; changed: {}", changed.join(", "));
@@ -102,10 +138,14 @@ impl DeviceArgs {
         line
     }
 
-    /// The workspaces the matrix products take: the card's, changed by `--cublas-workspace`.
+    /// The workspaces the matrix products take: the version's (`--torch`, at
+    /// `--compute-capability`) or the card's, changed by `--cublas-workspace`.
     pub fn workspaces(&self) -> WorkspaceRules {
-        let card = self.card.workspaces();
-        self.cublas_workspace.map_or(card, |w| card.with_cublas(w))
+        let base = match self.torch {
+            Some(v) => Rules::of(v).workspaces(self.compute_capability),
+            None => self.card.workspaces(),
+        };
+        self.cublas_workspace.map_or(base, |w| base.with_cublas(w))
     }
 }
 
@@ -140,15 +180,17 @@ pub struct ModelArgs {
     #[arg(long, value_name = "M", default_value = "0", value_parser = parse_momentum, allow_hyphen_values = true)]
     pub momentum: f32,
 
-    /// How the optimizer runs, with PyTorch's names: foreach (PyTorch's default on CUDA),
-    /// for-loop (`foreach=False`) or fused (`fused=True`).
-    #[arg(long, value_name = "IMPL", default_value = "foreach", value_parser = parse_optimizer_impl)]
-    pub optimizer_impl: OptimizerImpl,
+    /// How the optimizer runs, with PyTorch's names: foreach (PyTorch 2's default on CUDA),
+    /// for-loop (`foreach=False`, the default before 2.0) or fused (`fused=True`)
+    /// [default: the PyTorch version's (--torch, --card), else foreach].
+    #[arg(long, value_name = "IMPL", value_parser = parse_optimizer_impl)]
+    pub optimizer_impl: Option<OptimizerImpl>,
 
     /// What `optimizer.zero_grad()` does: none (free the gradients, PyTorch 2's default) or
-    /// zero (keep them and fill them with zeros, the default before 2.0).
-    #[arg(long, value_name = "HOW", default_value = "none", value_parser = parse_zero_grad)]
-    pub zero_grad: ZeroGrad,
+    /// zero (keep them and fill them with zeros, the default before 2.0)
+    /// [default: the PyTorch version's (--torch, --card), else none].
+    #[arg(long, value_name = "HOW", value_parser = parse_zero_grad)]
+    pub zero_grad: Option<ZeroGrad>,
 
     /// `nn.ReLU(inplace=True)`: the ReLU overwrites its input.
     #[arg(long)]
@@ -170,12 +212,21 @@ impl ModelArgs {
         }
     }
 
-    pub fn config(&self) -> MlpConfig {
+    /// The network and its training as `device`'s PyTorch runs it: the flags, else the
+    /// version's defaults (`--torch`, the card's), else PyTorch 2's.
+    pub fn config(&self, device: &DeviceArgs) -> MlpConfig {
+        let rules = device.torch_rules().map(|r| r.release);
         let mut config = MlpConfig::lesson(self.hidden)
             .with_layers(self.layers)
             .with_optimizer(self.optimizer());
-        config.strategy.optimizer_impl = self.optimizer_impl;
-        config.strategy.zero_grad = self.zero_grad;
+        config.strategy.optimizer_impl = self
+            .optimizer_impl
+            .or(rules.map(|r| r.optimizer_impl))
+            .unwrap_or_default();
+        config.strategy.zero_grad = self
+            .zero_grad
+            .or(rules.map(|r| r.zero_grad))
+            .unwrap_or_default();
         config.strategy.relu_inplace = self.relu_inplace;
         config
     }
@@ -217,6 +268,14 @@ fn parse_cublas_workspace(s: &str) -> Result<CublasWorkspace, String> {
 
 fn parse_oom_message(s: &str) -> Result<OomMessage, String> {
     s.parse()
+}
+
+fn parse_torch(s: &str) -> Result<TorchVersion, String> {
+    s.parse::<TorchVersion>().map_err(|e| e.to_string())
+}
+
+fn parse_capability(s: &str) -> Result<ComputeCapability, String> {
+    s.parse::<ComputeCapability>().map_err(|e| e.to_string())
 }
 
 fn parse_backend(s: &str) -> Result<Backend, String> {
@@ -375,10 +434,19 @@ mod tests {
             (0, OomMessage::Lesson)
         );
         assert!(d.cublas.is_none());
-        // The lesson's card: its outside memory and workspaces, each flag changing one.
+        // The lesson's card: its outside memory, PyTorch 1.12's (no) workspaces, each flag
+        // changing one.
         let l = parse(&["--card", "lesson"]);
         assert_eq!(l.allocator.context_memory, 773_094_113);
-        assert_eq!(l.cublas, Card::Lesson.workspaces());
+        assert!(l.cublas.is_none());
+        // A version's workspaces on either card, sized by the compute capability.
+        let t = parse(&["--card", "lesson", "--torch", "2.11.0+cu130"]);
+        assert_eq!((t.cublas.cublas, t.cublas.lt), (8_519_680, 1 << 20));
+        assert_eq!(t.oom_message, OomMessage::Current);
+        let h = parse(&["--torch", "2.11", "--compute-capability", "9.0"]);
+        assert_eq!(h.cublas.cublas, 32 << 20);
+        let m = parse(&["--torch", "2.11", "--oom-message", "lesson"]);
+        assert_eq!(m.oom_message, OomMessage::Lesson);
         let l = parse(&[
             "--card",
             "lesson",
@@ -399,5 +467,40 @@ mod tests {
         assert_eq!((i.cublas.cublas, i.cublas.lt), (8 << 20, 0));
         assert!(parse_cublas_workspace("0").unwrap_err().contains("off"));
         assert!(parse_card("big").unwrap_err().contains("ideal or lesson"));
+        assert!(parse_torch("1.9").unwrap_err().contains("1.12"));
+        assert!(parse_torch("latest").unwrap_err().contains("2.11"));
+        assert!(parse_capability("H100").unwrap_err().contains("9.0"));
+    }
+
+    #[test]
+    fn the_version_sets_what_the_flags_leave_open() {
+        use clap::Parser;
+        #[derive(Parser)]
+        struct Cli {
+            #[command(flatten)]
+            device: DeviceArgs,
+            #[command(flatten)]
+            model: ModelArgs,
+        }
+        let config = |args: &[&str]| {
+            let all = std::iter::once("t").chain(args.iter().copied());
+            let cli = Cli::try_parse_from(all).unwrap();
+            let c = cli.model.config(&cli.device);
+            (c.strategy.zero_grad, c.strategy.optimizer_impl)
+        };
+        let modern = (ZeroGrad::SetToNone, OptimizerImpl::Foreach);
+        let old = (ZeroGrad::Zero, OptimizerImpl::ForLoop);
+        assert_eq!(config(&[]), modern);
+        assert_eq!(config(&["--card", "lesson"]), old);
+        assert_eq!(config(&["--torch", "1.13"]), old);
+        assert_eq!(config(&["--card", "lesson", "--torch", "2.0"]), modern);
+        assert_eq!(
+            config(&["--card", "lesson", "--zero-grad", "none"]),
+            (ZeroGrad::SetToNone, OptimizerImpl::ForLoop)
+        );
+        assert_eq!(
+            config(&["--torch", "2.11", "--optimizer-impl", "for-loop"]),
+            (ZeroGrad::SetToNone, OptimizerImpl::ForLoop)
+        );
     }
 }

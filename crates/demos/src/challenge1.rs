@@ -45,7 +45,7 @@ pub fn run(args: impl IntoIterator<Item = impl Into<OsString> + Clone>) -> anyho
     );
     let cli = Cli::from_arg_matches(&cmd.try_get_matches_from(args)?)?;
     let out = Output::new(cli.json);
-    let config = cli.model.config();
+    let config = cli.model.config(&cli.device);
     config.validate()?;
     cli.snapshot.check()?;
 
@@ -192,7 +192,7 @@ fn full_batch(
 
 /// Trains `--warmup-steps` steps at batch 32 on the opened device.
 fn warmup(device: &Device, cli: &Cli, out: &Output) -> anyhow::Result<serde_json::Value> {
-    let config = cli.model.config();
+    let config = cli.model.config(&cli.device);
     let info = device.info();
     let steps = cli.warmup_steps;
     let done = if info.executes {

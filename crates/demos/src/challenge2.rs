@@ -49,8 +49,8 @@ pub fn run(args: impl IntoIterator<Item = impl Into<OsString> + Clone>) -> anyho
     let (batch, notice) = cli.model.batch_rows();
     // The search starts from one hidden layer and goes up to --layers.
     let max_layers = cli.model.layers;
-    let base = cli.model.config().with_layers(1);
-    cli.model.config().validate()?;
+    let base = cli.model.config(&cli.device).with_layers(1);
+    cli.model.config(&cli.device).validate()?;
     cli.snapshot.check()?;
     let opened = Device::new(&cli.device.options(cli.device.backend))?.info();
     let (backend, why) =

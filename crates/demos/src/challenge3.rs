@@ -183,7 +183,7 @@ impl Setup {
         if !given(matches, "batch") {
             cli.model.batch = gpumem::train::BatchSize::Rows(d.batch);
         }
-        cli.model.config().validate()?;
+        cli.model.config(&cli.device).validate()?;
         cli.snapshot.check()?;
         let probe = DeviceOptions {
             allocator: cli.device.allocator.config(),
@@ -266,7 +266,7 @@ impl Setup {
                 "executed: kernels run, losses are real"
             }
         ));
-        let c = self.model.config();
+        let c = self.model.config(&self.device);
         out.line(format!(
             "network: {} inputs → {} hidden layer(s) of {} → {} classes, {}, batch {}, {} samples, {} epochs",
             c.inputs,

@@ -147,7 +147,7 @@ impl<'a> Demo<'a> {
     }
 
     fn open(cli: &'a Cli, out: Output) -> anyhow::Result<Demo<'a>> {
-        let base = cli.model.config();
+        let base = cli.model.config(&cli.device);
         base.validate()?;
         let MemorySpec::Bytes(card) = cli.device.device_memory else {
             anyhow::bail!(

@@ -40,7 +40,7 @@ pub fn run(args: impl IntoIterator<Item = impl Into<OsString> + Clone>) -> anyho
     let cli = Cli::from_arg_matches(&cmd.try_get_matches_from(args)?)?;
     let out = Output::new(cli.json);
     let (batch, notice) = cli.model.batch_rows();
-    cli.model.config().validate()?;
+    cli.model.config(&cli.device).validate()?;
     let MemorySpec::Bytes(card_bytes) = cli.device.device_memory else {
         anyhow::bail!("--device-memory: the cards are planned, so they need a size (not native)");
     };
@@ -90,7 +90,7 @@ pub fn run(args: impl IntoIterator<Item = impl Into<OsString> + Clone>) -> anyho
 
 /// The network of the flags, and its Adam variant when it trains with SGD.
 fn variants(cli: &Cli) -> Vec<MlpConfig> {
-    let config = cli.model.config();
+    let config = cli.model.config(&cli.device);
     let adam = matches!(config.optimizer, Optimizer::Sgd { .. })
         .then(|| config.clone().with_optimizer(Optimizer::adam(cli.model.lr)));
     std::iter::once(config).chain(adam).collect()

@@ -312,9 +312,14 @@ pub const ARTIFACTS: &[Artifact] = &[
         render: pages::cards::largest_batch_lesson_card,
     },
     Artifact {
-        path: "generated/largest_batch_drop.md",
-        about: "inline: how much smaller the largest batch is on the lesson's card than on the ideal one",
-        render: pages::cards::largest_batch_drop,
+        path: "generated/lesson_card_compared.md",
+        about: "inline: the lesson's card's largest batch and deepest networks against the ideal card's",
+        render: pages::cards::lesson_card_compared,
+    },
+    Artifact {
+        path: "generated/torch_versions.md",
+        about: "table: PyTorch's versions as the engine knows them, what each changed by default, with sources",
+        render: pages::cards::torch_versions,
     },
     Artifact {
         path: "generated/deepest_lesson_card.md",
@@ -338,7 +343,7 @@ pub const ARTIFACTS: &[Artifact] = &[
     },
     Artifact {
         path: "generated/lesson_card_parts.md",
-        about: "inline: the largest batch with only the lesson's card's outside memory, and with only its workspaces",
+        about: "inline: the largest batch with only the lesson's card's outside memory, and with only its PyTorch's defaults",
         render: pages::cards::lesson_card_parts,
     },
     Artifact {
@@ -357,19 +362,9 @@ pub const ARTIFACTS: &[Artifact] = &[
         render: pages::cards::cublaslt_workspace,
     },
     Artifact {
-        path: "generated/lesson_card_workspaces_total.md",
-        about: "inline: the lesson's card's workspaces at most: two cuBLAS workspaces and one cuBLASLt call's",
-        render: pages::cards::lesson_card_workspaces_total,
-    },
-    Artifact {
         path: "generated/lesson_outside.md",
         about: "inline: the lesson's card's memory outside the allocator, from its message",
         render: pages::cards::lesson_outside,
-    },
-    Artifact {
-        path: "generated/lesson_cublas_workspace.md",
-        about: "inline: one cuBLAS workspace of the lesson's card",
-        render: pages::cards::lesson_cublas_workspace,
     },
     Artifact {
         path: "generated/largest_batch_on_card.md",

@@ -130,7 +130,8 @@ pub fn deepest_fit(optimizer: Optimizer) -> Result<DeepestFit> {
 /// [`deepest_fit`] on `card`; the equation's answer with the card's workspaces, in what the
 /// card leaves the allocator.
 pub fn deepest_fit_on(card: Card, optimizer: Optimizer) -> Result<DeepestFit> {
-    let base = network(DEEP_WIDTH, 1, optimizer);
+    // The card's PyTorch runs it: on the lesson's card, 1.12's zeroed gradients and for-loops.
+    let base = card.config(&network(DEEP_WIDTH, 1, optimizer));
     let search = deepest_network(&planning_on(card), &base, DEEP_BATCH, MAX_DEPTH)
         .with_context(|| describe(&base, DEEP_BATCH))?;
     let layers = search
@@ -151,7 +152,7 @@ pub fn deepest_fit_on(card: Card, optimizer: Optimizer) -> Result<DeepestFit> {
         optimizer,
         layers,
         equation_peak: estimate_on(
-            &network(DEEP_WIDTH, layers, optimizer),
+            &base.clone().with_layers(layers),
             DEEP_BATCH,
             card.workspaces(),
         )
@@ -197,7 +198,7 @@ pub fn largest_batch_on_card(width: u64) -> Result<Option<LargestBatch>> {
 
 /// [`largest_batch_on_card`] on `card`.
 pub fn largest_batch_on(card: Card, width: u64) -> Result<Option<LargestBatch>> {
-    let config = MlpConfig::lesson(width);
+    let config = card.config(&MlpConfig::lesson(width));
     let search = largest_batch(&planning_on(card), &config, LESSON_TRAINING_EVENTS)
         .with_context(|| describe(&config, LESSON_TRAINING_EVENTS))?;
     search

@@ -55,7 +55,7 @@ pub fn fragmented_step_on(
     only_by_message: bool,
 ) -> Result<Option<Fragmented>> {
     let device = Device::new(&planning_on(card))?;
-    let mut mlp = Mlp::new(&device, config, SEED)?;
+    let mut mlp = Mlp::new(&device, &card.config(config), SEED)?;
     let mut steps = Vec::new();
     for step in 1..=STEPS {
         device.start_trace();

@@ -32,6 +32,7 @@ pub mod tensor;
 #[cfg(all(feature = "wgpu", any(test, feature = "testing")))]
 pub mod testing;
 pub mod train;
+pub mod versions;
 
 pub use device::{Backend, Device, DeviceOptions};
 pub use error::Error;

@@ -315,14 +315,41 @@ fn workspaces_keep_the_equation_within_its_margin() {
     assert!(exact >= 110, "only {exact} of {tried} exact");
 }
 
-/// Hand-computed: the lesson's network at batch 32 on the lesson's card's rules. Its tensors
-/// are under 1 MiB in all, so the peak is the second step's first forward product: both
-/// threads' cuBLAS workspaces held (8,519,680 B each) and cuBLASLt's 1 MiB for that call.
+/// Hand-computed: the lesson's network at batch 32 under PyTorch 1.13's rules (to 2.7) before
+/// Hopper. Its tensors are under 1 MiB in all, so the peak is the second step's first forward
+/// product: both threads' cuBLAS workspaces held (8,519,680 B each) and cuBLASLt's 1 MiB for
+/// that call.
 #[test]
-fn the_lessons_card_peaks_with_both_workspaces_and_a_per_call_one() {
+fn pytorch_1_13_peaks_with_both_workspaces_and_a_per_call_one() {
+    use gpumem::versions::{DEFAULT_COMPUTE_CAPABILITY, Rules, TorchVersion};
     let c = MlpConfig::lesson(2000);
-    let ws = gpumem::lesson::Card::Lesson.workspaces();
+    let ws = Rules::of(TorchVersion::new(1, 13)).workspaces(DEFAULT_COMPUTE_CAPABILITY);
     let e = estimate_on(&c, 32, ws).unwrap();
     assert_eq!(e.workspaces, 2 * 8_519_680 + 1_048_576);
     assert_eq!(measured_peak(&plan_with(ws), &c, 32), e.peak_allocated);
+}
+
+/// The lesson's card (PyTorch 1.12): cuBLAS keeps its workspace outside the allocator, so the
+/// estimate has no workspace term and the step's blocks are tensors only.
+#[test]
+fn the_lessons_card_has_no_workspace_in_the_allocator() {
+    use gpumem::lesson::Card;
+    let c = Card::Lesson.config(&MlpConfig::lesson(2000));
+    let e = estimate_on(&c, 32, Card::Lesson.workspaces()).unwrap();
+    assert_eq!(e.workspaces, 0);
+    let device = gpumem::Device::new(&gpumem::lesson::planning_on(Card::Lesson)).unwrap();
+    device.start_trace();
+    let mut mlp = gpumem::mlp::Mlp::new(&device, &c, 0).unwrap();
+    for _ in 0..2 {
+        mlp.train_step(gpumem::mlp::Batch::Planned(32)).unwrap();
+    }
+    let trace = device.take_trace();
+    assert!(!trace.events.is_empty());
+    assert!(
+        trace
+            .events
+            .iter()
+            .all(|e| !matches!(e.role, Some(gpumem::Role::Workspace))),
+        "a workspace block on the lesson's card"
+    );
 }

@@ -100,7 +100,7 @@ pub fn spec(
 ) -> RunSpec {
     RunSpec {
         options: setup.options(allocator),
-        config: setup.model.config(),
+        config: setup.model.config(&setup.device),
         samples: setup.model.samples,
         batch: setup.batch(),
         epochs: setup.epochs,
@@ -253,7 +253,7 @@ pub fn run(setup: &Setup, out: Output) -> anyhow::Result<()> {
         "scenario": "fragmentation",
         "device": setup.opened,
         "backend": setup.backend,
-        "config": setup.model.config(),
+        "config": setup.model.config(&setup.device),
         "run": base,
         "fragmented": oom.is_fragmentation(),
         "oom": oom,

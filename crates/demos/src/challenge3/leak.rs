@@ -11,7 +11,7 @@ use serde_json::json;
 pub fn spec(setup: &Setup, keep: Keep) -> RunSpec {
     RunSpec {
         options: setup.options(setup.allocator.config()),
-        config: setup.model.config(),
+        config: setup.model.config(&setup.device),
         samples: setup.model.samples,
         batch: setup.batch(),
         epochs: setup.epochs,
@@ -111,7 +111,7 @@ pub fn run(setup: &Setup, out: Output) -> anyhow::Result<()> {
         "scenario": "leak",
         "device": setup.opened,
         "backend": setup.backend,
-        "config": setup.model.config(),
+        "config": setup.model.config(&setup.device),
         "allocator": setup.allocator.config(),
         "leaky": leaky,
         "fixed": fixed,

@@ -24,7 +24,13 @@ fn largest(card: Card) -> Result<u64> {
 fn workspaces(card: Card) -> String {
     let w = card.workspaces();
     if w.is_none() {
-        return "none".into();
+        return match card.torch() {
+            Some(r) => format!(
+                "none: PyTorch {}'s cuBLAS keeps its own, outside the allocator",
+                r.asked
+            ),
+            None => "none".into(),
+        };
     }
     let lt = if w.lt_per_call {
         format!(
@@ -38,6 +44,14 @@ fn workspaces(card: Card) -> String {
         "{} of cuBLAS's per thread (two threads: yours and autograd's), {lt}",
         format_bytes(w.cublas)
     )
+}
+
+/// Which PyTorch's defaults a card runs, in words.
+fn defaults(card: Card) -> String {
+    match card.torch() {
+        Some(r) => r.describe(),
+        None => "PyTorch 2's (zero_grad() frees the gradients, foreach optimizers)".into(),
+    }
 }
 
 /// Whole MiB as `1 MiB`, other sizes as PyTorch prints them.
@@ -74,6 +88,7 @@ pub fn cards_table() -> Result<String> {
     };
     row(&mut out, "capacity", &|c| Ok(format_bytes(c.capacity())))?;
     row(&mut out, "held outside the allocator", &outside_text)?;
+    row(&mut out, "PyTorch's defaults", &|c| Ok(defaults(c)))?;
     row(&mut out, "library workspaces in the allocator", &|c| {
         Ok(workspaces(c))
     })?;
@@ -104,12 +119,38 @@ pub fn largest_batch_lesson_card() -> Result<String> {
     Ok(grouped(largest(Card::Lesson)?))
 }
 
-/// Inline: how much smaller that is than on the ideal card, in percent.
-pub fn largest_batch_drop() -> Result<String> {
+/// How the lesson's card's largest batch and deepest networks compare with the ideal card's.
+pub fn lesson_card_compared() -> Result<String> {
     let (ideal, lesson) = (largest(Card::Ideal)?, largest(Card::Lesson)?);
+    let batch = if ideal == lesson {
+        "the same as on the ideal card".to_string()
+    } else {
+        format!("against {} on the ideal card", grouped(ideal))
+    };
+    let mut depths = Vec::new();
+    let mut adam_deeper = false;
+    for optimizer in [Optimizer::LESSON, data::adam()] {
+        let i = data::deepest_fit_on(Card::Ideal, optimizer)?.layers;
+        let l = data::deepest_fit_on(Card::Lesson, optimizer)?.layers;
+        adam_deeper |= optimizer != Optimizer::LESSON && l > i;
+        let unit = if depths.is_empty() { " hidden layers" } else { "" };
+        depths.push(format!(
+            "{l}{unit} with {} ({i} on the ideal card)",
+            data::optimizer_name(&optimizer)
+        ));
+    }
+    let why = if adam_deeper {
+        " Adam goes deeper there because its for-loop update makes its temporaries one \
+         parameter at a time, where `foreach` makes them for all parameters at once."
+    } else {
+        ""
+    };
     Ok(format!(
-        "{:.0} %",
-        100.0 * (ideal - lesson) as f64 / ideal as f64
+        "On it, Challenge 1's largest full batch is {} rows, {batch}. Challenge 2's deepest \
+         network at batch {} has {}.{why}",
+        grouped(lesson),
+        data::DEEP_BATCH,
+        depths.join(" and ")
     ))
 }
 
@@ -135,62 +176,44 @@ pub fn lesson_card_message() -> Result<String> {
     )))
 }
 
-/// The lesson's card one row past its largest batch: its peaks at the largest batch, and
-/// how one row more fails, from the allocator's trace and blocks at the failure.
+/// The lesson's card one row past its largest batch: its peaks at the largest batch against
+/// what the card leaves the allocator, and how one row more fails.
 pub fn lesson_card_one_row_more() -> Result<String> {
     let best = data::largest_batch_on(Card::Lesson, LESSON_WIDTH)?
         .ok_or_else(|| anyhow!("not even one row fits on the lesson's card"))?;
     let rows = best.rows + 1;
     let config = MlpConfig::lesson(LESSON_WIDTH);
-    let f = crate::fragmented::fragmented_step_on(Card::Lesson, &config, rows, false)?
-        .ok_or_else(|| anyhow!("{rows} rows on the lesson's card fail with no cut segment"))?;
-    // What the sentences here and on the page claim, checked: at the largest batch the
-    // step reserves a whole activation more than it allocates; one row more is short of a
-    // cut segment.
-    let activation = best.rows * LESSON_WIDTH * 4;
-    anyhow::ensure!(
-        10 * (best.step.peak_reserved - best.step.peak_allocated) >= 9 * activation,
-        "the lesson's card no longer reserves a whole activation more than it allocates"
-    );
-    let cut_bytes: u64 = f.cut_by.iter().map(|c| c.bytes).sum();
-    anyhow::ensure!(
-        f.oom.cached_unused() < f.oom.requested
-            && 2 * (f.segment - cut_bytes) > f.oom.cached_unused(),
-        "the lesson's card's boundary is no longer a cut segment short of the request"
-    );
-    let cut: Vec<String> = f
-        .cut_by
-        .iter()
-        .map(|c| {
-            format!(
-                "`{}` ({}, made in step {})",
-                c.label,
-                format_bytes(c.bytes),
-                c.made_in_step
-            )
-        })
-        .collect();
-    let free = f.oom.free.map_or(String::new(), |b| {
-        format!(" The card has {} free, ", format_bytes(b))
-    });
+    let left = Card::Lesson.capacity() - Card::Lesson.outside();
+    let fails = measure(&planning_on(Card::Lesson), &Card::Lesson.config(&config), rows)?;
+    let oom = fails
+        .oom
+        .ok_or_else(|| anyhow!("{rows} rows fit on the lesson's card"))?;
+    let how = if oom.is_fragmentation() {
+        format!(
+            "the cache then holds {} unused, more than the request, in no block large enough: \
+             fragmentation, as on the ideal card",
+            format_bytes(oom.cached_unused())
+        )
+    } else {
+        format!(
+            "the cache holds only {} unused, less than the request, and the card has no room \
+             for another segment",
+            format_bytes(oom.cached_unused())
+        )
+    };
     Ok(format!(
-        "At its largest batch, {} rows, the step peaks at {} allocated but {} reserved: with \
-         the {} outside the allocator, the whole card. One row more runs out in step {}, in the \
-         {}, allocating `{}` ({}). The cache holds {} unused, a little less than the request, most of \
-         it in the {} segment first made for `{}`, which {} cut.{free}too little for one more \
-         segment of that size.\n",
+        "At its largest batch, {} rows, the step peaks at {} allocated and {} reserved, within \
+         the {} the card leaves the allocator. One row more runs out in the {}, allocating `{}` \
+         ({}): {how}.\n",
         grouped(best.rows),
         format_bytes(best.step.peak_allocated),
         format_bytes(best.step.peak_reserved),
-        lesson_outside()?,
-        f.step,
-        f.pass,
-        f.oom.label,
-        format_bytes(f.oom.requested),
-        format_bytes(f.oom.cached_unused()),
-        format_bytes(f.segment),
-        f.made_for,
-        cut.join(" and "),
+        format_bytes(left),
+        fails
+            .failed_in
+            .map_or("step".to_string(), |p| p.to_string()),
+        oom.label,
+        format_bytes(oom.requested),
     ))
 }
 
@@ -203,27 +226,30 @@ pub fn lesson_card_one_row_more_commands() -> Result<String> {
 }
 
 /// The lesson's card taken apart: the largest batch with only its outside memory, and with
-/// only its workspaces.
+/// only its PyTorch's defaults.
 pub fn lesson_card_parts() -> Result<String> {
-    let config = MlpConfig::lesson(LESSON_WIDTH);
-    let largest_with = |outside: bool, workspaces: bool| -> Result<String> {
+    let base = MlpConfig::lesson(LESSON_WIDTH);
+    let largest_with = |outside: bool, defaults: bool| -> Result<String> {
         let mut options = planning_on(Card::Lesson);
         if !outside {
             options.allocator.context_memory = 0;
         }
-        if !workspaces {
-            options.cublas = gpumem::cublas::WorkspaceRules::NONE;
-        }
+        let config = if defaults {
+            Card::Lesson.config(&base)
+        } else {
+            base.clone()
+        };
         let search = gpumem::measure::largest_batch(&options, &config, FULL)?;
         Ok(grouped(
             search.best.ok_or_else(|| anyhow!("no batch fits"))?,
         ))
     };
     Ok(format!(
-        "With only the {} outside the allocator the largest batch is {} rows; with only the \
-         workspaces, {} rows.",
+        "With only the {} outside the allocator the largest batch is {} rows; with only PyTorch \
+         {}'s defaults, {} rows.",
         lesson_outside()?,
         largest_with(true, false)?,
+        gpumem::lesson::LESSON_TORCH,
         largest_with(false, true)?
     ))
 }
@@ -245,13 +271,6 @@ pub fn cublaslt_workspace() -> Result<String> {
     Ok(mib_or_bytes(gpumem::cublas::DEFAULT_LT_WORKSPACE))
 }
 
-/// Inline: what the lesson's card's workspaces add up to at most (both threads' cuBLAS
-/// workspaces and one cuBLASLt call's).
-pub fn lesson_card_workspaces_total() -> Result<String> {
-    let w = Card::Lesson.workspaces();
-    Ok(format_bytes(2 * w.cublas + w.lt))
-}
-
 /// Inline: the lesson's card's memory outside the allocator, as the lesson prints sizes.
 pub fn lesson_outside() -> Result<String> {
     let h = gpumem::lesson::lesson_figures()
@@ -260,7 +279,50 @@ pub fn lesson_outside() -> Result<String> {
     Ok(gpumem::lesson::hundredths_text(h))
 }
 
-/// Inline: one cuBLAS workspace of the lesson's card (`8.12 MiB`).
-pub fn lesson_cublas_workspace() -> Result<String> {
-    Ok(format_bytes(Card::Lesson.workspaces().cublas))
+/// PyTorch's versions as the engine knows them (`gpumem::versions::KNOWN`): what each changed
+/// by default, with its source.
+pub fn torch_versions() -> Result<String> {
+    use gpumem::versions::{KNOWN, Rules, Workspaces};
+    let mut out = String::from(
+        "| PyTorch | workspaces of matrix products | `zero_grad()` | optimizers | message | \
+         exception | source |\n| :--- | :--- | :--- | :--- | :--- | :--- | :--- |\n",
+    );
+    for r in KNOWN {
+        let workspaces = match r.workspaces {
+            Workspaces::Outside => "cuBLAS's own, outside the allocator".to_string(),
+            Workspaces::Allocator(_) => {
+                let w = Rules::of(r.version).workspaces(gpumem::versions::DEFAULT_COMPUTE_CAPABILITY);
+                let lt = match (w.lt, w.lt_per_call) {
+                    (0, _) => String::new(),
+                    (lt, true) => format!("; cuBLASLt {} per call", mib_or_bytes(lt)),
+                    (lt, false) => format!("; cuBLASLt {} per thread", mib_or_bytes(lt)),
+                };
+                let cublas = if w.cublas == 0 {
+                    "cuBLAS's own outside".to_string()
+                } else {
+                    format!("cuBLAS {} per thread", format_bytes(w.cublas))
+                };
+                format!("in the allocator: {cublas}{lt}")
+            }
+        };
+        let zero_grad = match r.zero_grad {
+            gpumem::mlp::ZeroGrad::Zero => "zeroes",
+            gpumem::mlp::ZeroGrad::SetToNone => "frees (`None`)",
+        };
+        let loops = match r.optimizer_impl {
+            gpumem::mlp::OptimizerImpl::ForLoop => "for-loop",
+            gpumem::mlp::OptimizerImpl::Foreach => "foreach",
+            gpumem::mlp::OptimizerImpl::Fused => "fused",
+        };
+        let message = match r.oom_message {
+            gpumem::alloc::OomMessage::Lesson => "`(GPU 0; … reserved in total by PyTorch)`",
+            gpumem::alloc::OomMessage::Current => "`GPU 0 has a total capacity of …`",
+        };
+        writeln!(
+            out,
+            "| {} | {workspaces} | {zero_grad} | {loops} | {message} | `{}` | {} |",
+            r.version, r.exception, r.source
+        )?;
+    }
+    Ok(out)
 }

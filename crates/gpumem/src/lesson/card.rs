@@ -1,22 +1,26 @@
 //! The cards the engine emulates: the **ideal** card, whose 15.90 GiB hold nothing but tensors
 //! (what the equation counts), and **the lesson's card as the lesson saw it**, which also held
-//! the memory its message leaves unexplained (the CUDA context and the like, outside the
-//! allocator) and the cuBLAS workspaces its PyTorch took through the allocator.
+//! the memory its message leaves unexplained (the CUDA context, cuBLAS's own workspaces and the
+//! like, outside the allocator) and ran the lesson's PyTorch's defaults.
 
 use super::CARD_BYTES;
 use super::message::{hundredths_arg, lesson_figures};
-use crate::cublas::{DEFAULT_LT_WORKSPACE, TorchRules, WorkspaceRules, default_cublas_workspace};
+use crate::cublas::WorkspaceRules;
+use crate::mlp::MlpConfig;
 use crate::size::{format_bytes, parse_bytes};
+use crate::versions::{ComputeCapability, DEFAULT_COMPUTE_CAPABILITY, Rules, TorchVersion};
 use std::fmt;
 use std::str::FromStr;
 
-/// The lesson's PyTorch, judged by its message's wording (PyTorch up to 2.0 wrote "reserved in
-/// total by PyTorch"): an input we chose from that evidence.
-pub const LESSON_TORCH: TorchRules = TorchRules::V2_0;
+/// The lesson's PyTorch, dated by its message: `RuntimeError: CUDA out of memory.` is what
+/// PyTorch up to 1.12 raised (1.13 raises `torch.cuda.OutOfMemoryError`, pytorch#83146, and in
+/// the same release takes cuBLAS's workspaces from the caching allocator, pytorch#83461). We
+/// take 1.12, the newest release with that message: an input chosen from that evidence.
+pub const LESSON_TORCH: TorchVersion = TorchVersion::new(1, 12);
 
-/// The lesson's card's compute capability: the lesson does not name its card; every
-/// generation before Hopper (9.0) gets the same workspaces, so we chose Volta's, 7.0.
-pub const LESSON_COMPUTE_CAPABILITY: (u32, u32) = (7, 0);
+/// The lesson's card's compute capability: the lesson does not name its card, and under 1.12
+/// no workspace depends on it; we chose Volta's, 7.0.
+pub const LESSON_COMPUTE_CAPABILITY: ComputeCapability = DEFAULT_COMPUTE_CAPABILITY;
 
 /// A named card preset.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
@@ -26,7 +30,7 @@ pub enum Card {
     #[default]
     Ideal,
     /// 15.90 GiB less what the lesson's message shows outside the allocator, with the lesson's
-    /// PyTorch's cuBLAS workspaces.
+    /// PyTorch's (1.12's) defaults.
     Lesson,
 }
 
@@ -47,20 +51,31 @@ impl Card {
         }
     }
 
-    /// The workspaces the card's matrix products take through the allocator.
-    pub fn workspaces(self) -> WorkspaceRules {
+    /// The PyTorch whose defaults the card runs: none on the ideal card (PyTorch 2's
+    /// `zero_grad()` and `foreach`, nothing but tensors), 1.12 on the lesson's.
+    pub fn torch(self) -> Option<Rules> {
         match self {
-            Card::Ideal => WorkspaceRules::NONE,
-            Card::Lesson => {
-                let (major, minor) = LESSON_COMPUTE_CAPABILITY;
-                WorkspaceRules::for_torch(
-                    LESSON_TORCH,
-                    false,
-                    default_cublas_workspace(LESSON_TORCH, major, minor),
-                    DEFAULT_LT_WORKSPACE,
-                )
-            }
+            Card::Ideal => None,
+            Card::Lesson => Some(Rules::of(LESSON_TORCH)),
         }
+    }
+
+    /// The workspaces the card's matrix products take through the allocator: none on either
+    /// (under 1.12 cuBLAS keeps its own, outside the allocator, within the 0.72 GiB).
+    pub fn workspaces(self) -> WorkspaceRules {
+        self.torch()
+            .map_or(WorkspaceRules::NONE, |r| r.workspaces(LESSON_COMPUTE_CAPABILITY))
+    }
+
+    /// `config` as the card's PyTorch runs it by default: what `zero_grad()` does and how the
+    /// optimizer loops (the ideal card keeps `config`'s own).
+    pub fn config(self, config: &MlpConfig) -> MlpConfig {
+        let mut c = config.clone();
+        if let Some(r) = self.torch() {
+            c.strategy.zero_grad = r.release.zero_grad;
+            c.strategy.optimizer_impl = r.release.optimizer_impl;
+        }
+        c
     }
 
     /// One line for outputs and pages: which card, and what it holds besides tensors.
@@ -71,10 +86,10 @@ impl Card {
                 format_bytes(self.capacity())
             ),
             Card::Lesson => format!(
-                "the lesson's card: {}, {} of it outside the allocator, and PyTorch 2.0's \
-                 cuBLAS workspaces",
+                "the lesson's card: {}, {} of it outside the allocator, and {}",
                 format_bytes(self.capacity()),
-                format_bytes(self.outside())
+                format_bytes(self.outside()),
+                Rules::of(LESSON_TORCH).describe()
             ),
         }
     }
@@ -120,9 +135,13 @@ mod tests {
         // 0.72 GiB = 773,094,113.28 B, as `--context-memory 0.72GiB` reads it.
         assert_eq!(Card::Lesson.outside(), 773_094_113);
         assert_eq!(Card::Ideal.outside(), 0);
-        let w = Card::Lesson.workspaces();
-        assert_eq!((w.cublas, w.lt, w.lt_per_call), (8_519_680, 1 << 20, true));
+        // PyTorch 1.12: nothing but tensors in the allocator, gradients zeroed, for-loops.
+        assert!(Card::Lesson.workspaces().is_none());
         assert!(Card::Ideal.workspaces().is_none());
+        let c = Card::Lesson.config(&MlpConfig::lesson(2000));
+        assert_eq!(c.strategy.zero_grad, crate::mlp::ZeroGrad::Zero);
+        assert_eq!(c.strategy.optimizer_impl, crate::mlp::OptimizerImpl::ForLoop);
+        assert_eq!(Card::Ideal.config(&c), c);
         for c in Card::ALL {
             assert_eq!(c.to_string().parse(), Ok(c));
             assert!(c.describe().contains("15.90 GiB"));
