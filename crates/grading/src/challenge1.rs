@@ -6,7 +6,7 @@
 
 use crate::card;
 use crate::measure::{needs, requested, step, trace};
-use crate::{Opt, Report, Setup, attempt};
+use crate::{Opt, Report, Setup, attempt_timed};
 use gpumem::Role;
 use gpumem::data::LESSON_TRAINING_EVENTS as FULL;
 use gpumem::lesson::CARD_BYTES;
@@ -65,7 +65,10 @@ pub fn grade(answers: &Answers, seed: u64) -> Report {
             format!("activation_bytes(batch {batch}, width {width})"),
             &expected,
             "bytes the engine allocated for the first hidden layer's output",
-            attempt(|| (answers.activation_bytes)(batch, width)),
+            {
+                let f = answers.activation_bytes;
+                attempt_timed(f as usize, move || f(batch, width))
+            },
             "one float32 (4 bytes) per row per neuron: batch × width × 4 — bytes, not bits",
         );
     }
@@ -86,7 +89,10 @@ pub fn grade(answers: &Answers, seed: u64) -> Report {
             format!("stored_activation_bytes(batch {batch}, width {width}, {layers} layers)"),
             &expected,
             "bytes of every hidden layer's output kept for the backward pass",
-            attempt(|| (answers.stored_activation_bytes)(batch, width, layers)),
+            {
+                let f = answers.stored_activation_bytes;
+                attempt_timed(f as usize, move || f(batch, width, layers))
+            },
             "every hidden layer keeps its batch × width output until the backward pass reaches it",
         );
     }
@@ -130,7 +136,10 @@ fn compare_fits(report: &mut Report, answers: &Answers, setup: Setup, card_bytes
         format!("fits({setup}) {}", card(card_bytes)),
         &m.fits(),
         why,
-        attempt(|| (answers.fits)(setup, card_bytes)),
+        {
+            let f = answers.fits;
+            attempt_timed(f as usize, move || f(setup, card_bytes))
+        },
         hint,
     );
 }

@@ -10,7 +10,7 @@
 mod cases;
 mod terms;
 
-use crate::{NoValue, Report, Setup, attempt, card};
+use crate::{NoValue, Report, Setup, attempt_timed, card};
 use cases::{LESSON_CARD, fewest, graded_schemes, lesson_setups, random_setup, wants};
 use gpumem::size::format_bytes;
 use rand::{RngExt, SeedableRng};
@@ -132,7 +132,10 @@ pub fn grade(answers: &Answers, seed: u64) -> Report {
             format!("fewest_cards({setup}, {scheme}) {}", card(capacity)),
             &expected,
             format!("the fewest cards, up to {MAX_CARDS}, on which the engine's plan fits"),
-            attempt(|| (answers.fewest_cards)(setup, scheme, capacity)),
+            {
+                let f = answers.fewest_cards;
+                attempt_timed(f as usize, move || f(setup, scheme, capacity))
+            },
             "try 1, 2, 3, … cards up to MAX_CARDS and return the first on which card_bytes \
              fits the card; None when even MAX_CARDS do not (DDP never fits more on more \
              cards)",
@@ -143,7 +146,10 @@ pub fn grade(answers: &Answers, seed: u64) -> Report {
 
 fn grade_card_bytes(report: &mut Report, answers: &Answers, setup: Setup, scheme: Scheme, n: u64) {
     let measured = wants(setup, scheme, n);
-    let got = attempt(|| (answers.card_bytes)(setup, scheme, n));
+    let got = {
+        let f = answers.card_bytes;
+        attempt_timed(f as usize, move || f(setup, scheme, n))
+    };
     report.compare(
         "card_bytes",
         format!(
