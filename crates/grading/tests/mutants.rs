@@ -1,0 +1,72 @@
+//! The search for one-edit answers the graders miss: each challenge's reference solution
+//! rewritten once with a knob per plausible mistake (`mutants/challengeN.rs`), every edit
+//! graded on the learner's seed. An edit that changes the memory counted on some setup the
+//! challenge allows must fail; the few that change no answer are listed as equivalent, with
+//! why. Rerun the search, printing what passes:
+//!
+//! ```text
+//! cargo test -p grading --features proofs --test mutants -- --nocapture
+//! ```
+
+use grading::{Report, seed};
+use std::fmt::Debug;
+
+mod mutants {
+    pub mod challenge1;
+    pub mod challenge2;
+}
+
+/// Grades every variant; returns the edits that passed, printed with the count.
+fn passing<M: Debug + Copy, A>(
+    title: &str,
+    variants: Vec<(M, A)>,
+    grade: impl Fn(&A) -> Report,
+) -> Vec<M> {
+    let (reference, rest) = variants.split_first().expect("the reference comes first");
+    assert!(grade(&reference.1).passed(), "{title}: the reference fails");
+    let passed: Vec<M> = rest
+        .iter()
+        .filter(|(_, a)| grade(a).passed())
+        .map(|(m, _)| *m)
+        .collect();
+    println!(
+        "{title}: {} of {} one-edit answers pass: {passed:?}",
+        passed.len(),
+        rest.len()
+    );
+    passed
+}
+
+/// Every edit but the equivalent ones fails, and every edit listed is graded.
+fn assert_all_fail<M: Debug + Copy + PartialEq>(
+    passed: &[M],
+    all: &[M],
+    equivalent: &[M],
+    still: &[M],
+) {
+    let graded = all.len();
+    assert!(graded > 0);
+    let missed: Vec<_> = passed
+        .iter()
+        .filter(|m| !equivalent.contains(m) && !still.contains(m))
+        .collect();
+    assert!(missed.is_empty(), "one-edit answers that pass: {missed:?}");
+}
+
+#[test]
+fn challenge1_catches_every_one_edit_answer() {
+    use mutants::challenge1::{ALL, EQUIVALENT, STILL_MISSED, variants};
+    let v = variants();
+    assert_eq!(v.len(), ALL.len() + 1);
+    let passed = passing("Challenge 1", v, |a| grading::challenge1::grade(a, seed()));
+    assert_all_fail(&passed, &ALL, EQUIVALENT, STILL_MISSED);
+}
+
+#[test]
+fn challenge2_catches_every_one_edit_answer() {
+    use mutants::challenge2::{ALL, EQUIVALENT, STILL_MISSED, variants};
+    let v = variants();
+    assert_eq!(v.len(), ALL.len() + 1);
+    let passed = passing("Challenge 2", v, |a| grading::challenge2::grade(a, seed()));
+    assert_all_fail(&passed, &ALL, EQUIVALENT, STILL_MISSED);
+}
