@@ -4,9 +4,12 @@
 //! for the backward pass, and whether a whole training step fits on a card. Each answer is
 //! compared with what the engine measures on planned steps.
 
+mod boundary;
+
 use crate::card;
 use crate::measure::{needs, requested, step, trace};
 use crate::{Opt, Report, Setup, attempt_timed};
+use boundary::boundary_cases;
 use gpumem::Role;
 use gpumem::data::LESSON_TRAINING_EVENTS as FULL;
 use gpumem::lesson::CARD_BYTES;
@@ -100,8 +103,19 @@ pub fn grade(answers: &Answers, seed: u64) -> Report {
     for (setup, card_bytes) in fit_cases(&mut rng) {
         compare_fits(&mut report, answers, setup, card_bytes, FITS_HINT);
     }
+    // `y_pred`'s and the features' cases before the labels': an equation without one of them
+    // misses the labels' cases too, and its first miss names it.
+    let (first, rest): (Vec<_>, Vec<_>) = boundary_cases()
+        .into_iter()
+        .partition(|c| [boundary::Y_PRED, boundary::FEATURES].contains(&c.2));
+    for &(setup, card_bytes, hint) in &first {
+        compare_fits(&mut report, answers, setup, card_bytes, hint);
+    }
     for (setup, card_bytes) in label_cases() {
         compare_fits(&mut report, answers, setup, card_bytes, LABELS_HINT);
+    }
+    for &(setup, card_bytes, hint) in &rest {
+        compare_fits(&mut report, answers, setup, card_bytes, hint);
     }
     report
 }

@@ -4,6 +4,8 @@
 //! and the deepest network whose training step fits a card. Answers are compared with the
 //! engine's planned models and steps.
 
+mod boundary;
+
 use crate::card;
 use crate::measure::{blocks, deepest, needs, requested, trace};
 use crate::{Opt, Report, Setup, TIME_LIMIT, attempt_within};
@@ -141,29 +143,56 @@ pub fn grade_within(answers: &Answers, seed: u64, limit: Duration) -> Report {
     for (setup, card_bytes) in depth_cases(&mut rng) {
         let found = deepest(&setup.config(), setup.batch, card_bytes, MAX_LAYERS)
             .expect("graders only plan valid setups");
-        report.compare(
-            "deepest_fit",
-            format!(
-                "deepest_fit(width {}, batch {}, {:?}) {}",
-                setup.width,
-                setup.batch,
-                setup.optimizer,
-                card(card_bytes)
-            ),
-            &found,
-            "hidden layers of the deepest network whose training step the engine fitted",
-            {
-                let f = answers.deepest_fit;
-                attempt_within(limit, f as usize, move || f(setup, card_bytes))
-            },
-            "each hidden layer adds (width + 1) × width parameters — a gradient each and, for \
-             Adam, two running averages and a square root in its update — and one more kept \
-             batch × width activation; the busiest moment is the top of the backward pass (the \
-             kept activations and two gradients beside them), its bottom (every gradient) or \
-             Adam's update (five times the parameters)",
+        compare_depth(
+            &mut report,
+            answers,
+            limit,
+            (setup, card_bytes, found),
+            DEPTH_HINT,
+        );
+    }
+    for (setup, card_bytes, found, hint) in boundary::boundary_cases() {
+        compare_depth(
+            &mut report,
+            answers,
+            limit,
+            (setup, card_bytes, found),
+            hint,
         );
     }
     report
+}
+
+/// The hint for a wrong `deepest_fit`.
+const DEPTH_HINT: &str = "each hidden layer adds (width + 1) × width parameters — a gradient \
+     each and, for Adam, two running averages and a square root in its update — and one more \
+     kept batch × width activation; the busiest moment is the top of the backward pass (the \
+     kept activations and two gradients beside them), its bottom (every gradient) or Adam's \
+     update (five times the parameters)";
+
+/// Asks `deepest_fit(setup, card)` and compares it with `found`, the engine's depth.
+fn compare_depth(
+    report: &mut Report,
+    answers: &Answers,
+    limit: Duration,
+    (setup, card_bytes, found): (Setup, u64, u64),
+    hint: &str,
+) {
+    let f = answers.deepest_fit;
+    report.compare(
+        "deepest_fit",
+        format!(
+            "deepest_fit(width {}, batch {}, {:?}) {}",
+            setup.width,
+            setup.batch,
+            setup.optimizer,
+            card(card_bytes)
+        ),
+        &found,
+        "hidden layers of the deepest network whose training step the engine fitted",
+        attempt_within(limit, f as usize, move || f(setup, card_bytes)),
+        hint,
+    );
 }
 
 /// Setups whose deepest fit does not hinge on the allocator's rounding: one more layer

@@ -23,7 +23,8 @@ fn passing<M: Debug + Copy, A>(
     grade: impl Fn(&A) -> Report,
 ) -> Vec<M> {
     let (reference, rest) = variants.split_first().expect("the reference comes first");
-    assert!(grade(&reference.1).passed(), "{title}: the reference fails");
+    let r = grade(&reference.1);
+    assert!(r.passed(), "{title}: the reference fails\n{r}");
     let passed: Vec<M> = rest
         .iter()
         .filter(|(_, a)| grade(a).passed())
@@ -69,4 +70,40 @@ fn challenge2_catches_every_one_edit_answer() {
     assert_eq!(v.len(), ALL.len() + 1);
     let passed = passing("Challenge 2", v, |a| grading::challenge2::grade(a, seed()));
     assert_all_fail(&passed, &ALL, EQUIVALENT, STILL_MISSED);
+}
+
+/// The first miss of each named mistake names the term it lacks; the labels' hint is for
+/// the labels alone.
+#[test]
+fn challenge1_hints_name_the_missing_term() {
+    use mutants::challenge1::{M, variants};
+    let named = [
+        (M::YPredOff, "y_pred"),
+        (M::InputBiasOff, "bias"),
+        (M::HiddenBiasOff, "bias"),
+        (M::OutputBiasOff, "bias"),
+        (M::OutputLayerOff, "output layer"),
+        (
+            M::GradientsWithActivations,
+            "not the other layers' gradients",
+        ),
+        (M::NoSquareRoots, "square roots"),
+        (M::Labels4, "int64"),
+    ];
+    for (m, answers) in variants() {
+        let report = grading::challenge1::grade(&answers, seed());
+        let Some(first) = report.misses().next() else {
+            continue;
+        };
+        if let Some((_, term)) = named.iter().find(|(n, _)| *n == m) {
+            assert!(first.hint.contains(term), "{m:?}: {}", first.hint);
+        }
+        if ![M::Labels4, M::Labels0].contains(&m) {
+            assert!(
+                !first.hint.contains("not a 4-byte"),
+                "{m:?}: {}",
+                first.hint
+            );
+        }
+    }
 }

@@ -103,32 +103,19 @@ pub const ALL: [M; 42] = {
     ]
 };
 
-/// The edits that change no answer on any setup the challenge allows (see [`super`]).
-pub const EQUIVALENT: &[M] = &[];
+/// `<` for `<=`: the two differ only on a card of exactly the equation's count, and the
+/// engine decides that card by what its plan requests, a few bytes more or less than the
+/// page's equation (4 under it to 60 KiB over it, measured): no card makes the reference
+/// right and `<` wrong.
+pub const EQUIVALENT: &[M] = &[M::LessThan];
 
-/// Edits the grader does not catch yet.
+/// Edits the grader does not catch: each counts at most 8 bytes a row or 8 bytes in all
+/// more than the reference, and on every setup searched where that is more than the slack
+/// the engine's plan decides with (the allocator's rounding and fragmentation: 1 to 47 % of
+/// the step at the batches where 8 bytes a row show), it is less than that slack.
 pub const STILL_MISSED: &[M] = {
     use M::*;
-    &[
-        InputBiasOff,
-        HiddenBiasOff,
-        OutputBiasOff,
-        OutputLayerOff,
-        InputLayerOff,
-        HiddenLayersOneMore,
-        Labels16,
-        YPredTwice,
-        TopOneActivationMore,
-        TopOneGradientMore,
-        TopOutputGradientOff,
-        BottomOneLess,
-        BottomOneMore,
-        BottomGradientsOff,
-        NoBottom,
-        LessThan,
-        GradientsWithActivations,
-        TopOutputBiasOff,
-    ]
+    &[Labels16, YPredTwice, TopOutputBiasOff]
 };
 
 /// `x` when the edit is `m`, else `y`.

@@ -93,22 +93,16 @@ pub const ALL: [M; 38] = {
     ]
 };
 
-/// The edits that change no answer on any setup the challenge allows (see [`super`]).
-pub const EQUIVALENT: &[M] = &[];
+/// `<` for `<=`: they differ only on a card of exactly the equation's count (see
+/// Challenge 1's).
+pub const EQUIVALENT: &[M] = &[M::DeepLessThan];
 
-/// Edits the grader does not catch yet.
+/// Edits the grader does not catch: 16-byte labels (8 bytes a row more) and a fourth
+/// tensor at the bottom of the backward pass are each smaller than the allocator's rounding
+/// on every setup searched where they decide a layer.
 pub const STILL_MISSED: &[M] = {
     use M::*;
-    &[
-        DeepLabels4,
-        DeepLabels16,
-        DeepFeaturesOff,
-        DeepYPredOff,
-        DeepBatchOff,
-        DeepTopOutputGradientOff,
-        DeepBottomOneMore,
-        DeepLessThan,
-    ]
+    &[DeepLabels16, DeepBottomOneMore]
 };
 
 /// `x` when the edit is `m`, else `y`.
