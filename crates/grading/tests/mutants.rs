@@ -20,6 +20,7 @@ use std::fmt::Debug;
 mod mutants {
     pub mod challenge1;
     pub mod challenge2;
+    pub mod challenge5;
 }
 
 /// Grades every variant; returns the edits that passed, printed with the count.
@@ -75,6 +76,15 @@ fn challenge2_catches_every_one_edit_answer() {
     let v = variants();
     assert_eq!(v.len(), ALL.len() + 1);
     let passed = passing("Challenge 2", v, |a| grading::challenge2::grade(a, seed()));
+    assert_all_fail(&passed, &ALL, EQUIVALENT, STILL_MISSED);
+}
+
+#[test]
+fn challenge5_catches_every_one_edit_answer() {
+    use mutants::challenge5::{ALL, EQUIVALENT, STILL_MISSED, variants};
+    let v = variants();
+    assert_eq!(v.len(), ALL.len() + 1);
+    let passed = passing("Challenge 5", v, |a| grading::challenge5::grade(a, seed()));
     assert_all_fail(&passed, &ALL, EQUIVALENT, STILL_MISSED);
 }
 
