@@ -20,6 +20,7 @@ use std::fmt::Debug;
 mod mutants {
     pub mod challenge1;
     pub mod challenge2;
+    pub mod challenge4;
     pub mod challenge5;
 }
 
@@ -76,6 +77,15 @@ fn challenge2_catches_every_one_edit_answer() {
     let v = variants();
     assert_eq!(v.len(), ALL.len() + 1);
     let passed = passing("Challenge 2", v, |a| grading::challenge2::grade(a, seed()));
+    assert_all_fail(&passed, &ALL, EQUIVALENT, STILL_MISSED);
+}
+
+#[test]
+fn challenge4_catches_every_one_edit_answer() {
+    use mutants::challenge4::{ALL, EQUIVALENT, STILL_MISSED, variants};
+    let v = variants();
+    assert_eq!(v.len(), ALL.len() + 1);
+    let passed = passing("Challenge 4", v, |a| grading::challenge4::grade(a, seed()));
     assert_all_fail(&passed, &ALL, EQUIVALENT, STILL_MISSED);
 }
 
