@@ -133,3 +133,26 @@ fn challenge1_hints_name_the_missing_term() {
         }
     }
 }
+
+/// Challenge 2's named mistakes: the first miss's hint names the term.
+#[test]
+fn challenge2_hints_name_the_missing_term() {
+    use mutants::challenge2::{M, variants};
+    let named = [
+        (M::HiddenBiasOff, "biases"),
+        (M::OutputLayerOff, "output layer"),
+        (M::ModelNoGradients, "gradient"),
+        (M::DeepNoSquareRoots, "square root"),
+        (M::DeepBatchOff, "batch is alive"),
+        (M::DeepYPredOff, "y_pred"),
+        (M::DeepLabels4, "int64"),
+        (M::DeepTopOutputGradientOff, "output layer's gradients"),
+    ];
+    for (m, answers) in variants() {
+        if let Some((_, term)) = named.iter().find(|(n, _)| *n == m) {
+            let report = grading::challenge2::grade(&answers, seed());
+            let first = report.misses().next().expect("a named mistake fails");
+            assert!(first.hint.contains(term), "{m:?}: {}", first.hint);
+        }
+    }
+}

@@ -69,11 +69,11 @@ fn terms() -> Vec<Term> {
         t(Setup::lesson(3000, 10, 3000, Opt::Sgd), 0.002, BOTTOM),
         // Adam at a small batch: its update decides.
         t(Setup::lesson(5000, 2, 32, Opt::Adam), 0.002, UPDATE),
-        // Narrow, very deep, Adam: the biases are 1/65 of the parameters.
-        t(Setup::lesson(64, 1000, 32, Opt::Adam), 0.001, PARAMETERS),
-        // The same to 16 bytes (the page's equation is 4 under the engine here): every bias
-        // counts, five copies of each, the output layer's too.
-        t(Setup::lesson(64, 1000, 32, Opt::Adam), 2e-7, PARAMETERS),
+        // Narrow, deep, Adam: the biases are 1/65 of the parameters.
+        t(Setup::lesson(64, 200, 32, Opt::Adam), 0.001, PARAMETERS),
+        // The same to a millionth of the step: more than the 4 bytes the page's equation is
+        // under the engine here, less than the 40 of the output layer's bias (five copies).
+        t(Setup::lesson(64, 200, 32, Opt::Adam), 1e-6, PARAMETERS),
         t(Setup::lesson(1024, 3, 4096, Opt::Sgd), 0.0005, PARAMETERS),
         t(Setup::lesson(2000, 1, FULL, Opt::Sgd), 0.0005, PARAMETERS),
         // Deep at a large batch to 32 bytes (the equation is 8 under the engine): the output
