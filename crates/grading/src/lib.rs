@@ -114,7 +114,8 @@ pub fn attempt<T>(f: impl FnOnce() -> T) -> Result<T, NoValue> {
 /// Like [`attempt`], but gives up after [`TIME_LIMIT`]: a learner's loop that never ends is
 /// reported, not waited on forever. `function` names the learner's function (its address, as
 /// `answers.fits as usize`): once one call of it has not returned, later calls are not made
-/// (each would leave one more thread spinning) and report the same.
+/// (each would leave one more thread spinning) and report the same. Every grader's call goes
+/// through it but Challenge 3's training loop, which runs on the grader's model in place.
 pub fn attempt_timed<T: Send + 'static>(
     function: usize,
     f: impl FnOnce() -> T + Send + 'static,
