@@ -4,9 +4,12 @@
 //! for the backward pass, and whether a whole training step fits on a card. Each answer is
 //! compared with what the engine measures on planned steps.
 
+mod boundary;
+
 use crate::card;
 use crate::measure::{needs, requested, step, trace};
-use crate::{Opt, Report, Setup, attempt};
+use crate::{Opt, Report, Setup, attempt_timed};
+use boundary::boundary_cases;
 use gpumem::Role;
 use gpumem::data::LESSON_TRAINING_EVENTS as FULL;
 use gpumem::lesson::CARD_BYTES;
@@ -65,7 +68,10 @@ pub fn grade(answers: &Answers, seed: u64) -> Report {
             format!("activation_bytes(batch {batch}, width {width})"),
             &expected,
             "bytes the engine allocated for the first hidden layer's output",
-            attempt(|| (answers.activation_bytes)(batch, width)),
+            {
+                let f = answers.activation_bytes;
+                attempt_timed(f as usize, move || f(batch, width))
+            },
             "one float32 (4 bytes) per row per neuron: batch × width × 4 — bytes, not bits",
         );
     }
@@ -86,7 +92,10 @@ pub fn grade(answers: &Answers, seed: u64) -> Report {
             format!("stored_activation_bytes(batch {batch}, width {width}, {layers} layers)"),
             &expected,
             "bytes of every hidden layer's output kept for the backward pass",
-            attempt(|| (answers.stored_activation_bytes)(batch, width, layers)),
+            {
+                let f = answers.stored_activation_bytes;
+                attempt_timed(f as usize, move || f(batch, width, layers))
+            },
             "every hidden layer keeps its batch × width output until the backward pass reaches it",
         );
     }
@@ -94,8 +103,19 @@ pub fn grade(answers: &Answers, seed: u64) -> Report {
     for (setup, card_bytes) in fit_cases(&mut rng) {
         compare_fits(&mut report, answers, setup, card_bytes, FITS_HINT);
     }
+    // `y_pred`'s and the features' cases before the labels': an equation without one of them
+    // misses the labels' cases too, and its first miss names it.
+    let (first, rest): (Vec<_>, Vec<_>) = boundary_cases()
+        .into_iter()
+        .partition(|c| [boundary::Y_PRED, boundary::FEATURES].contains(&c.2));
+    for &(setup, card_bytes, hint) in &first {
+        compare_fits(&mut report, answers, setup, card_bytes, hint);
+    }
     for (setup, card_bytes) in label_cases() {
         compare_fits(&mut report, answers, setup, card_bytes, LABELS_HINT);
+    }
+    for &(setup, card_bytes, hint) in &rest {
+        compare_fits(&mut report, answers, setup, card_bytes, hint);
     }
     report
 }
@@ -130,7 +150,10 @@ fn compare_fits(report: &mut Report, answers: &Answers, setup: Setup, card_bytes
         format!("fits({setup}) {}", card(card_bytes)),
         &m.fits(),
         why,
-        attempt(|| (answers.fits)(setup, card_bytes)),
+        {
+            let f = answers.fits;
+            attempt_timed(f as usize, move || f(setup, card_bytes))
+        },
         hint,
     );
 }

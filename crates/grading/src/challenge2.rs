@@ -4,14 +4,16 @@
 //! and the deepest network whose training step fits a card. Answers are compared with the
 //! engine's planned models and steps.
 
+mod boundary;
+
 use crate::card;
-use crate::measure::{blocks, needs, requested, trace};
-use crate::{Opt, Report, Setup, attempt};
+use crate::measure::{blocks, deepest, needs, requested, trace};
+use crate::{Opt, Report, Setup, TIME_LIMIT, attempt_within};
 use gpumem::Role;
-use gpumem::lesson::{CARD_BYTES, planning_device};
-use gpumem::measure::deepest_network;
+use gpumem::lesson::CARD_BYTES;
 use gpumem::size::format_bytes;
 use rand::{RngExt, SeedableRng};
+use std::time::Duration;
 
 /// The learner's functions.
 #[derive(Debug, Clone, Copy)]
@@ -54,6 +56,12 @@ fn is_model_tensor(role: Role) -> bool {
 
 /// Grades `answers` on fixed setups and random ones drawn from `seed`.
 pub fn grade(answers: &Answers, seed: u64) -> Report {
+    grade_within(answers, seed, TIME_LIMIT)
+}
+
+/// [`grade`], waiting at most `limit` for each call of a learner's function (the proofs'
+/// endless loop is reported after a short one).
+pub fn grade_within(answers: &Answers, seed: u64, limit: Duration) -> Report {
     let mut report = Report::new("Challenge 2 (the deep network)");
     let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(seed);
 
@@ -86,7 +94,7 @@ pub fn grade(answers: &Answers, seed: u64) -> Report {
             format!("parameter_count({inputs} inputs, width {width}, {layers} layers, {classes} classes)"),
             &expected,
             "values the engine allocated for weights and biases, divided by 4 bytes",
-            attempt(|| (answers.parameter_count)(inputs, width, layers, classes)),
+            { let f = answers.parameter_count; attempt_within(limit, f as usize, move || f(inputs, width, layers, classes)) },
             "a dense layer from n to m features has n × m weights and m biases; count the \
              input layer, every hidden-to-hidden layer and the output layer",
         );
@@ -122,7 +130,10 @@ pub fn grade(answers: &Answers, seed: u64) -> Report {
                  rounding",
                 format_bytes(blocks(&t, is_model_tensor))
             ),
-            attempt(|| (answers.model_bytes)(setup)),
+            {
+                let f = answers.model_bytes;
+                attempt_within(limit, f as usize, move || f(setup))
+            },
             "4 bytes per value: the parameters, one gradient per parameter (made by the \
              backward pass), and for Adam two running averages per parameter (made by its \
              first update)",
@@ -130,35 +141,58 @@ pub fn grade(answers: &Answers, seed: u64) -> Report {
     }
 
     for (setup, card_bytes) in depth_cases(&mut rng) {
-        let found = deepest_network(
-            &planning_device(card_bytes),
-            &setup.config(),
-            setup.batch,
-            MAX_LAYERS,
-        )
-        .expect("graders only plan valid setups")
-        .best
-        .unwrap_or(0);
-        report.compare(
-            "deepest_fit",
-            format!(
-                "deepest_fit(width {}, batch {}, {:?}) {}",
-                setup.width,
-                setup.batch,
-                setup.optimizer,
-                card(card_bytes)
-            ),
-            &found,
-            "hidden layers of the deepest network whose training step the engine fitted",
-            attempt(|| (answers.deepest_fit)(setup, card_bytes)),
-            "each hidden layer adds (width + 1) × width parameters — a gradient each and, for \
-             Adam, two running averages and a square root in its update — and one more kept \
-             batch × width activation; the busiest moment is the top of the backward pass (the \
-             kept activations and two gradients beside them), its bottom (every gradient) or \
-             Adam's update (five times the parameters)",
+        let found = deepest(&setup.config(), setup.batch, card_bytes, MAX_LAYERS)
+            .expect("graders only plan valid setups");
+        compare_depth(
+            &mut report,
+            answers,
+            limit,
+            (setup, card_bytes, found),
+            DEPTH_HINT,
+        );
+    }
+    for (setup, card_bytes, found, hint) in boundary::boundary_cases() {
+        compare_depth(
+            &mut report,
+            answers,
+            limit,
+            (setup, card_bytes, found),
+            hint,
         );
     }
     report
+}
+
+/// The hint for a wrong `deepest_fit`.
+const DEPTH_HINT: &str = "each hidden layer adds (width + 1) × width parameters — a gradient \
+     each and, for Adam, two running averages and a square root in its update — and one more \
+     kept batch × width activation; the busiest moment is the top of the backward pass (the \
+     kept activations and two gradients beside them), its bottom (every gradient) or Adam's \
+     update (five times the parameters)";
+
+/// Asks `deepest_fit(setup, card)` and compares it with `found`, the engine's depth.
+fn compare_depth(
+    report: &mut Report,
+    answers: &Answers,
+    limit: Duration,
+    (setup, card_bytes, found): (Setup, u64, u64),
+    hint: &str,
+) {
+    let f = answers.deepest_fit;
+    report.compare(
+        "deepest_fit",
+        format!(
+            "deepest_fit(width {}, batch {}, {:?}) {}",
+            setup.width,
+            setup.batch,
+            setup.optimizer,
+            card(card_bytes)
+        ),
+        &found,
+        "hidden layers of the deepest network whose training step the engine fitted",
+        attempt_within(limit, f as usize, move || f(setup, card_bytes)),
+        hint,
+    );
 }
 
 /// Setups whose deepest fit does not hinge on the allocator's rounding: one more layer
@@ -192,15 +226,9 @@ fn depth_cases(rng: &mut impl rand::Rng) -> Vec<(Setup, u64)> {
 }
 
 fn robust(setup: &Setup, card: u64) -> bool {
-    let Ok(search) = deepest_network(
-        &planning_device(card),
-        &setup.config(),
-        setup.batch,
-        MAX_LAYERS,
-    ) else {
-        return false;
-    };
-    let Some(depth) = search.best.filter(|&d| d < MAX_LAYERS) else {
+    let Some(depth) =
+        deepest(&setup.config(), setup.batch, card, MAX_LAYERS).filter(|&d| d < MAX_LAYERS)
+    else {
         return false;
     };
     let one_more = needs(&setup.config().with_layers(depth + 1), setup.batch);

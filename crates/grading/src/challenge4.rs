@@ -296,8 +296,7 @@ fn push(
     let (got, outcome) = match got {
         Ok((text, true)) => (text, Outcome::Pass),
         Ok((text, false)) => (text, Outcome::Fail),
-        Err(NoValue::NotAttempted) => ("todo!()".into(), Outcome::NotAttempted),
-        Err(NoValue::Panicked(m)) => (format!("a panic: {m}"), Outcome::Panicked(m)),
+        Err(no) => (no.got(), Outcome::of(no)),
     };
     report.checks.push(Check {
         function,

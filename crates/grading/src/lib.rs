@@ -29,8 +29,12 @@ mod setup;
 pub use report::{Check, Outcome, Report};
 pub use setup::{Opt, Setup, card};
 
+use std::cell::Cell;
 use std::panic::{self, AssertUnwindSafe};
-use std::sync::Mutex;
+use std::sync::mpsc;
+use std::sync::{Mutex, Once};
+use std::thread;
+use std::time::Duration;
 
 /// Why a learner's function gave no value.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -39,19 +43,60 @@ pub enum NoValue {
     NotAttempted,
     /// It panicked; the message.
     Panicked(String),
+    /// It did not return within the limit (an endless loop?): the limit.
+    DidNotReturn(Duration),
 }
 
-/// Serialises panic-hook swaps across threads (tests run in parallel).
-static HOOK: Mutex<()> = Mutex::new(());
+impl NoValue {
+    /// What the report shows as the learner's answer.
+    pub fn got(&self) -> String {
+        match self {
+            NoValue::NotAttempted => "todo!()".into(),
+            NoValue::Panicked(m) => format!("a panic: {m}"),
+            NoValue::DidNotReturn(limit) => did_not_return(*limit),
+        }
+    }
+}
+
+/// `did not return within 5 s (an endless loop?)`.
+pub fn did_not_return(limit: Duration) -> String {
+    format!(
+        "did not return within {} s (an endless loop?)",
+        limit.as_secs_f64()
+    )
+}
+
+/// How long a grader waits for one call of a learner's function: planned answers take
+/// microseconds, so a call still running after this is a loop that never ends.
+pub const TIME_LIMIT: Duration = Duration::from_secs(5);
+
+thread_local! {
+    /// Whether this thread is calling a learner's function: its panics print nothing.
+    static SILENT: Cell<bool> = const { Cell::new(false) };
+}
+
+/// Installs, once, a panic hook that stays quiet on threads calling a learner's function and
+/// passes every other panic to the hook it replaces. Nothing is locked while the learner's
+/// function runs, so one that never returns holds up no other call.
+fn silence_learner_panics() {
+    static INSTALL: Once = Once::new();
+    INSTALL.call_once(|| {
+        let previous = panic::take_hook();
+        panic::set_hook(Box::new(move |info| {
+            if !SILENT.with(Cell::get) {
+                previous(info);
+            }
+        }));
+    });
+}
 
 /// Calls a learner's function, turning `todo!()` and other panics into values, without
 /// printing a backtrace.
 pub fn attempt<T>(f: impl FnOnce() -> T) -> Result<T, NoValue> {
-    let _guard = HOOK.lock().unwrap_or_else(|e| e.into_inner());
-    let previous = panic::take_hook();
-    panic::set_hook(Box::new(|_| {}));
+    silence_learner_panics();
+    let was = SILENT.with(|s| s.replace(true));
     let result = panic::catch_unwind(AssertUnwindSafe(f));
-    panic::set_hook(previous);
+    SILENT.with(|s| s.set(was));
     result.map_err(|payload| {
         let msg = payload
             .downcast_ref::<String>()
@@ -63,6 +108,47 @@ pub fn attempt<T>(f: impl FnOnce() -> T) -> Result<T, NoValue> {
         } else {
             NoValue::Panicked(msg)
         }
+    })
+}
+
+/// Like [`attempt`], but gives up after [`TIME_LIMIT`]: a learner's loop that never ends is
+/// reported, not waited on forever. `function` names the learner's function (its address, as
+/// `answers.fits as usize`): once one call of it has not returned, later calls are not made
+/// (each would leave one more thread spinning) and report the same. Every grader's call goes
+/// through it but Challenge 3's training loop, which runs on the grader's model in place.
+pub fn attempt_timed<T: Send + 'static>(
+    function: usize,
+    f: impl FnOnce() -> T + Send + 'static,
+) -> Result<T, NoValue> {
+    attempt_within(TIME_LIMIT, function, f)
+}
+
+/// The learner's functions that did not return: their addresses.
+static HUNG: Mutex<Vec<usize>> = Mutex::new(Vec::new());
+
+/// [`attempt_timed`] with another limit (the proofs use a short one).
+pub fn attempt_within<T: Send + 'static>(
+    limit: Duration,
+    function: usize,
+    f: impl FnOnce() -> T + Send + 'static,
+) -> Result<T, NoValue> {
+    let hung = || HUNG.lock().unwrap_or_else(|e| e.into_inner());
+    if hung().contains(&function) {
+        return Err(NoValue::DidNotReturn(limit));
+    }
+    let (send, receive) = mpsc::channel();
+    // A thread of its own: the grade goes on while an endless loop spins (it ends with the
+    // process). `attempt` inside it keeps its panics quiet.
+    let spawned = thread::Builder::new().spawn(move || {
+        // The grader may have stopped waiting: nobody to tell then.
+        let _ = send.send(attempt(f));
+    });
+    if let Err(e) = spawned {
+        return Err(NoValue::Panicked(format!("could not start a thread: {e}")));
+    }
+    receive.recv_timeout(limit).unwrap_or_else(|_| {
+        hung().push(function);
+        Err(NoValue::DidNotReturn(limit))
     })
 }
 

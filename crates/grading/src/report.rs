@@ -12,6 +12,17 @@ pub enum Outcome {
     Panicked(String),
 }
 
+impl Outcome {
+    /// The outcome of a call that gave no value.
+    pub fn of(no: NoValue) -> Outcome {
+        match no {
+            NoValue::NotAttempted => Outcome::NotAttempted,
+            NoValue::Panicked(m) => Outcome::Panicked(m),
+            NoValue::DidNotReturn(limit) => Outcome::Panicked(crate::did_not_return(limit)),
+        }
+    }
+}
+
 /// One comparison of a learner's answer with the engine's measurement.
 #[derive(Debug, Clone)]
 pub struct Check {
@@ -59,8 +70,7 @@ impl Report {
         let (got_text, outcome) = match got {
             Ok(v) if &v == expected => (format!("{v:?}"), Outcome::Pass),
             Ok(v) => (format!("{v:?}"), Outcome::Fail),
-            Err(NoValue::NotAttempted) => ("todo!()".into(), Outcome::NotAttempted),
-            Err(NoValue::Panicked(m)) => (format!("a panic: {m}"), Outcome::Panicked(m)),
+            Err(no) => (no.got(), Outcome::of(no)),
         };
         let explain = explain_expected.into();
         let expected_text = if explain.is_empty() {

@@ -156,3 +156,44 @@ fn counting_adams_state_as_one_copy_fails() {
         "two running averages",
     );
 }
+
+/// The reference's search with its step never taken: `layers += 0` loops for ever whenever
+/// one layer fits.
+mod endless_loop {
+    use super::*;
+    pub use crate::solution::{model_bytes, parameter_count};
+    #[allow(clippy::identity_op)]
+    pub fn deepest_fit(s: Setup, card: u64) -> u64 {
+        let mut layers = 0;
+        while model_bytes(Setup {
+            layers: layers + 1,
+            ..s
+        }) <= card
+        {
+            layers += 0;
+        }
+        layers
+    }
+}
+
+#[test]
+fn an_endless_loop_is_reported_not_waited_on() {
+    let limit = std::time::Duration::from_millis(300);
+    let started = std::time::Instant::now();
+    let report = grading::challenge2::grade_within(&answers_of!(endless_loop), seed(), limit);
+    // Once the first call has not returned, later calls of it are not made: one wait in all
+    // (the rest is the grade's own planning).
+    assert!(started.elapsed() < std::time::Duration::from_secs(60));
+    let misses: Vec<_> = report.misses().collect();
+    assert!(
+        misses.iter().all(|c| c.function == "deepest_fit"),
+        "{report}"
+    );
+    assert!(
+        misses[0]
+            .got
+            .contains("did not return within 0.3 s (an endless loop?)"),
+        "{report}"
+    );
+    assert!(report.to_string().contains("an endless loop?"), "{report}");
+}

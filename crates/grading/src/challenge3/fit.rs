@@ -4,7 +4,7 @@
 
 use super::engine::{MIB, Replay, exact, random_request, random_script};
 use super::{Answers, FreeBlock, Step, steps};
-use crate::{Report, attempt};
+use crate::{Report, attempt_timed};
 use gpumem::alloc::{pool_for, round_size};
 use rand::RngExt;
 use rand::seq::SliceRandom;
@@ -133,7 +133,10 @@ pub(super) fn grade_best_fit(answers: &Answers, report: &mut Report, rng: &mut i
         };
         for free in orders {
             let expected = engine_pick(&script, &free, size);
-            let got = attempt(|| (answers.best_fit)(&free, size));
+            let got = {
+                let (f, free) = (answers.best_fit, free.clone());
+                attempt_timed(f as usize, move || f(&free, size))
+            };
             let hint = match &got {
                 Ok(g) => diagnose(&free, size, expected, *g),
                 Err(_) => String::new(),

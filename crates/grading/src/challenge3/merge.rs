@@ -3,7 +3,7 @@
 
 use super::engine::{MIB, Replay, blocks_of, exact, random_script};
 use super::{Answers, Block, Step, steps};
-use crate::{Report, attempt};
+use crate::{Report, attempt_timed};
 use rand::RngExt;
 
 /// Fixed scripts and the step whose block is then freed: each neighbour case once.
@@ -109,7 +109,10 @@ pub(super) fn grade_free_block(answers: &Answers, report: &mut Report, rng: &mut
     cases.extend((0..8).map(|_| random_case(rng)));
     for (script, freed) in cases {
         let (before, index, after) = engine_free(&script, freed);
-        let got = attempt(|| (answers.free_block)(&before, index));
+        let got = {
+            let (f, before) = (answers.free_block, before.clone());
+            attempt_timed(f as usize, move || f(&before, index))
+        };
         let hint = match &got {
             Ok(g) => diagnose(&before, index, g),
             Err(_) => String::new(),

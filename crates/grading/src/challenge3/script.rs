@@ -3,7 +3,7 @@
 
 use super::engine::{KIB, MIB, describe, engine_memory_after, exact, random_script};
 use super::{Answers, Step, steps};
-use crate::{Report, attempt};
+use crate::{Report, attempt_timed};
 use rand::RngExt;
 use std::fmt;
 
@@ -113,7 +113,10 @@ fn scripts(rng: &mut impl rand::Rng) -> Vec<Vec<Step>> {
 pub(super) fn grade_scripts(answers: &Answers, report: &mut Report, rng: &mut impl rand::Rng) {
     for script in scripts(rng) {
         let expected = engine_memory_after(&script);
-        let got = attempt(|| (answers.memory_after)(&script));
+        let got = {
+            let (f, script) = (answers.memory_after, script.clone());
+            attempt_timed(f as usize, move || f(&script))
+        };
         let hint = match &got {
             Ok(g) => diagnose(&script, &expected, g),
             Err(_) => String::new(),

@@ -3,7 +3,7 @@
 
 use super::engine::{MIB, Replay, exact};
 use super::{Answers, Step, steps};
-use crate::{Report, attempt};
+use crate::{Report, attempt_timed};
 use gpumem::alloc::{MIN_LARGE_ALLOC, SMALL_SIZE, round_size};
 use rand::RngExt;
 
@@ -79,7 +79,10 @@ pub(super) fn grade_sizes(answers: &Answers, report: &mut Report, rng: &mut impl
             format!("rounded_size({r} = {})", exact(r)),
             &rounded,
             note,
-            attempt(|| (answers.rounded_size)(r)),
+            {
+                let f = answers.rounded_size;
+                attempt_timed(f as usize, move || f(r))
+            },
             "round the request up to a multiple of 512 bytes (512 B at least, even for 0 or 1 \
              byte) — only 512 B, not 1 KiB or 1 MiB; what is handed out in the end is step 3's \
              business",
@@ -92,7 +95,10 @@ pub(super) fn grade_sizes(answers: &Answers, report: &mut Report, rng: &mut impl
             format!("pool_for({r} = {})", exact(r)),
             &pool,
             "the pool of the segment the engine's allocator reserved",
-            attempt(|| (answers.pool_for)(r)),
+            {
+                let f = answers.pool_for;
+                attempt_timed(f as usize, move || f(r))
+            },
             "the small pool serves rounded sizes up to 1 MiB, 1 MiB included; the large pool \
              everything above",
         );
@@ -107,7 +113,10 @@ pub(super) fn grade_sizes(answers: &Answers, report: &mut Report, rng: &mut impl
                 "{}: reserved by the engine's allocator on an empty cache",
                 exact(reserved)
             ),
-            attempt(|| (answers.segment_for)(r)),
+            {
+                let f = answers.segment_for;
+                attempt_timed(f as usize, move || f(r))
+            },
             "the allocator never asks the device for just the request: up to 1 MiB it takes a \
              2 MiB segment (the small pool), below 10 MiB a 20 MiB segment, and from 10 MiB on \
              the size rounded up to a multiple of 2 MiB — round to 512 bytes first",

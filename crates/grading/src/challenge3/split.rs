@@ -4,7 +4,7 @@
 
 use super::engine::{MIB, exact};
 use super::{Answers, steps};
-use crate::{Report, attempt};
+use crate::{Report, attempt_timed};
 use gpumem::alloc::{MIN_BLOCK, Pool, SMALL_BUFFER, SMALL_SIZE, pool_for, should_split};
 use rand::RngExt;
 
@@ -81,7 +81,10 @@ fn diagnose(block_size: u64, size: u64, got: (u64, u64)) -> String {
 pub(super) fn grade_split(answers: &Answers, report: &mut Report, rng: &mut impl rand::Rng) {
     for (block_size, size) in cases(rng) {
         let expected = engine_split(block_size, size);
-        let got = attempt(|| (answers.split)(block_size, size));
+        let got = {
+            let f = answers.split;
+            attempt_timed(f as usize, move || f(block_size, size))
+        };
         let hint = match &got {
             Ok(g) => diagnose(block_size, size, *g),
             Err(_) => String::new(),

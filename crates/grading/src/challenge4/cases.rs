@@ -39,6 +39,36 @@ pub(super) fn equation_cases(rng: &mut impl rand::Rng) -> Vec<(Setup, Settings)>
             Setup::lesson(1000, 16, 4000, Opt::Sgd),
             s(Float32, 4000, 4, Off),
         ),
+        // Each term of the core larger than the tolerance somewhere: the batch (narrow at a
+        // huge batch, whole and in micro-batches), the first layer and its bias (one layer at
+        // one row, Adam), every hidden bias (narrow and deep), the bottom of the backward pass (wide, a few layers), and the top
+        // without accumulation (deep at a large batch).
+        (
+            Setup::lesson(3, 1, 1_000_000, Opt::Sgd),
+            Settings::plain(1_000_000),
+        ),
+        (
+            Setup::lesson(3, 1, 1_000_000, Opt::Sgd),
+            s(Float32, 1_000_000, 4, Off),
+        ),
+        (Setup::lesson(5000, 1, 1, Opt::Adam), Settings::plain(1)),
+        (Setup::lesson(64, 50, 32, Opt::Adam), Settings::plain(32)),
+        (
+            Setup::lesson(3000, 4, 2000, Opt::Sgd),
+            Settings::plain(2000),
+        ),
+        (
+            Setup::lesson(1000, 16, 4000, Opt::Sgd),
+            Settings::plain(4000),
+        ),
+        // Accumulating with micro-batches narrower than a layer: the top hidden layer's weight
+        // gradient, made beside the kept activations, outweighs a batch × width tensor.
+        (
+            Setup::lesson(1000, 16, 4000, Opt::Sgd),
+            s(Float32, 4000, 8, Off),
+        ),
+        // Tiny, one row, Adam: the output layer's bias is 4 % of the step (five copies).
+        (Setup::lesson(8, 1, 1, Opt::Adam), Settings::plain(1)),
         // Going further.
         (lesson, s(Float64, FULL, 1, Off)),
         (deep, s(Float32, 200_000, 1, Sqrt)),

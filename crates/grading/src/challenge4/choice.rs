@@ -5,7 +5,7 @@ use super::{
     Answers, FITS, NEEDED_ABOVE, NOTHING_NEEDLESS, SAME_BATCH, Settings, example, percent, planned,
     push, run, same_batch,
 };
-use crate::{Report, Setup, attempt, card};
+use crate::{Report, Setup, attempt_timed, card};
 use gpumem::lesson::UNLIMITED_BYTES;
 use gpumem::measure::StepMemory;
 use gpumem::mlp::{Checkpointing, MlpConfig, Precision};
@@ -48,7 +48,8 @@ type Verdict = (String, (String, bool));
 /// Grades `choose_settings` on one setup and card by the three rules.
 pub(super) fn grade_choice(report: &mut Report, answers: &Answers, setup: Setup, card_bytes: u64) {
     let case = format!("choose_settings({setup}) {}", card(card_bytes));
-    let settings = match attempt(|| (answers.choose_settings)(setup, card_bytes)) {
+    let f = answers.choose_settings;
+    let settings = match attempt_timed(f as usize, move || f(setup, card_bytes)) {
         Ok(s) => s,
         Err(e) => {
             for group in [FITS, SAME_BATCH, NOTHING_NEEDLESS] {

@@ -3,7 +3,7 @@
 //! a group of the report, with the rule it needs as its hint (the book states the same rules).
 
 use super::{Answers, Settings, TOLERANCE, planned, push, run};
-use crate::{Report, Setup, attempt};
+use crate::{Report, Setup, attempt_timed};
 use gpumem::lesson::UNLIMITED_BYTES;
 use gpumem::mlp::{Checkpointing, Precision};
 use gpumem::size::format_bytes;
@@ -80,7 +80,11 @@ pub(super) fn grade(report: &mut Report, answers: &Answers, setup: Setup, settin
     let expected = planned(&config, rows, UNLIMITED_BYTES)
         .expect("the grader's cases are valid")
         .peak_requested;
-    let got = attempt(|| (answers.peak_bytes)(setup, settings)).map(|v| {
+    let got = {
+        let f = answers.peak_bytes;
+        attempt_timed(f as usize, move || f(setup, settings))
+    }
+    .map(|v| {
         let off = v as f64 / expected as f64 - 1.0;
         (
             format!("{v} ({:+.1} %)", 100.0 * off),

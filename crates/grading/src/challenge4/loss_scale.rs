@@ -5,7 +5,7 @@
 //! the even splits and fails the uneven ones.
 
 use super::{Answers, push};
-use crate::{Report, attempt};
+use crate::{Report, attempt_timed};
 use gpumem::data::LESSON_TRAINING_EVENTS as FULL;
 use gpumem::mlp::{LossWeighting, micro_batches};
 use rand::RngExt;
@@ -59,7 +59,12 @@ pub(super) fn grade(report: &mut Report, answers: &Answers, batch: u64, steps: u
     for i in checked {
         let len = split[i].1;
         let expected = LossWeighting::ByRows.factor(batch, steps, len);
-        let got = attempt(|| (answers.loss_scale)(batch, steps, i as u64)).map(|v| {
+        let got = {
+            let f = answers.loss_scale;
+            let i = i as u64;
+            attempt_timed(f as usize, move || f(batch, steps, i))
+        }
+        .map(|v| {
             let close = ((v - expected) / expected).abs() <= TOLERANCE;
             (v.to_string(), close)
         });

@@ -2,8 +2,7 @@
 //! process (the proofs grade the same cases many times).
 
 use crate::{Opt, Setup};
-use gpumem::lesson::{CARD_BYTES, UNLIMITED_BYTES, planning_device, planning_on_card};
-use gpumem::measure::deepest_network;
+use gpumem::lesson::{CARD_BYTES, UNLIMITED_BYTES, planning_device};
 use gpumem::parallel::{GroupMemory, Scheme, measure_group};
 use rand::RngExt;
 use std::collections::HashMap;
@@ -28,10 +27,8 @@ pub(crate) fn graded_schemes() -> Vec<Scheme> {
 pub(crate) fn lesson_setups() -> Vec<Setup> {
     let too_deep = |opt| {
         let base = Setup::lesson(WIDTH, 1, BATCH, opt);
-        let deepest = deepest_network(&planning_on_card(), &base.config(), BATCH, 4096)
-            .expect("graders only plan valid setups")
-            .best
-            .unwrap_or(0);
+        let deepest = crate::measure::deepest(&base.config(), BATCH, CARD_BYTES, 4096)
+            .expect("graders only plan valid setups");
         Setup {
             layers: deepest + 1,
             ..base
