@@ -125,6 +125,7 @@ def engine(challenge, *args):
         return None
     run = subprocess.run(command, capture_output=True, text=True)
     if run.returncode != 0:
-        print("  failed:", run.stderr.strip().splitlines()[-1:])
+        lines = run.stderr.strip().splitlines() or ["(no message)"]
+        print("  failed:", next((l for l in lines if l.startswith("error")), lines[-1]))
         return None
     return json.loads(run.stdout)
