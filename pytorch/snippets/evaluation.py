@@ -3,7 +3,7 @@ no activations for a backward pass that will never come. Each mode's peak is its
 previous mode's output (and with it any graph) is freed before the next is measured."""
 import torch
 
-from measure import MiB, batch, device, lesson_model
+from measure import MiB, batch, device, lesson_model, mem_tracker
 
 model = lesson_model(width=2000, layers=4)
 x, _ = batch(8192)
@@ -17,13 +17,12 @@ def forward_peak(context):
         with context():
             out = model(x)
         return out.grad_fn is not None, torch.cuda.max_memory_allocated() / MiB
-    from torch.distributed._tools.mem_tracker import MemTracker  # private, PyTorch 2.5+
-
-    mt = MemTracker()
+    mt = mem_tracker()                         # MemTracker, on the CPU only
     mt.track_external(model)
     with mt, context():
         out = model(x)
-    return out.grad_fn is not None, mt.get_tracker_snapshot("peak")[torch.device("cpu")]["Total"] / MiB
+    peak = mt.get_tracker_snapshot("peak")[torch.device("cpu")]["Total"]
+    return out.grad_fn is not None, peak / MiB
 
 
 # ANCHOR: eval
