@@ -1,20 +1,24 @@
 #!/usr/bin/env python3
 """Challenge 2 on your own GPU: how deep can the lesson's network grow (hidden layers of 5000,
-batch 32, SGD) before the card runs out? With CUDA it searches for real — doubling the depth,
-then halving the gap — and prints the first failure's message, then the engine's answer for this
-same card. Without CUDA it says so and searches with PyTorch's own estimate (MemTracker, no GPU
-needed) on the lesson's card instead, beside the engine's.
+batch 32, SGD) before the card runs out? With CUDA it holds the GPU to the lesson's card
+(--card) and searches for real, each network built on the GPU: doubling the depth, then halving
+the gap. It prints the deepest that trains, the first failing depth's message and the
+allocator's summary at that failure, then the engine's answer for this same card. Without CUDA
+it says so and searches with PyTorch's own estimate (MemTracker, no GPU needed) on the card
+instead, beside the engine's. Oldest PyTorch: 1.13 with CUDA, 2.5 without.
 
-    python pytorch/challenge2.py [--hidden 5000] [--batch 32]
+    python pytorch/challenge2.py [--card 15.90GiB|40GB|all] [--hidden 5000] [--batch 32]
 """
 import argparse
 import gc
 
 import torch
 
-from lesson import GiB, LESSON_CARD, card_args, engine, estimate_peak, network, train_steps
+from lesson import (GiB, LESSON_CARD, add_card_option, cap_card, card_args, engine,
+                    estimate_peak, network, train_steps)
 
-parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+parser = argparse.ArgumentParser(description=__doc__.split(". ")[0] + ".")
+add_card_option(parser)
 parser.add_argument("--hidden", type=int, default=5000, help="hidden width (default 5000)")
 parser.add_argument("--batch", type=int, default=32, help="rows per batch (default 32)")
 args = parser.parse_args()
@@ -31,15 +35,15 @@ def deepest(fits):
     return low
 
 
-failure = []
+failures = {}                         # depth -> (message, memory_summary at the failure)
 
 
 def fits_on_gpu(layers):
     try:
         train_steps(network(args.hidden, layers, "cuda"), args.batch, "cuda")
         ok = True
-    except torch.OutOfMemoryError as e:
-        failure[:] = [layers, str(e).splitlines()[0]]
+    except torch.cuda.OutOfMemoryError as e:
+        failures[layers] = (str(e).splitlines()[0], torch.cuda.memory_summary(abbreviated=True))
         ok = False
     gc.collect()
     torch.cuda.empty_cache()          # each try starts from an empty cache
@@ -48,21 +52,27 @@ def fits_on_gpu(layers):
 
 
 if torch.cuda.is_available():
-    free, total = torch.cuda.mem_get_info()
-    print(f"{torch.cuda.get_device_name()}: {total / GiB:.2f} GiB, {free / GiB:.2f} GiB free")
+    card, outside, allowed = cap_card(args.card)
+    print(f"{torch.cuda.get_device_name()}, held to a card of {card / GiB:.2f} GiB: "
+          f"{outside / GiB:.2f} GiB outside PyTorch (CUDA context, other processes)")
     depth = deepest(fits_on_gpu)
-    print(f"deepest that trains: {depth} layers; {failure[0]} failed with:\n  {failure[1]}")
-    answer = engine("challenge2", *card_args(total, free), "--hidden", str(args.hidden),
+    first = min(failures)             # the shallowest depth that failed: depth + 1
+    message, summary = failures[first]
+    print(f"deepest that trains: {depth} layers; the first failure, at {first}:\n  {message}")
+    print(summary)
+    answer = engine("challenge2", *card_args(card, outside), "--hidden", str(args.hidden),
                     "--batch", str(args.batch), "--backend", "plan")
 else:
-    print(f"no CUDA device: searching with PyTorch's own estimate on the lesson's card "
-          f"({LESSON_CARD / GiB:.2f} GiB) instead")
-    depth = deepest(lambda n: estimate_peak(args.hidden, n, args.batch) <= LESSON_CARD)
+    card = args.card or LESSON_CARD
+    print(f"no CUDA device: searching with PyTorch's own estimate on a card of "
+          f"{card / GiB:.2f} GiB instead")
+    depth = deepest(lambda n: estimate_peak(args.hidden, n, args.batch) <= card)
     peak = estimate_peak(args.hidden, depth, args.batch)
     print(f"  MemTracker under FakeTensorMode: {depth} layers peak at {peak / GiB:.2f} GiB of "
           f"live tensors (raw bytes, no allocator rounding); {depth + 1} do not fit")
-    answer = engine("challenge2", "--hidden", str(args.hidden), "--batch", str(args.batch),
-                    "--backend", "plan")
+    flags = [] if card == LESSON_CARD else ["--device-memory", f"{card}B"]
+    answer = engine("challenge2", *flags, "--hidden", str(args.hidden), "--batch",
+                    str(args.batch), "--backend", "plan")
 if answer:
     print(f"  the engine on that card: {answer['deepest_fit']} layers "
           f"(its first failure, at {answer['first_failure']['layers']}: "

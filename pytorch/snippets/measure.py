@@ -33,9 +33,7 @@ def peak_mib(model, optimizer, step, steps=2):
         for _ in range(steps):
             step()
         return torch.cuda.max_memory_allocated() / MiB
-    from torch.distributed._tools.mem_tracker import MemTracker
-
-    mt = MemTracker()
+    mt = mem_tracker()
     mt.track_external(model, optimizer)
     # MemTracker refuses a top-level module called twice in one iteration; accumulation calls
     # the model once per micro-batch. Its per-module statistics are reset before each call
@@ -49,6 +47,17 @@ def peak_mib(model, optimizer, step, steps=2):
     finally:
         handle.remove()
     return mt.get_tracker_snapshot("peak")[torch.device("cpu")]["Total"] / MiB
+
+
+def mem_tracker():
+    """A new MemTracker: private, in PyTorch 2.5 or newer (on the CPU only, so that a CUDA run
+    of an older PyTorch needs none)."""
+    try:
+        from torch.distributed._tools.mem_tracker import MemTracker
+    except ImportError:
+        raise SystemExit("counting on the CPU needs MemTracker (PyTorch 2.5 or newer); this is "
+                         f"{torch.__version__}") from None
+    return MemTracker()
 
 
 def where():

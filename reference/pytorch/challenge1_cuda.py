@@ -6,7 +6,8 @@ the lesson's network (2 inputs -> one hidden layer of 2000, ReLU -> 2 classes, f
 lr 0.001, foreach) for a few steps at batch 32, then tries the whole training set (1,173,000
 rows) as one batch on a card of 15.90 GiB (16,282 MiB: crates/gpumem/src/lesson.rs) and runs
 out of memory. This script does the same on CUDA, with the card limited by
-``torch.cuda.set_per_process_memory_fraction(lesson_bytes / total)``, and writes what PyTorch
+``torch.cuda.set_per_process_memory_fraction(lesson_bytes / total)`` (``cap_card`` of
+pytorch/lesson.py, shared with the learners' scripts), and writes what PyTorch
 itself reports. Stages (``--stages``, in this order):
 
 * ``probe``: what the cuBLAS/cuBLASLt workspaces take, in this process from its start: the
@@ -611,15 +612,18 @@ def main(argv=None) -> int:
     })
     if not args.smoke:
         total = torch.cuda.get_device_properties(0).total_memory
-        # + 0.5 B so that the allocator's size_t(fraction * total) is the card, not a byte under.
-        fraction = (args.card + 0.5) / total
-        if fraction >= 1:
+        if args.card >= total:
             print(f"challenge1_cuda.py: the card ({args.card} B) is not smaller than the GPU ({total} B)",
                   file=sys.stderr)
             return 2
-        torch.cuda.set_per_process_memory_fraction(fraction, 0)
-        doc["card"] = {"bytes": args.card, "gpu_total_memory": total, "fraction": fraction,
-                       "allowed_bytes": int(fraction * total)}
+        # The learners' scripts' cap (pytorch/lesson.py), with the whole card for the allocator:
+        # the engine's ideal card, which holds nothing outside it.
+        sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "pytorch"))
+        from lesson import cap_card
+
+        _, _, allowed = cap_card(args.card, count_outside=False)
+        doc["card"] = {"bytes": args.card, "gpu_total_memory": total, "fraction": (allowed + 0.5) / total,
+                       "allowed_bytes": allowed}
     else:
         doc["card"] = {"bytes": args.card, "emulated": True}
     run.write()

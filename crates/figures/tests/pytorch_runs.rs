@@ -3,6 +3,12 @@
 //! record names the torch version and the SHA-256 of the file and the shared helpers it ran
 //! with. This test needs no PyTorch: it recomputes the hashes and fails when a file changed
 //! after its run (or has none), when a run failed, or when a record's file is gone.
+//!
+//! A run on a CUDA card (`pytorch/runs-cuda/NAME.txt`, made by `scripts/gpu-evidence`) cannot
+//! be remade without a GPU, so it is never required nor failed for being stale: the page
+//! fragment beside it (`pytorch/runs-cuda/NAME.md`, written by the runner) shows it, and says
+//! so when the file has changed since. The tests check that each fragment says what the
+//! records and the files' hashes say today.
 
 use sha2::{Digest, Sha256};
 use std::fs;
@@ -43,6 +49,40 @@ fn digest(rel: &str) -> String {
 fn record_name(rel: &str) -> String {
     let inside = rel.strip_prefix("pytorch/").unwrap().replace('/', "__");
     format!("{}.txt", inside.strip_suffix(".py").unwrap())
+}
+
+/// What a page shows of `rel`'s CUDA record (`cuda_dir/NAME.txt`), beside its CPU record: the
+/// same text as `page_fragment` in reference/pytorch/run_snippets.py.
+fn cuda_fragment(rel: &str, cuda_dir: &Path, current_digest: &str) -> String {
+    let record = cuda_dir.join(record_name(rel));
+    let Ok(text) = fs::read_to_string(&record) else {
+        return format!(
+            "<!-- No run of {rel} on a CUDA card is recorded yet: scripts/gpu-evidence makes \
+             one (pytorch/README.md). -->\n"
+        );
+    };
+    let lines: Vec<&str> = text.lines().collect();
+    let recorded = lines[1].trim_start_matches("# sha256 ").trim();
+    let header = lines[2].trim_start_matches("# ");
+    let machine = header.rsplit_once(", exit ").map_or(header, |(m, _)| m);
+    let mut out = format!("On a CUDA card ({machine}):\n\n");
+    if recorded != current_digest {
+        out += &format!(
+            "> [!NOTE]\n> This run on a CUDA card is from an earlier version of `{rel}`: the \
+             file has changed since. `scripts/gpu-evidence` on a GPU machine records it \
+             again.\n\n"
+        );
+    }
+    out += "```text\n";
+    for line in lines.iter().skip(4) {
+        out += line;
+        out += "\n";
+    }
+    out + "```\n"
+}
+
+fn fragment_name(rel: &str) -> String {
+    record_name(rel).replace(".txt", ".md")
 }
 
 #[test]
@@ -192,6 +232,93 @@ fn every_snippet_region_pastes_at_the_left_margin() {
             {
                 indents.push(line.len() - t.len());
             }
+        }
+    }
+}
+
+/// Each file's CUDA fragment is what its CUDA record (if any) and its hash today say; a stale
+/// CUDA record is shown with its note, never failed.
+#[test]
+fn every_cuda_fragment_is_current() {
+    let dir = root().join("pytorch/runs-cuda");
+    let mut problems = Vec::new();
+    for rel in run_files() {
+        let wanted = cuda_fragment(&rel, &dir, &digest(&rel));
+        match fs::read_to_string(dir.join(fragment_name(&rel))) {
+            Ok(text) if text == wanted => {}
+            Ok(_) => problems.push(format!("{rel}: its CUDA fragment is out of date")),
+            Err(_) => problems.push(format!("{rel}: no CUDA fragment")),
+        }
+    }
+    assert!(
+        problems.is_empty(),
+        "{}\nrewrite them (no torch needed): python3 reference/pytorch/run_snippets.py --pages",
+        problems.join("\n")
+    );
+}
+
+#[test]
+fn every_cuda_record_and_fragment_has_its_file() {
+    let files = run_files();
+    let mut wanted: Vec<String> = files.iter().map(|r| record_name(r)).collect();
+    wanted.extend(files.iter().map(|r| fragment_name(r)));
+    for entry in fs::read_dir(root().join("pytorch/runs-cuda")).unwrap() {
+        let name = entry.unwrap().file_name().to_string_lossy().into_owned();
+        assert!(wanted.contains(&name), "pytorch/runs-cuda/{name} has no file");
+    }
+}
+
+/// The mechanism on a temporary record: shown as it is while the file is unchanged, marked as
+/// from an earlier version once it has changed, and a note in a comment when there is none.
+#[test]
+fn a_cuda_record_is_shown_and_marked_when_its_file_changed() {
+    let dir = std::env::temp_dir().join(format!("pytorch_runs_cuda_{}", std::process::id()));
+    fs::create_dir_all(&dir).unwrap();
+    let rel = "pytorch/snippets/evaluation.py";
+    let none = cuda_fragment(rel, &dir, "abc");
+    assert!(none.starts_with("<!-- No run of pytorch/snippets/evaluation.py"), "{none}");
+    fs::write(
+        dir.join(record_name(rel)),
+        "# pytorch/snippets/evaluation.py\n# sha256 abc\n\
+         # torch 2.11.0+cu130, CUDA 13.0, Python 3.12.3, NVIDIA H100 80GB HBM3, exit 0\n\
+         # run by reference/pytorch/run_snippets.py --cuda; normalised: paths shortened\n\
+         no_grad         forward peak  170.84 MiB\n",
+    )
+    .unwrap();
+    let fresh = cuda_fragment(rel, &dir, "abc");
+    let stale = cuda_fragment(rel, &dir, "def");
+    fs::remove_dir_all(&dir).unwrap();
+    assert_eq!(
+        fresh,
+        "On a CUDA card (torch 2.11.0+cu130, CUDA 13.0, Python 3.12.3, NVIDIA H100 80GB HBM3):\n\n\
+         ```text\nno_grad         forward peak  170.84 MiB\n```\n"
+    );
+    assert!(!fresh.contains("earlier version"));
+    assert!(
+        stale.contains("from an earlier version of `pytorch/snippets/evaluation.py`"),
+        "{stale}"
+    );
+    assert!(stale.ends_with("```text\nno_grad         forward peak  170.84 MiB\n```\n"));
+}
+
+/// Every page that shows a file's CPU record shows its CUDA fragment too.
+#[test]
+fn pages_show_the_cuda_fragment_beside_each_cpu_record() {
+    for entry in fs::read_dir(root().join("src")).unwrap() {
+        let path = entry.unwrap().path();
+        if path.extension().is_none_or(|e| e != "md") {
+            continue;
+        }
+        let text = fs::read_to_string(&path).unwrap();
+        for (at, _) in text.match_indices("{{#include ../pytorch/runs/") {
+            let rest = &text[at + "{{#include ../pytorch/runs/".len()..];
+            let name = rest.split(".txt").next().unwrap();
+            let fragment = format!("{{{{#include ../pytorch/runs-cuda/{name}.md}}}}");
+            assert!(
+                text.contains(&fragment),
+                "{} shows pytorch/runs/{name}.txt without {fragment}",
+                path.display()
+            );
         }
     }
 }
