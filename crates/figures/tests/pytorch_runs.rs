@@ -264,7 +264,10 @@ fn every_cuda_record_and_fragment_has_its_file() {
     wanted.extend(files.iter().map(|r| fragment_name(r)));
     for entry in fs::read_dir(root().join("pytorch/runs-cuda")).unwrap() {
         let name = entry.unwrap().file_name().to_string_lossy().into_owned();
-        assert!(wanted.contains(&name), "pytorch/runs-cuda/{name} has no file");
+        assert!(
+            wanted.contains(&name),
+            "pytorch/runs-cuda/{name} has no file"
+        );
     }
 }
 
@@ -276,7 +279,10 @@ fn a_cuda_record_is_shown_and_marked_when_its_file_changed() {
     fs::create_dir_all(&dir).unwrap();
     let rel = "pytorch/snippets/evaluation.py";
     let none = cuda_fragment(rel, &dir, "abc");
-    assert!(none.starts_with("<!-- No run of pytorch/snippets/evaluation.py"), "{none}");
+    assert!(
+        none.starts_with("<!-- No run of pytorch/snippets/evaluation.py"),
+        "{none}"
+    );
     fs::write(
         dir.join(record_name(rel)),
         "# pytorch/snippets/evaluation.py\n# sha256 abc\n\

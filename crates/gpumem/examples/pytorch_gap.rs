@@ -94,11 +94,10 @@ fn main() -> ExitCode {
         }
     };
     // Pre-Hopper (the lesson's card's generation) unless the file names its card.
-    let (major, minor) =
-        capability(&args.fixture).unwrap_or({
-            let c = gpumem::lesson::LESSON_COMPUTE_CAPABILITY;
-            (c.major, c.minor)
-        });
+    let (major, minor) = capability(&args.fixture).unwrap_or({
+        let c = gpumem::lesson::LESSON_COMPUTE_CAPABILITY;
+        (c.major, c.minor)
+    });
     let readings = readings(major, minor);
     let rows: Vec<Value> = fixture
         .setups

@@ -57,7 +57,9 @@ fn major_minor(text: &str) -> Option<(u32, u32)> {
     let t = text.trim();
     let t = t.strip_prefix('v').unwrap_or(t);
     let (major, rest) = t.split_once('.')?;
-    let digits = rest.find(|c: char| !c.is_ascii_digit()).unwrap_or(rest.len());
+    let digits = rest
+        .find(|c: char| !c.is_ascii_digit())
+        .unwrap_or(rest.len());
     let (minor, tail) = rest.split_at(digits);
     let tail_ok = tail.is_empty() || tail.starts_with(['.', '+', 'a', 'b', 'r', 'd']);
     if major.is_empty() || !major.bytes().all(|b| b.is_ascii_digit()) || minor.is_empty() {

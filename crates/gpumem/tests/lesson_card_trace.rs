@@ -114,7 +114,12 @@ fn replay(events: &[Event]) -> Replay {
 fn config(name: &str) -> (MlpConfig, u64) {
     let mut parts = name.split('/');
     let net = parts.next().unwrap();
-    let batch: u64 = parts.next().unwrap().trim_start_matches('b').parse().unwrap();
+    let batch: u64 = parts
+        .next()
+        .unwrap()
+        .trim_start_matches('b')
+        .parse()
+        .unwrap();
     let optimizer = match parts.next().unwrap() {
         "adam" => Optimizer::adam(0.001),
         _ => Optimizer::LESSON,
@@ -142,7 +147,10 @@ fn pytorchs_own_order_gives_the_lesson_cards_boundaries() {
             unreachable!()
         };
         let (fit, over) = (replay(fit_events), replay(over_events));
-        assert!(fit.fits, "{fit_name}: PyTorch's order does not fit: {fit:?}");
+        assert!(
+            fit.fits,
+            "{fit_name}: PyTorch's order does not fit: {fit:?}"
+        );
         assert!(!over.fits, "{over_name}: PyTorch's order fits: {over:?}");
         // The engine agrees on both sides, and at the boundary its step peaks as PyTorch's
         // sequence does under the same allocator.
@@ -155,7 +163,10 @@ fn pytorchs_own_order_gives_the_lesson_cards_boundaries() {
             "{fit_name}"
         );
         let (config, batch) = self::config(over_name);
-        assert!(!engine(&config, batch).fits(), "{over_name}: the engine fits");
+        assert!(
+            !engine(&config, batch).fits(),
+            "{over_name}: the engine fits"
+        );
     }
 }
 
@@ -163,7 +174,10 @@ fn pytorchs_own_order_gives_the_lesson_cards_boundaries() {
 fn the_traced_setups_are_the_lesson_cards_boundaries_under_its_pytorch() {
     for (name, _) in setups() {
         let (c, _) = config(&name);
-        assert!(name.contains("forloop") && name.contains("zerograd-zero"), "{name}");
+        assert!(
+            name.contains("forloop") && name.contains("zerograd-zero"),
+            "{name}"
+        );
         assert_eq!(c.strategy, Card::Lesson.config(&c).strategy);
     }
 }

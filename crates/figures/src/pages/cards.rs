@@ -133,7 +133,11 @@ pub fn lesson_card_compared() -> Result<String> {
         let i = data::deepest_fit_on(Card::Ideal, optimizer)?.layers;
         let l = data::deepest_fit_on(Card::Lesson, optimizer)?.layers;
         adam_deeper |= optimizer != Optimizer::LESSON && l > i;
-        let unit = if depths.is_empty() { " hidden layers" } else { "" };
+        let unit = if depths.is_empty() {
+            " hidden layers"
+        } else {
+            ""
+        };
         depths.push(format!(
             "{l}{unit} with {} ({i} on the ideal card)",
             data::optimizer_name(&optimizer)
@@ -184,7 +188,11 @@ pub fn lesson_card_one_row_more() -> Result<String> {
     let rows = best.rows + 1;
     let config = MlpConfig::lesson(LESSON_WIDTH);
     let left = Card::Lesson.capacity() - Card::Lesson.outside();
-    let fails = measure(&planning_on(Card::Lesson), &Card::Lesson.config(&config), rows)?;
+    let fails = measure(
+        &planning_on(Card::Lesson),
+        &Card::Lesson.config(&config),
+        rows,
+    )?;
     let oom = fails
         .oom
         .ok_or_else(|| anyhow!("{rows} rows fit on the lesson's card"))?;
@@ -291,7 +299,8 @@ pub fn torch_versions() -> Result<String> {
         let workspaces = match r.workspaces {
             Workspaces::Outside => "cuBLAS's own, outside the allocator".to_string(),
             Workspaces::Allocator(_) => {
-                let w = Rules::of(r.version).workspaces(gpumem::versions::DEFAULT_COMPUTE_CAPABILITY);
+                let w =
+                    Rules::of(r.version).workspaces(gpumem::versions::DEFAULT_COMPUTE_CAPABILITY);
                 let lt = match (w.lt, w.lt_per_call) {
                     (0, _) => String::new(),
                     (lt, true) => format!("; cuBLASLt {} per call", mib_or_bytes(lt)),

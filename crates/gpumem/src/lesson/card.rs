@@ -63,8 +63,9 @@ impl Card {
     /// The workspaces the card's matrix products take through the allocator: none on either
     /// (under 1.12 cuBLAS keeps its own, outside the allocator, within the 0.72 GiB).
     pub fn workspaces(self) -> WorkspaceRules {
-        self.torch()
-            .map_or(WorkspaceRules::NONE, |r| r.workspaces(LESSON_COMPUTE_CAPABILITY))
+        self.torch().map_or(WorkspaceRules::NONE, |r| {
+            r.workspaces(LESSON_COMPUTE_CAPABILITY)
+        })
     }
 
     /// `config` as the card's PyTorch runs it by default: what `zero_grad()` does and how the
@@ -140,7 +141,10 @@ mod tests {
         assert!(Card::Ideal.workspaces().is_none());
         let c = Card::Lesson.config(&MlpConfig::lesson(2000));
         assert_eq!(c.strategy.zero_grad, crate::mlp::ZeroGrad::Zero);
-        assert_eq!(c.strategy.optimizer_impl, crate::mlp::OptimizerImpl::ForLoop);
+        assert_eq!(
+            c.strategy.optimizer_impl,
+            crate::mlp::OptimizerImpl::ForLoop
+        );
         assert_eq!(Card::Ideal.config(&c), c);
         for c in Card::ALL {
             assert_eq!(c.to_string().parse(), Ok(c));

@@ -20,7 +20,18 @@ fn versions_parse_as_torch_prints_them() {
 
 #[test]
 fn bad_versions_are_clear_errors() {
-    for bad in ["", "2", "two.one", "2.", ".5", "2.x", "-2.1", "0.4", "2.11x", "99999999999.1"] {
+    for bad in [
+        "",
+        "2",
+        "two.one",
+        "2.",
+        ".5",
+        "2.x",
+        "-2.1",
+        "0.4",
+        "2.11x",
+        "99999999999.1",
+    ] {
         let err = bad.parse::<TorchVersion>().unwrap_err();
         assert!(matches!(err, VersionError::NotAVersion(_)), "{bad}: {err}");
         assert!(err.to_string().contains("2.11"), "{err}");
@@ -56,8 +67,19 @@ fn the_table_is_ordered_and_each_row_changes_something() {
     for pair in KNOWN.windows(2) {
         let (a, b) = (pair[0], pair[1]);
         assert!(a.version < b.version);
-        let same = (a.workspaces, a.zero_grad, a.optimizer_impl, a.oom_message, a.exception)
-            == (b.workspaces, b.zero_grad, b.optimizer_impl, b.oom_message, b.exception);
+        let same = (
+            a.workspaces,
+            a.zero_grad,
+            a.optimizer_impl,
+            a.oom_message,
+            a.exception,
+        ) == (
+            b.workspaces,
+            b.zero_grad,
+            b.optimizer_impl,
+            b.oom_message,
+            b.exception,
+        );
         assert!(!same, "{} changes nothing after {}", b.version, a.version);
     }
 }
@@ -71,7 +93,10 @@ fn a_version_between_rows_takes_the_earlier_one_and_says_so() {
     assert_eq!(Rules::of(v("3.2")).release.version, v("2.15"));
     assert_eq!(Rules::of(v("2.0")).note(), None);
     let note = Rules::of(v("2.11")).note().unwrap();
-    assert!(note.contains("2.11") && note.contains("2.8") && note.contains("2.15"), "{note}");
+    assert!(
+        note.contains("2.11") && note.contains("2.8") && note.contains("2.15"),
+        "{note}"
+    );
     assert!(Rules::of(v("3.2")).note().unwrap().contains("newest"));
 }
 
