@@ -28,9 +28,9 @@ pub const DEFAULT_LT_WORKSPACE: u64 = 1024 * KIB;
 /// Which PyTorch's rules: they changed with the version.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub enum TorchRules {
-    /// About 2.0 to 2.7, the lesson's PyTorch (its out-of-memory message is worded as up to
-    /// 2.0): each handle's cuBLAS workspace through the caching allocator, and cuBLASLt's
-    /// allocated for each call and freed after it (`CUDABlas.cpp`'s `gemm_and_bias`).
+    /// 1.13 to about 2.7: each handle's cuBLAS workspace through the caching allocator, and
+    /// cuBLASLt's allocated for each call and freed after it (`CUDABlas.cpp`'s
+    /// `gemm_and_bias`). 1.12 and before have no workspace code (`versions::Workspaces`).
     V2_0,
     /// About 2.8 to 2.10: as 2.0, but cuBLASLt keeps one workspace per handle
     /// (PyTorch PR 156495, "persistent workspace").

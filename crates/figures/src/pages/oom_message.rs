@@ -215,8 +215,8 @@ pub fn outside_allocator() -> Result<String> {
          reserved ({} here, {} there). That gap is the part we cannot explain: the lesson's \
          \"already allocated\" is {}, ours {} — `z0`, the model and the batch. The message \
          gives only the sum, so what the lesson's script kept on the card beyond those, {}, \
-         cannot be named from it. `--card lesson` sets this memory for you, with the cuBLAS \
-         workspaces of the lesson's PyTorch ([Inside the caching allocator]\
+         cannot be named from it. `--card lesson` sets this memory for you, with the defaults \
+         of the lesson's PyTorch, 1.12 ([Inside the caching allocator]\
          (allocator.md#which-card-tensors-only-or-the-lessons-card-as-it-was)).\n",
         gib(l.total),
         gib(l.free),
