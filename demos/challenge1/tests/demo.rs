@@ -100,3 +100,26 @@ fn no_adapter_is_a_clear_error_and_auto_falls_back() {
         "{t}"
     );
 }
+
+/// The lesson's card runs PyTorch 1.12: no block of its snapshot is a library workspace; the
+/// same run under `--torch 2.11` has them (so the check can fail).
+#[test]
+fn the_lessons_card_snapshot_holds_no_workspace() {
+    let dir = std::env::temp_dir().join(format!("challenge1-ws-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let workspaces = |extra: &[&str]| {
+        let path = dir.join("s.pickle");
+        let p = path.to_str().unwrap();
+        let mut args = vec!["--card", "lesson", "--backend", "plan", "--batch", "1000"];
+        args.extend_from_slice(extra);
+        args.extend_from_slice(&["--memory-snapshot", p]);
+        let o = run(&args);
+        assert!(o.status.success(), "{}", text(&o));
+        let bytes = std::fs::read(&path).unwrap();
+        let needle = b"workspace";
+        bytes.windows(needle.len()).filter(|w| w == needle).count()
+    };
+    assert_eq!(workspaces(&[]), 0);
+    assert!(workspaces(&["--torch", "2.11"]) > 0);
+    std::fs::remove_dir_all(&dir).ok();
+}
