@@ -77,6 +77,11 @@ pub const ARTIFACTS: &[Artifact] = &[
         render: charts::per_card::per_card,
     },
     Artifact {
+        path: "generated/core_equation.md",
+        about: "the core's memory equation: the formula the graders are checked against, its symbols, the lesson's full batch",
+        render: pages::core_equation::core_equation,
+    },
+    Artifact {
         path: "generated/estimate_table.md",
         about: "table: the equation's peak vs the measured peak for every reference setup",
         render: pages::memory_equation::estimate_table,
@@ -415,6 +420,11 @@ pub const ARTIFACTS: &[Artifact] = &[
         path: "generated/oom_outside.md",
         about: "paragraph: memory outside the allocator derived from the lesson's message, and what the run's figures match and cannot explain",
         render: pages::oom_message::outside_allocator,
+    },
+    Artifact {
+        path: "generated/full_batch_rows.md",
+        about: "inline: the rows of the lesson's training set",
+        render: pages::challenge_1::full_batch_rows,
     },
     Artifact {
         path: "generated/full_batch_input.md",
