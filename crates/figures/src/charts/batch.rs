@@ -253,7 +253,7 @@ fn chart(with_reserved: bool) -> Result<String> {
             (x0, y_max),
             (12, 10),
             &format!(
-                "parameters {}; gradients at the peak {} (the output layer's only); no optimizer state with SGD",
+                "parameters {}; gradients at the peak {} (the output layer's only)",
                 format_bytes(full.parameters),
                 format_bytes(full.gradients)
             ),

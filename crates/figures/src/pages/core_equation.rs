@@ -222,10 +222,8 @@ mod tests {
         assert_eq!(evaluate("P + S + D", &t).unwrap(), 31);
         assert_eq!(evaluate("2·a + L·a", &t).unwrap(), 12);
         assert_eq!(evaluate("max(1, P + R, 3·a)", &t).unwrap(), 20);
-        assert_eq!(
-            evaluate(FORMULA, &t).unwrap(),
-            31 + (2 * 3 + 6 + 5).max(10 + 9).max(20)
-        );
+        // Top 2·3 + 2·3 + 5 = 17, bottom 10 + 9 = 19, update 10 + 10 = 20.
+        assert_eq!(evaluate(FORMULA, &t).unwrap(), 31 + 20);
         assert!(evaluate("P + Q", &t).is_err());
         assert!(evaluate("max(P", &t).is_err());
     }
