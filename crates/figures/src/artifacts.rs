@@ -633,7 +633,7 @@ pub const ARTIFACTS: &[Artifact] = &[
     },
     Artifact {
         path: "generated/reading_times.md",
-        about: "each page's reading time from its prose words (200 a minute), and the table per page and part",
+        about: "each page's reading time from its rendered words (200 a minute), the table per page and part with quiz questions, the core's totals",
         render: crate::reading::reading_times,
     },
     Artifact {
