@@ -35,10 +35,15 @@ const LESSON_LAYERS: u64 = 5;
 /// it prints through [`demo::Output`]. A command-line error (or `--help`) is returned as a
 /// `clap::Error`, which [`demo::run_main`] prints and exits with.
 pub fn run(args: impl IntoIterator<Item = impl Into<OsString> + Clone>) -> anyhow::Result<()> {
-    let cmd = with_defaults(Cli::command(), &[("hidden", "5000"), ("layers", "4096")])
-        .mut_arg("layers", |a| {
-            a.help("The deepest network to try (the demo searches up to it)")
-        });
+    // The learning rate of the lesson's loop as the book shows it (`lesson_loop.py`); memory
+    // does not depend on it, but the demo should not contradict the page.
+    let cmd = with_defaults(
+        Cli::command(),
+        &[("hidden", "5000"), ("layers", "4096"), ("lr", "0.1")],
+    )
+    .mut_arg("layers", |a| {
+        a.help("The deepest network to try (the demo searches up to it)")
+    });
     let cmd = SnapshotArgs::describe(
         cmd,
         "the shallowest depth that runs out of memory, its step run once more after the \
@@ -70,10 +75,13 @@ pub fn run(args: impl IntoIterator<Item = impl Into<OsString> + Clone>) -> anyho
     ));
 
     let search = search_depths(&cli, &base, batch, cli.device.options(backend), out)?;
-    let mut attempts: Vec<&(u64, StepMemory)> = search.attempts.iter().collect();
-    attempts.sort_by_key(|(layers, _)| *layers);
+    // In the order tried, as the table's title says; the first failure is the shallowest.
+    let attempts: Vec<&(u64, StepMemory)> = search.attempts.iter().collect();
     print_attempts(&base, &attempts, out);
-    let first_failure = attempts.iter().find(|(_, m)| !m.fits());
+    let first_failure = attempts
+        .iter()
+        .filter(|(_, m)| !m.fits())
+        .min_by_key(|(layers, _)| *layers);
     let Some(deepest) = search.best else {
         let oom = first_failure.and_then(|(_, m)| m.oom.as_ref());
         anyhow::bail!(
@@ -193,7 +201,7 @@ fn print_attempts(base: &MlpConfig, attempts: &[&(u64, StepMemory)], out: Output
             ]
         })
         .collect();
-    out.section("Attempts (doubling, then bisection)");
+    out.section("Attempts, in the order tried (doubling, then bisection)");
     out.table(
         &[
             "layers",
@@ -216,8 +224,13 @@ fn print_result(
     out.section("Result");
     match first_failure {
         Some((layers, m)) => {
+            // The failing tensor, as the book's page names it (`layer1.weight.grad`).
+            let tensor = m
+                .oom
+                .as_ref()
+                .map_or(String::new(), |o| format!(", allocating `{}`", o.label));
             out.line(format!(
-                "{layers} hidden layers ran out of memory (in the {}):\n",
+                "{layers} hidden layers ran out of memory in the {}{tensor}:\n",
                 m.failed_in.map(|p| p.to_string()).unwrap_or_default()
             ));
             if let Some(oom) = &m.oom {

@@ -77,6 +77,11 @@ pub const ARTIFACTS: &[Artifact] = &[
         render: charts::per_card::per_card,
     },
     Artifact {
+        path: "generated/core_equation.md",
+        about: "the core's memory equation: the formula the graders are checked against, its symbols, the lesson's full batch",
+        render: pages::core_equation::core_equation,
+    },
+    Artifact {
         path: "generated/estimate_table.md",
         about: "table: the equation's peak vs the measured peak for every reference setup",
         render: pages::memory_equation::estimate_table,
@@ -412,6 +417,11 @@ pub const ARTIFACTS: &[Artifact] = &[
         render: pages::oom_message::outside_allocator,
     },
     Artifact {
+        path: "generated/full_batch_rows.md",
+        about: "inline: the rows of the lesson's training set",
+        render: pages::challenge_1::full_batch_rows,
+    },
+    Artifact {
         path: "generated/full_batch_input.md",
         about: "inline: the full batch's input-batch bytes (features and labels of every row)",
         render: pages::challenge_1::full_batch_input,
@@ -618,7 +628,7 @@ pub const ARTIFACTS: &[Artifact] = &[
     },
     Artifact {
         path: "generated/reading_times.md",
-        about: "each page's reading time from its prose words (200 a minute), and the table per page and part",
+        about: "each page's reading time from its rendered words (200 a minute), the table per page and part with quiz questions, the core's totals",
         render: crate::reading::reading_times,
     },
     Artifact {

@@ -8,11 +8,13 @@ use figures::files::{book_src, stale, write_all};
 use std::process::ExitCode;
 use std::time::Instant;
 
-const USAGE: &str = "usage: cargo run -p figures [-- --check | --measure]\n\
+const USAGE: &str = "usage: cargo run -p figures [-- --check | --measure | --reading]\n\
   Regenerates the book's charts (src/figures/) and quoted numbers (src/generated/).\n\
   --check     write nothing; exit 1 if any committed file is out of date\n\
   --measure   first time challenge 4's demo again on this machine (minutes; use --release)\n\
-              and record it in crates/figures/measured/challenge4_times.json";
+              and record it in crates/figures/measured/challenge4_times.json\n\
+  --reading   write nothing; print each page's rendered words and quiz questions, and the\n\
+              lesson's totals against their bounds (exit 1 when over)";
 
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
@@ -20,6 +22,31 @@ fn main() -> ExitCode {
         [] => (false, false),
         ["--check"] => (true, false),
         ["--measure"] => (false, true),
+        ["--reading"] => {
+            return match figures::reading::pages(&book_src()) {
+                Ok(pages) => {
+                    for p in &pages {
+                        println!(
+                            "{:>6} words {:>2} questions  {} / {}",
+                            p.words, p.questions, p.part, p.file
+                        );
+                    }
+                    let (words, questions) = figures::reading::core_totals(&pages);
+                    println!("the lesson: {words} words, {questions} quiz questions");
+                    match figures::reading::within_bounds(&pages) {
+                        Ok(()) => ExitCode::SUCCESS,
+                        Err(e) => {
+                            eprintln!("figures: {e}");
+                            ExitCode::from(1)
+                        }
+                    }
+                }
+                Err(e) => {
+                    eprintln!("figures: error: {e:#}");
+                    ExitCode::from(2)
+                }
+            };
+        }
         ["-h" | "--help"] => {
             println!("{USAGE}");
             return ExitCode::SUCCESS;

@@ -11,6 +11,7 @@ pub mod challenge_3;
 pub mod challenge_4;
 pub mod challenge_4_grader;
 pub mod challenge_5;
+pub mod core_equation;
 pub mod deepspeed;
 pub mod fitting_more;
 pub mod instructors;

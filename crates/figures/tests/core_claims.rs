@@ -32,7 +32,9 @@ fn the_book_uses_the_one_hidden_layer_the_code_builds() {
         .next()
         .unwrap();
     assert_eq!(model.matches("nn.Linear(").count(), 2, "one hidden layer");
-    let text = page("challenge-1");
+    // The note moved to Going further (Inside the caching allocator, "The lesson and the
+    // engine").
+    let text = page("allocator");
     assert!(text.contains("says two hidden layers; the code both run builds one"));
     assert!(text.contains("The book uses one hidden layer"));
 }
@@ -92,8 +94,7 @@ fn memtracker_raw_bytes_are_below_the_engines_blocks() {
         "{raw} vs {blocks}"
     );
     assert!(
-        page("challenge-1")
-            .contains("MemTracker counts raw tensor bytes, the engine its allocator's")
+        page("challenge-1").contains("(raw tensor bytes, where the engine counts its allocator's")
     );
 }
 
@@ -124,7 +125,7 @@ fn a_layer_in_blocks_is_a_little_more_than_its_raw_bytes() {
 /// the paragraph names the implementation that makes five (`foreach`).
 #[test]
 fn five_copies_name_the_adam_implementation() {
-    for name in ["networks", "challenge-2"] {
+    for name in ["networks", "challenge-2", "fitting-more"] {
         let raw =
             std::fs::read_to_string(figures::files::book_src().join(format!("{name}.md"))).unwrap();
         for para in raw.split("\n\n") {
@@ -134,7 +135,7 @@ fn five_copies_name_the_adam_implementation() {
             }
         }
     }
-    let text = page("networks");
+    let text = page("fitting-more");
     assert!(text.contains("`fused=True` makes none (four)"));
     assert!(text.contains("`foreach=False` one layer's at a time"));
 }
@@ -147,7 +148,7 @@ fn core_pages_say_what_measured() {
         let text = page(name).to_lowercase();
         assert!(!text.contains("measur"), "{name} says measured");
     }
-    for name in ["challenge-1", "networks", "challenge-2"] {
+    for name in ["challenge-1", "challenge-2"] {
         assert!(
             page(name).contains("`plan` [backing](glossary.md#backing)"),
             "{name}"
@@ -214,4 +215,42 @@ fn the_first_page_uses_no_allocator_internals() {
         .find("mini-batch")
         .expect("the page names mini-batches");
     assert!(prose[first..].starts_with("mini-batch](glossary.md#batch)"));
+}
+
+/// Challenge 2: the demo agrees with its page — it names the tensor whose allocation failed
+/// (as the page does), trains with the learning rate of the loop the book shows
+/// (`lesson_loop.py`), and lists its attempts in the order it tried them.
+#[test]
+fn challenge2_demo_says_what_its_page_says() {
+    let loop_py = std::fs::read_to_string(root().join("pytorch/snippets/lesson_loop.py")).unwrap();
+    let lr = loop_py
+        .split("lr=")
+        .nth(1)
+        .unwrap()
+        .split([')', ','])
+        .next()
+        .unwrap()
+        .trim();
+    let demo =
+        std::fs::read_to_string(figures::files::book_src().join("generated/demo_challenge2.txt"))
+            .unwrap();
+    assert!(demo.contains(&format!("sgd (lr {lr})")), "{demo}");
+    let sgd = figures::data::deepest_fit(gpumem::mlp::Optimizer::LESSON).unwrap();
+    assert!(
+        demo.contains(&format!("allocating `{}`", sgd.oom.label)),
+        "{demo}"
+    );
+    assert!(page("challenge-2").contains("names the tensor whose allocation failed"));
+    // In the order tried: doubling, then bisection, so the depths are not sorted.
+    let depths: Vec<u64> = demo
+        .split("Attempts, in the order tried")
+        .nth(1)
+        .unwrap()
+        .split("\nResult")
+        .next()
+        .unwrap()
+        .lines()
+        .filter_map(|l| l.split_whitespace().next()?.parse().ok())
+        .collect();
+    assert!(depths.windows(2).any(|w| w[1] < w[0]), "{depths:?}");
 }

@@ -33,19 +33,6 @@ fn the_equation_table_spans_a_toy_to_the_whole_training_set() {
     assert!(!text.contains(&format!("for {} setups", setups.len())));
 }
 
-/// Mini-batching: the row it cites for "less than a megabyte at a batch of 32" is a row of
-/// the equation's table, under the label the table gives it.
-#[test]
-fn mini_batching_cites_a_row_the_table_has() {
-    let label = "1 × 2\u{202f}000, SGD";
-    assert!(page("mini-batching").contains(&format!("`{label}` at batch 32")));
-    // The table binds "1 × 2 000" with no-break spaces; the page's code span need not.
-    let table = generated("estimate_table.md").replace('\u{a0}', " ");
-    assert!(table.contains(&format!("| {label} | 32 |")));
-    let at32 = equation(&MlpConfig::lesson(LESSON_WIDTH), 32).unwrap();
-    assert!(at32.peak_allocated < 1_000_000);
-}
-
 /// Challenge 1: at the busiest moment the activations are the hidden layer's output plus the
 /// predictions `y_pred` (two values a row: a thousandth of it) — the log-probabilities are
 /// already freed; the parameters are "about ten thousand weights, a few dozen KiB".
@@ -65,8 +52,9 @@ fn challenge1_activations_at_the_peak_are_the_hidden_output_and_y_pred() {
         "{}",
         e.parameters
     );
-    let text = page("challenge-1");
-    assert!(text.contains("predictions `y_pred` (with the loss)"));
+    // The first page counts `y_pred` with the batch, as the core's equation does.
+    let text = page("memory-equation");
+    assert!(text.contains("and the predictions `y_pred`"));
     assert!(!text.contains("a few MiB\n  of predictions and log-probabilities"));
 }
 
@@ -280,7 +268,7 @@ fn usual_batches_grow_the_step_but_leave_the_card_nearly_empty() {
         .split_whitespace()
         .collect::<Vec<_>>()
         .join(" ");
-    assert!(text.contains("grows nearly in proportion to the batch"));
+    assert!(text.contains("at 64 rows, under a thousandth of the card"));
     assert!(!text.contains("hardly changes"));
 }
 

@@ -38,7 +38,7 @@ fn most_temporaries(config: &MlpConfig) -> u64 {
     most as u64
 }
 
-/// Networks' Adam paragraph: for-loop Adam holds "two temporaries of that parameter's size at
+/// Fitting more, Adam's implementations: for-loop Adam holds "two temporaries of that parameter's size at
 /// once" (the square root and the division made from it), "twice the largest weight".
 #[test]
 fn for_loop_adam_holds_two_temporaries_of_the_largest_weight() {
@@ -52,8 +52,10 @@ fn for_loop_adam_holds_two_temporaries_of_the_largest_weight() {
         most >= 2 * weight && most < 2 * weight + weight / 100,
         "{most} B of temporaries against a weight of {weight} B"
     );
-    assert!(page("networks").contains("two temporaries of that parameter's size at once"));
-    assert!(!page("networks").contains("one layer's at a time"));
+    assert!(page("fitting-more").contains("two temporaries of that parameter's size at once"));
+    for name in ["fitting-more", "networks"] {
+        assert!(!page(name).contains("one layer's at a time"), "{name}");
+    }
 }
 
 /// More than one card: ZeRO-1 deals whole parameters out largest first, each to the card

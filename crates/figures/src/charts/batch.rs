@@ -242,17 +242,20 @@ fn chart(with_reserved: bool) -> Result<String> {
                 &INK,
             )?;
         }
-        let persistent: u64 = CATEGORIES[..PERSISTENT]
-            .iter()
-            .map(|(_, f, _)| f(&full))
-            .sum();
+        // At the full batch's peak (the top of the backward pass) only the output layer's
+        // gradients exist: the note says so, rather than a sum that looks like "gradients
+        // double the model" and is not.
+        if full.gradients >= full.parameters {
+            return Err(anyhow!("every gradient exists at the full batch's peak"));
+        }
         note(
             &mut chart,
             (x0, y_max),
             (12, 10),
             &format!(
-                "parameters + gradients: {} (no optimizer state with SGD)",
-                format_bytes(persistent)
+                "parameters {}; gradients at the peak {} (the output layer's only)",
+                format_bytes(full.parameters),
+                format_bytes(full.gradients)
             ),
             &INK,
         )?;

@@ -59,6 +59,11 @@ pub fn full_batch_input() -> Result<String> {
     ))
 }
 
+/// The rows of the lesson's training set, e.g. `1 173 000`.
+pub fn full_batch_rows() -> Result<String> {
+    Ok(grouped(FULL))
+}
+
 /// The largest batch of the lesson's network that fits on the card, e.g. `710 410`.
 pub fn largest_batch_on_card() -> Result<String> {
     Ok(grouped(largest_batch()?.rows))

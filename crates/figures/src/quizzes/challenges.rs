@@ -5,9 +5,9 @@ use crate::data::{
     DEEP_BATCH, DEEP_WIDTH, LESSON_WIDTH, adam, deepest_fit, equation, largest_batch_on_card,
     measure, network,
 };
-use crate::epochs::leak_runs;
 use crate::measured::CHALLENGE4_DEEP_LAYERS;
 use anyhow::{Result, anyhow};
+use charts::style::grouped;
 use gpumem::alloc::{MIN_BLOCK, ROUND_LARGE, round_size, segment_size};
 use gpumem::data::LESSON_TRAINING_EVENTS as FULL;
 use gpumem::lesson::{CARD_BYTES, planning_on_card};
@@ -15,62 +15,85 @@ use gpumem::mlp::{Checkpointing, MlpConfig, Optimizer, Pass, Strategy};
 use gpumem::size::format_bytes as bytes;
 use gpumem::tensor::DType;
 
-/// The largest batch on the card, and which tensor fails first with the whole set.
+/// The largest batch by the core's equation, and which tensor fails first with the whole set.
 pub fn challenge_1() -> Result<Vec<Question>> {
+    use crate::pages::core_equation::{Terms, peak};
+    use grading::{Opt, Setup};
     let config = MlpConfig::lesson(LESSON_WIDTH);
-    let largest = largest_batch_on_card(LESSON_WIDTH)?
+    let engine = largest_batch_on_card(LESSON_WIDTH)?
         .ok_or_else(|| anyhow!("not even one row fits on the card"))?;
-    let whole = equation(&config, FULL)?;
-    // Scaling the whole set's peak down to the card ignores the model's fixed memory.
-    let scaled = (CARD_BYTES as u128 * FULL as u128 / whole.peak_allocated as u128) as u64;
-    let rows = largest.rows.to_string();
+    // The page's equation: the largest batch whose peak is within the card.
+    let rows = gpumem::search::largest_where(FULL, |b| {
+        Ok::<_, anyhow::Error>(peak(Setup::lesson(LESSON_WIDTH, 1, b, Opt::Sgd))? <= CARD_BYTES)
+    })?
+    .ok_or_else(|| anyhow!("not even one row fits by the equation"))?;
+    // The usual formula (model + activations + optimizer state + batch) forgets the two
+    // temporaries: by it the whole set fits.
+    let usual = |b: u64| {
+        let t = Terms::of(Setup::lesson(LESSON_WIDTH, 1, b, Opt::Sgd));
+        t.p + t.s + t.d + t.l * t.a
+    };
+    if usual(FULL) > CARD_BYTES || engine.rows >= rows {
+        return Err(anyhow!(
+            "the distractors no longer make the mistakes they name"
+        ));
+    }
+    let (answer, all) = (grouped(rows), format!("all {}", grouped(FULL)));
     let batch_q = Question {
         prompt: format!(
-            "The lesson's network on the {} card: the largest batch whose step fits is",
+            "The lesson's network, SGD, on the {} card: by the memory equation, the largest \
+             batch whose step fits is about",
             bytes(CARD_BYTES)
         ),
-        answer: rows.clone(),
-        distractors: distinct(&rows, vec![FULL.to_string(), scaled.to_string()]),
+        answer: answer.clone(),
+        distractors: distinct(&answer, vec![all, grouped(engine.rows)]),
         context: format!(
-            "Planned step by step by the engine on the card, {} rows fit and one more does not. All {FULL} \
-             rows need {}. Scaling that down in proportion ({scaled} rows) forgets that the \
-             model's own memory and the allocator's rounding do not shrink with the batch.",
-            largest.rows,
-            bytes(whole.peak_allocated)
+            "Each row holds three activations of {LESSON_WIDTH} float32 values at the busiest \
+             moment — the kept one and two gradients — and the model is tiny: {answer} rows \
+             fill the card. The usual formula, without the two temporaries, would fit all {} \
+             rows ({} by it), yet they need {}. {} is the engine's plan, which fits fewer: \
+             from the second step on the allocator's cache is cut into pieces, so the step \
+             needs more reserved memory than it allocates (Monitoring memory tells the two \
+             apart).",
+            grouped(FULL),
+            bytes(usual(FULL)),
+            bytes(peak(Setup::lesson(LESSON_WIDTH, 1, FULL, Opt::Sgd))?),
+            grouped(engine.rows)
         ),
     };
     let full = measure(&planning_on_card(), &config, FULL)?;
     let oom = full
         .oom
         .ok_or_else(|| anyhow!("the full training set fits on the card"))?;
-    let others: Vec<String> = [
-        deepest_fit(Optimizer::LESSON)?.oom.label,
-        deepest_fit(adam())?.oom.label,
-    ]
-    .into_iter()
-    .chain(
-        leak_runs()?
-            .leaky
-            .failure
-            .as_ref()
-            .map(|f| f.oom.label.clone()),
-    )
-    .map(|l| format!("`{l}`"))
-    .collect();
+    // The step's own tensors: the hidden layer's output before the ReLU, the backward pass's
+    // temporaries, the batch.
+    let others: Vec<String> = ["z0", "relu.grad", "x"]
+        .into_iter()
+        .map(|l| format!("`{l}`"))
+        .collect();
     let label = format!("`{}`", oom.label);
     let tensor_q = Question {
-        prompt: "All the rows as one batch on that card: which tensor's allocation fails first?"
+        prompt: "All the rows as one batch on that card: the demo names the tensor whose \
+                 allocation fails first. Which is it?"
             .to_string(),
         answer: label.clone(),
         distractors: distinct(&label, others),
         context: format!(
-            "The step fails in the {}, asking for {} with {} already allocated: the first \
-             tensor whose size grows with the whole batch and no longer fits beside the rest.",
+            "The step fails in the {}, asking for {} with {} already allocated: the hidden \
+             layer's output before the ReLU, `z0`, still fits, but the ReLU's output `a0` must \
+             exist beside it. The backward pass's temporaries (`relu.grad`) would come later; \
+             the step never gets there.",
             full.failed_in.map_or("step".to_string(), |p| p.to_string()),
             bytes(oom.requested),
             bytes(oom.allocated)
         ),
     };
+    if oom.label != "a0" {
+        return Err(anyhow!(
+            "the full batch now fails at `{}`: rewrite the question",
+            oom.label
+        ));
+    }
     Ok(vec![batch_q, tensor_q])
 }
 
@@ -95,9 +118,10 @@ pub fn challenge_2() -> Result<Vec<Question>> {
             vec![sgd.layers.to_string(), momentum.layers.to_string()],
         ),
         context: format!(
-            "Each layer brings its weights, its gradients and Adam's two averages: four \
-             copies where SGD has two, so about half as many layers fit ({}). Adam counted as \
-             one copy gives {} (SGD with momentum); {} ignores the optimizer.",
+            "At a small batch the update decides: each layer brings its weights, its gradients, \
+             Adam's two averages and, in the `foreach` update, their square roots — five \
+             copies where SGD has two, so about two fifths as many layers fit ({}). Adam \
+             counted as one copy gives {} (SGD with momentum); {} ignores the optimizer.",
             adam.layers, momentum.layers, sgd.layers
         ),
     };

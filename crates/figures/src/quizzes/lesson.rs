@@ -1,7 +1,7 @@
 //! The lesson pages' quizzes.
 
 use super::{LARGE_ROWS, Question, distinct};
-use crate::data::{DEEP_BATCH, DEEP_WIDTH, LESSON_WIDTH, SEED, adam, equation, measure, network};
+use crate::data::{DEEP_BATCH, DEEP_WIDTH, LESSON_WIDTH, SEED, adam, equation, network};
 use crate::epochs::{card, leak_runs, leak_setup};
 use anyhow::{Result, anyhow, bail};
 use charts::style::grouped;
@@ -11,20 +11,13 @@ use gpumem::alloc::{
     segment_size,
 };
 use gpumem::data::LESSON_TRAINING_EVENTS as FULL;
-use gpumem::lesson::{CARD_BYTES, planning_on_card};
-use gpumem::mlp::{Batch, Mlp, MlpConfig, Optimizer, Pass, Precision, Strategy};
+use gpumem::lesson::CARD_BYTES;
+use gpumem::mlp::{Batch, Mlp, MlpConfig, Optimizer, Precision, Strategy};
 use gpumem::size::format_bytes as bytes;
 use gpumem::tensor::DType;
 
 /// Hidden layers of the network whose width is doubled (one layer would hide the square).
 const DOUBLED_LAYERS: u64 = 3;
-
-fn pass_words(pass: Pass) -> String {
-    match pass {
-        Pass::Model => "It runs out while building the model".into(),
-        pass => format!("It runs out of memory in the {pass}"),
-    }
-}
 
 /// What Adam adds, and which of the six terms is largest at the lesson's batch.
 pub fn memory_equation() -> Result<Vec<Question>> {
@@ -83,39 +76,9 @@ pub fn memory_equation() -> Result<Vec<Question>> {
     Ok(vec![adam_q, largest_q])
 }
 
-/// The whole set as one batch, and how many steps an epoch takes.
+/// How many steps an epoch takes. (What the whole set as one batch does is Challenge 1's
+/// guess; which tensor fails is asked there, after its demo has named it.)
 pub fn mini_batching() -> Result<Vec<Question>> {
-    let config = MlpConfig::lesson(LESSON_WIDTH);
-    let full = measure(&planning_on_card(), &config, FULL)?;
-    let predicted = equation(&config, FULL)?;
-    let answer = match (&full.oom, full.failed_in) {
-        (Some(_), Some(pass)) => pass_words(pass),
-        _ => "It fits".to_string(),
-    };
-    let others = [Pass::Model, Pass::Forward, Pass::Backward, Pass::Optimizer]
-        .into_iter()
-        .map(pass_words)
-        .chain(std::iter::once("It fits".to_string()))
-        .collect();
-    let tensor = full.oom.as_ref().map_or(String::new(), |o| {
-        format!(" The tensor that fails: `{}`.", o.label)
-    });
-    let full_q = Question {
-        prompt: format!(
-            "The lesson's network, all {FULL} training rows as one batch, on the {} card. \
-             What happens?",
-            bytes(CARD_BYTES)
-        ),
-        answer: answer.clone(),
-        distractors: distinct(&answer, others),
-        context: format!(
-            "The equation's peak for this batch is {} and the card holds {}. The model \
-             itself is small, so it is built; the batch's activations are what does not \
-             fit.{tensor}",
-            bytes(predicted.peak_allocated),
-            bytes(CARD_BYTES)
-        ),
-    };
     let steps = FULL.div_ceil(DEEP_BATCH);
     let steps_q = Question {
         prompt: format!(
@@ -136,7 +99,7 @@ pub fn mini_batching() -> Result<Vec<Question>> {
              row at a time."
         ),
     };
-    Ok(vec![full_q, steps_q])
+    Ok(vec![steps_q])
 }
 
 /// Doubling the width, and the cost of one more layer.
@@ -195,40 +158,8 @@ pub fn networks() -> Result<Vec<Question>> {
     Ok(vec![width_q, layer_q])
 }
 
-/// `empty_cache()` with a model alive, and what one small tensor adds to allocated.
+/// Reading an out-of-memory message: what is held outside PyTorch's allocator.
 pub fn monitoring() -> Result<Vec<Question>> {
-    let device = Device::plan(CARD_BYTES);
-    let mut mlp = Mlp::new(&device, &network(DEEP_WIDTH, 1, Optimizer::LESSON), SEED)?;
-    mlp.train_step(Batch::Planned(LARGE_ROWS))?;
-    let (allocated, before) = (device.memory_allocated(), device.memory_reserved());
-    device.empty_cache();
-    let after = device.memory_reserved();
-    if !(0 < after && after < before) {
-        bail!("empty_cache() took reserved from {before} B to {after} B: pick another network");
-    }
-    let state = |r: u64, a: u64| format!("reserved {}, allocated {}", bytes(r), bytes(a));
-    let answer = state(after, allocated);
-    let cache_q = Question {
-        prompt: format!(
-            "One hidden layer of {DEEP_WIDTH}, one SGD step at batch {LARGE_ROWS}: {}. The model is still alive. \
-             Then `torch.cuda.empty_cache()`. Predict the two numbers.",
-            state(before, allocated)
-        ),
-        answer: answer.clone(),
-        distractors: distinct(
-            &answer,
-            vec![state(0, allocated), state(before, allocated), state(0, 0)],
-        ),
-        context: format!(
-            "`empty_cache()` gives back only segments in which no tensor lives; it frees no \
-             tensor, so allocated stays {}. The segments holding the model's parameters \
-             and gradients (plain SGD keeps no state) stay: reserved falls from {} to {}, not to 0.",
-            bytes(allocated),
-            bytes(before),
-            bytes(after)
-        ),
-    };
-    drop(mlp);
     let (oom, _) = crate::pages::oom_message::context_run(OomMessage::Lesson)?;
     let (capacity, free) = (
         oom.capacity
@@ -272,7 +203,45 @@ pub fn monitoring() -> Result<Vec<Question>> {
             bytes(capacity - free)
         ),
     };
-    Ok(vec![cache_q, outside_q])
+    Ok(vec![outside_q])
+}
+
+/// `empty_cache()` with a model alive: the small segments of its biases stay (the allocator's
+/// 2 MiB small-segment rule, which this page teaches).
+fn empty_cache_question() -> Result<Question> {
+    let device = Device::plan(CARD_BYTES);
+    let mut mlp = Mlp::new(&device, &network(DEEP_WIDTH, 1, Optimizer::LESSON), SEED)?;
+    mlp.train_step(Batch::Planned(LARGE_ROWS))?;
+    let (allocated, before) = (device.memory_allocated(), device.memory_reserved());
+    device.empty_cache();
+    let after = device.memory_reserved();
+    if !(0 < after && after < before) {
+        bail!("empty_cache() took reserved from {before} B to {after} B: pick another network");
+    }
+    let state = |r: u64, a: u64| format!("reserved {}, allocated {}", bytes(r), bytes(a));
+    let answer = state(after, allocated);
+    let cache_q = Question {
+        prompt: format!(
+            "One hidden layer of {DEEP_WIDTH}, one SGD step at batch {LARGE_ROWS}: {}. The model is still alive. \
+             Then `torch.cuda.empty_cache()`. Predict the two numbers.",
+            state(before, allocated)
+        ),
+        answer: answer.clone(),
+        distractors: distinct(
+            &answer,
+            vec![state(0, allocated), state(before, allocated), state(0, 0)],
+        ),
+        context: format!(
+            "`empty_cache()` gives back only segments in which no tensor lives; it frees no \
+             tensor, so allocated stays {}. The segments holding the model's parameters \
+             and gradients (plain SGD keeps no state) stay: reserved falls from {} to {}, not to 0.",
+            bytes(allocated),
+            bytes(before),
+            bytes(after)
+        ),
+    };
+    drop(mlp);
+    Ok(cache_q)
 }
 
 /// What the allocator hands out: a rounded bias, and the shared segment of a mid-sized tensor.
@@ -331,7 +300,7 @@ pub fn allocator() -> Result<Vec<Question>> {
             bytes(SMALL_BUFFER)
         ),
     };
-    Ok(vec![round_q, segment_q])
+    Ok(vec![round_q, segment_q, empty_cache_question()?])
 }
 
 /// The leaking loop of Challenge 3: when it fails, and what `empty_cache()` would change.

@@ -1,0 +1,230 @@
+//! The core's memory equation, written once: the formula the first page shows
+//! ([`FORMULA`]), its terms ([`Terms`], each defined in words on the page by [`DEFINITIONS`])
+//! and an evaluator of the formula's text. A test grades Challenges 1 and 2 with the text as
+//! the page states it, evaluated on these terms: what the core teaches is what it grades.
+
+use anyhow::{Result, anyhow, bail};
+use charts::style::grouped;
+use gpumem::data::LESSON_TRAINING_EVENTS as FULL;
+use gpumem::lesson::CARD_BYTES;
+use gpumem::size::format_bytes;
+use grading::{Opt, Setup};
+use std::fmt::Write as _;
+
+/// The busiest of the step's three moments, on top of what lives the whole step.
+pub const FORMULA: &str = "P + S + D + max(L·a + 2·a + G, P + 3·a, P + R)";
+
+/// Each symbol of [`FORMULA`], in the page's words.
+pub const DEFINITIONS: &[(&str, &str)] = &[
+    (
+        "P",
+        "the parameters, 4 bytes a weight or bias (`n·m + m` for a dense layer from `n` to `m` \
+         features); all the gradients take as much",
+    ),
+    ("S", "Adam's state, `2·P` (0 for SGD)"),
+    (
+        "D",
+        "the batch: per row 4 bytes a feature, 8 for the int64 label, 4 a class for `y_pred`",
+    ),
+    (
+        "a",
+        "one hidden layer's output, `4·B·H`; `L` hidden layers keep `L·a`",
+    ),
+    ("G", "the output layer's gradients, `4·(H + 1)·classes`"),
+    ("R", "`foreach` Adam's square roots, `P` (0 for SGD)"),
+];
+
+/// The symbols' values, in bytes, for one setup.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Terms {
+    pub p: u64,
+    pub s: u64,
+    pub d: u64,
+    pub a: u64,
+    pub l: u64,
+    pub g: u64,
+    pub r: u64,
+}
+
+impl Terms {
+    pub fn of(setup: Setup) -> Terms {
+        let Setup {
+            inputs,
+            width: h,
+            layers,
+            classes,
+            batch: b,
+            optimizer,
+        } = setup;
+        let dense = |n: u64, m: u64| n * m + m;
+        let p = 4 * (dense(inputs, h) + layers.saturating_sub(1) * dense(h, h) + dense(h, classes));
+        let adam = optimizer == Opt::Adam;
+        Terms {
+            p,
+            s: if adam { 2 * p } else { 0 },
+            d: b * (4 * inputs + 8 + 4 * classes),
+            a: 4 * b * h,
+            l: layers,
+            g: 4 * dense(h, classes),
+            r: if adam { p } else { 0 },
+        }
+    }
+
+    fn value(&self, symbol: char) -> Option<u64> {
+        Some(match symbol {
+            'P' => self.p,
+            'S' => self.s,
+            'D' => self.d,
+            'a' => self.a,
+            'L' => self.l,
+            'G' => self.g,
+            'R' => self.r,
+            _ => return None,
+        })
+    }
+
+    /// The three moments: top of the backward pass, its bottom, the update.
+    pub fn moments(&self) -> [u64; 3] {
+        [
+            self.l * self.a + 2 * self.a + self.g,
+            self.p + 3 * self.a,
+            self.p + self.r,
+        ]
+    }
+}
+
+/// The step's peak by the formula as the page states it.
+pub fn peak(setup: Setup) -> Result<u64> {
+    evaluate(FORMULA, &Terms::of(setup))
+}
+
+/// Evaluates `formula`: numbers, the symbols of [`Terms`], `+`, `·`, parentheses and
+/// `max(…, …)`.
+pub fn evaluate(formula: &str, terms: &Terms) -> Result<u64> {
+    let chars: Vec<char> = formula.chars().filter(|c| !c.is_whitespace()).collect();
+    let mut at = 0;
+    let v = sum(&chars, &mut at, terms)?;
+    if at != chars.len() {
+        bail!(
+            "`{formula}`: unexpected `{}`",
+            chars[at..].iter().collect::<String>()
+        );
+    }
+    Ok(v)
+}
+
+fn sum(c: &[char], at: &mut usize, t: &Terms) -> Result<u64> {
+    let mut v = product(c, at, t)?;
+    while c.get(*at) == Some(&'+') {
+        *at += 1;
+        v += product(c, at, t)?;
+    }
+    Ok(v)
+}
+
+fn product(c: &[char], at: &mut usize, t: &Terms) -> Result<u64> {
+    let mut v = factor(c, at, t)?;
+    while c.get(*at) == Some(&'·') {
+        *at += 1;
+        v *= factor(c, at, t)?;
+    }
+    Ok(v)
+}
+
+fn factor(c: &[char], at: &mut usize, t: &Terms) -> Result<u64> {
+    let expect = |at: &mut usize, ch: char| -> Result<()> {
+        if c.get(*at) != Some(&ch) {
+            bail!("expected `{ch}` at {at}");
+        }
+        *at += 1;
+        Ok(())
+    };
+    match c.get(*at) {
+        Some('(') => {
+            *at += 1;
+            let v = sum(c, at, t)?;
+            expect(at, ')')?;
+            Ok(v)
+        }
+        Some('m') if c[*at..].starts_with(&['m', 'a', 'x', '(']) => {
+            *at += 4;
+            let mut v = sum(c, at, t)?;
+            while c.get(*at) == Some(&',') {
+                *at += 1;
+                v = v.max(sum(c, at, t)?);
+            }
+            expect(at, ')')?;
+            Ok(v)
+        }
+        Some(d) if d.is_ascii_digit() => {
+            let mut v = 0u64;
+            while let Some(d) = c.get(*at).and_then(|d| d.to_digit(10)) {
+                v = v * 10 + u64::from(d);
+                *at += 1;
+            }
+            Ok(v)
+        }
+        Some(&s) => {
+            let v = t.value(s).ok_or_else(|| anyhow!("unknown symbol `{s}`"))?;
+            *at += 1;
+            Ok(v)
+        }
+        None => bail!("the formula ends too soon"),
+    }
+}
+
+/// `generated/core_equation.md`: the formula, its symbols, and its terms for the lesson's
+/// full batch (SGD) against the card.
+pub fn core_equation() -> Result<String> {
+    let mut out = String::new();
+    writeln!(out, "```text\npeak = {FORMULA}\n```\n")?;
+    for (n, (symbol, words)) in DEFINITIONS.iter().enumerate() {
+        let end = if n + 1 == DEFINITIONS.len() { '.' } else { ';' };
+        writeln!(out, "- `{symbol}`: {words}{end}")?;
+    }
+    let setup = Setup::lesson(crate::data::LESSON_WIDTH, 1, FULL, Opt::Sgd);
+    let t = Terms::of(setup);
+    let [top, bottom, update] = t.moments();
+    let total = peak(setup)?;
+    if total <= CARD_BYTES {
+        bail!("the full batch fits the card: the page says it does not");
+    }
+    writeln!(
+        out,
+        "\nThe lesson's full batch ({} rows, one hidden layer, SGD): `a` is {}; the three \
+         moments come to {}, {} and {}, and the peak, {}, is far beyond the card's {}.",
+        grouped(FULL),
+        format_bytes(t.a),
+        format_bytes(top),
+        format_bytes(bottom),
+        format_bytes(update),
+        format_bytes(total),
+        format_bytes(CARD_BYTES)
+    )?;
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_evaluator_reads_the_formula() {
+        let t = Terms {
+            p: 10,
+            s: 20,
+            d: 1,
+            a: 3,
+            l: 2,
+            g: 5,
+            r: 10,
+        };
+        assert_eq!(evaluate("P + S + D", &t).unwrap(), 31);
+        assert_eq!(evaluate("2·a + L·a", &t).unwrap(), 12);
+        assert_eq!(evaluate("max(1, P + R, 3·a)", &t).unwrap(), 20);
+        // Top 2·3 + 2·3 + 5 = 17, bottom 10 + 9 = 19, update 10 + 10 = 20.
+        assert_eq!(evaluate(FORMULA, &t).unwrap(), 31 + 20);
+        assert!(evaluate("P + Q", &t).is_err());
+        assert!(evaluate("max(P", &t).is_err());
+    }
+}
