@@ -322,6 +322,11 @@ pub const ARTIFACTS: &[Artifact] = &[
         render: pages::cards::lesson_card_compared,
     },
     Artifact {
+        path: "generated/versions_in_monitoring.md",
+        about: "inline: which PyTorch versions count cuBLAS's workspaces in memory_allocated(), what that adds, which exception to catch",
+        render: pages::cards::versions_in_monitoring,
+    },
+    Artifact {
         path: "generated/torch_versions.md",
         about: "table: PyTorch's versions as the engine knows them, what each changed by default, with sources",
         render: pages::cards::torch_versions,

@@ -76,3 +76,18 @@ fn zero_init_is_a_construction_choice() {
     assert!(text.contains("does not change the GPU figure, only the CPU one"));
     assert!(!text.contains("`zero_init=True`, its default"));
 }
+
+/// Monitoring (the core): the reserved peak is what must fit (not `max_memory_allocated()`),
+/// and the page says which versions count workspaces in `memory_allocated()` and which
+/// exception to catch, from the engine's table of versions.
+#[test]
+fn monitoring_says_what_must_fit_and_what_each_version_counts() {
+    let text = page("monitoring");
+    assert!(text.contains("the reserved peak is what must fit on the card"));
+    assert!(!text.contains("reset: what decides whether a step fits"));
+    assert!(text.contains("{{#include generated/versions_in_monitoring.md}}"));
+    let sentence = figures::pages::cards::versions_in_monitoring().unwrap();
+    assert!(sentence.contains("1.13") && sentence.contains("OutOfMemoryError"));
+    // Two threads' cuBLAS workspaces before Hopper: 2 × 8 519 680 B.
+    assert!(sentence.contains("16.25 MiB"), "{sentence}");
+}

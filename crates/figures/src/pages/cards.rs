@@ -335,3 +335,53 @@ pub fn torch_versions() -> Result<String> {
     }
     Ok(out)
 }
+
+/// Monitoring (the core): which versions count cuBLAS's workspaces in `memory_allocated()`,
+/// what that adds to a small step (two threads' workspaces, before Hopper and on it), and
+/// which exception to catch since when — all from `gpumem::versions::KNOWN`.
+pub fn versions_in_monitoring() -> Result<String> {
+    use gpumem::versions::{ComputeCapability, KNOWN, Rules, Workspaces};
+    let in_allocator = |r: &gpumem::versions::Release| {
+        Rules::of(r.version)
+            .workspaces(gpumem::versions::DEFAULT_COMPUTE_CAPABILITY)
+            .cublas
+            > 0
+    };
+    let first = KNOWN
+        .iter()
+        .find(|r| in_allocator(r))
+        .ok_or_else(|| anyhow!("no version takes cuBLAS's workspace from the allocator"))?;
+    let after = KNOWN
+        .iter()
+        .skip_while(|r| !in_allocator(r))
+        .find(|r| !in_allocator(r))
+        .ok_or_else(|| anyhow!("no version gives cuBLAS's workspace back"))?;
+    let rules = Rules::of(first.version);
+    let hopper = ComputeCapability { major: 9, minor: 0 };
+    let before = 2 * rules
+        .workspaces(gpumem::versions::DEFAULT_COMPUTE_CAPABILITY)
+        .cublas;
+    let on_hopper = 2 * rules.workspaces(hopper).cublas;
+    let old = KNOWN[0];
+    let new = KNOWN
+        .iter()
+        .find(|r| r.exception != old.exception)
+        .ok_or_else(|| anyhow!("the exception never changes"))?;
+    anyhow::ensure!(
+        matches!(after.workspaces, Workspaces::Allocator(_)),
+        "the row after the workspaces leave the allocator is not 2.15's reading"
+    );
+    Ok(format!(
+        "Not every allocated byte is a tensor: from PyTorch {} (until {}, by our reading) \
+         cuBLAS's workspaces come from this cache too, one for each of training's two threads, \
+         so even a tiny step shows at least {} allocated ({} on Hopper). Catch `{}` (since {}; \
+         `{}` catches it in every version).",
+        first.version,
+        after.version,
+        format_bytes(before),
+        format_bytes(on_hopper),
+        new.exception,
+        new.version,
+        old.exception,
+    ))
+}
