@@ -77,6 +77,43 @@ pub(super) fn equation_cases(rng: &mut impl rand::Rng) -> Vec<(Setup, Settings)>
         (wide, s(Mixed, 32, 1, Off)),
         (copies, s(Mixed, 32, 1, Off)),
         (deep, s(Mixed, 200_000, 3, Every(3))),
+        // Each going-further term larger than the tolerance somewhere. The features at 8 bytes
+        // (float64) and 4 (mixed): narrow, a million rows in 32 (128) micro-batches — under
+        // mixed precision the engine's float16 copy of each micro-batch's input and its
+        // float32 loss (12 bytes a row, which the equation leaves out) must stay under 1 %.
+        (
+            Setup::lesson(3, 1, 1_000_000, Opt::Sgd),
+            s(Float64, 1_000_000, 32, Off),
+        ),
+        (
+            Setup::lesson(3, 1, 1_000_000, Opt::Sgd),
+            s(Mixed, 1_000_000, 128, Off),
+        ),
+        // The bottom of the backward pass, in float64: wide, a few layers.
+        (
+            Setup::lesson(3000, 4, 2000, Opt::Sgd),
+            s(Float64, 2000, 1, Off),
+        ),
+        // ⌈√7⌉ = 3 hidden layers a segment, not 2.
+        (odd, s(Float32, 99_999, 1, Sqrt)),
+        // The lowest checkpointed segment, recomputed beside the gradients of the 6 layers
+        // above it, decides: a batch × width tensor between one and three hidden layers.
+        (
+            Setup::lesson(1000, 9, 2000, Opt::Sgd),
+            s(Float32, 2000, 1, Every(3)),
+        ),
+        // Mixed precision's float32 copy of a weight gradient, made once its layer let go of
+        // its input: wide, a batch × width tensor a third of a layer.
+        (
+            Setup::lesson(5000, 2, 3000, Opt::Sgd),
+            s(Mixed, 3000, 1, Off),
+        ),
+        // Autocast's cache of float16 copies at the end of the forward pass: wide and deep at
+        // a small batch, accumulating, checkpointed (the backward pass copies one segment).
+        (
+            Setup::lesson(5000, 8, 32, Opt::Sgd),
+            s(Mixed, 32, 2, Every(2)),
+        ),
     ];
     for part in PARTS {
         // The core most: a learner's test passes on it alone.
