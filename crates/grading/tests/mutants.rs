@@ -156,3 +156,33 @@ fn challenge2_hints_name_the_missing_term() {
         }
     }
 }
+
+/// Challenge 4's named mistakes: the first miss's hint names the term (the batch, accumulation's
+/// gradients, the loss factor, float64, checkpointing's kept activations, autocast's copies).
+#[test]
+fn challenge4_hints_name_the_missing_term() {
+    use mutants::challenge4::{M, variants};
+    let named = [
+        (M::BatchOff, "the batch"),
+        (M::FeaturesOff, "features"),
+        (M::InputBiasOff, "bias"),
+        (M::HiddenBiasOff, "bias"),
+        (M::OutputBiasOff, "bias"),
+        (M::NotAccumulating, "every gradient exists"),
+        (M::BottomOneLess, "bottom of the backward pass"),
+        (M::TopOneLess, "kept activations"),
+        (M::LossOneOverK, "1/k"),
+        (M::F64ParamFour, "float64"),
+        (M::F64ActFour, "float64"),
+        (M::CkptTopOneLess, "keeps only each segment's input"),
+        (M::CopiesOff, "float16 copies"),
+        (M::CastCacheOff, "float16 copy"),
+    ];
+    for (m, answers) in variants() {
+        if let Some((_, term)) = named.iter().find(|(n, _)| *n == m) {
+            let report = grading::challenge4::grade(&answers, seed());
+            let first = report.misses().next().expect("a named mistake fails");
+            assert!(first.hint.contains(term), "{m:?}: {}", first.hint);
+        }
+    }
+}

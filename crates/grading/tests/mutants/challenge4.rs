@@ -406,9 +406,10 @@ fn going_further<const E: u8>(setup: Setup, settings: Settings) -> u64 {
         gradients(made) + saved + tensors
     };
     let hidden_in = |from: u64, to: u64| to.saturating_sub(from.max(1));
-    let kept_top = if on(M::CkptTopOneLess) {
+    // Checkpointing's kept inputs (one per earlier segment) at the top, one off.
+    let kept_top = if on(M::CkptTopOneLess) && n > 1 {
         n + last
-    } else if on(M::CkptTopOneMore) {
+    } else if on(M::CkptTopOneMore) && n > 1 {
         n + 2 + last
     } else {
         n + 1 + last
