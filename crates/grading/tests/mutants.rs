@@ -20,6 +20,7 @@ use std::fmt::Debug;
 mod mutants {
     pub mod challenge1;
     pub mod challenge2;
+    pub mod challenge3;
     pub mod challenge4;
     pub mod challenge5;
 }
@@ -77,6 +78,15 @@ fn challenge2_catches_every_one_edit_answer() {
     let v = variants();
     assert_eq!(v.len(), ALL.len() + 1);
     let passed = passing("Challenge 2", v, |a| grading::challenge2::grade(a, seed()));
+    assert_all_fail(&passed, &ALL, EQUIVALENT, STILL_MISSED);
+}
+
+#[test]
+fn challenge3_catches_every_one_edit_answer() {
+    use mutants::challenge3::{ALL, EQUIVALENT, STILL_MISSED, variants};
+    let v = variants();
+    assert_eq!(v.len(), ALL.len() + 1);
+    let passed = passing("Challenge 3", v, |a| grading::challenge3::grade(a, seed()));
     assert_all_fail(&passed, &ALL, EQUIVALENT, STILL_MISSED);
 }
 
@@ -181,6 +191,51 @@ fn challenge4_hints_name_the_missing_term() {
     for (m, answers) in variants() {
         if let Some((_, term)) = named.iter().find(|(n, _)| *n == m) {
             let report = grading::challenge4::grade(&answers, seed());
+            let first = report.misses().next().expect("a named mistake fails");
+            assert!(first.hint.contains(term), "{m:?}: {}", first.hint);
+        }
+    }
+}
+
+/// Challenge 3: each edit's first miss is in the function it edits, and its hint names the
+/// rule (the boundary or the term).
+#[test]
+fn challenge3_first_miss_is_the_edited_rule() {
+    use mutants::challenge3::{M, variants};
+    for (m, answers) in variants() {
+        let report = grading::challenge3::grade(&answers, seed());
+        let Some(first) = report.misses().next() else {
+            continue;
+        };
+        let name = format!("{m:?}");
+        let (function, term) = match name {
+            n if n.starts_with("Round") => ("rounded_size", "512"),
+            n if n.starts_with("Pool") => ("pool_for", "1 MiB included"),
+            n if n.starts_with("Segment") => ("segment_for", "MiB"),
+            n if n.starts_with("Split") => ("split", "left"),
+            n if n.starts_with("BestFit") => ("best_fit", "block"),
+            n if n.starts_with("FreeNoMerge") => ("free_block", "merges"),
+            _ => ("memory_after", "first wrong after"),
+        };
+        assert!(
+            first.function.contains(function),
+            "{m:?}: {}",
+            first.function
+        );
+        assert!(first.hint.contains(term), "{m:?}: {}", first.hint);
+    }
+    let named = [
+        (M::EmptyCacheAnyFree, "empty_cache"),
+        (M::EmptyCacheIgnored, "empty_cache"),
+        (M::NeverReuse, "reuses cached memory"),
+        (M::NeverSplit, "not split"),
+        (M::AllocatedRequested, "rounded to 512"),
+        (M::BestFitFirst, "best fit"),
+        (M::BestFitNoTieBreak, "lowest address"),
+    ];
+    for (m, answers) in variants() {
+        if let Some((_, term)) = named.iter().find(|(n, _)| *n == m) {
+            let report = grading::challenge3::grade(&answers, seed());
             let first = report.misses().next().expect("a named mistake fails");
             assert!(first.hint.contains(term), "{m:?}: {}", first.hint);
         }
