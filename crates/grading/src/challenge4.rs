@@ -252,22 +252,22 @@ pub fn grade(answers: &Answers, seed: u64) -> Report {
     let choices = choice_cases(&mut rng);
     let splits = loss_scale::cases(&mut rng);
     // The core first: the float32 equation, then loss_scale.
-    for (setup, settings) in equations
+    for (setup, settings, term) in equations
         .iter()
-        .filter(|(_, s)| equation::part_of(s) == CORE)
+        .filter(|(_, s, _)| equation::part_of(s) == CORE)
     {
-        equation::grade(&mut report, answers, *setup, *settings);
+        equation::grade(&mut report, answers, *setup, *settings, *term);
     }
     for (batch, steps) in splits {
         loss_scale::grade(&mut report, answers, batch, steps);
     }
     // Going further: the equation's other parts in the book's order, then the choice.
     for part in &PARTS[1..] {
-        for (setup, settings) in equations
+        for (setup, settings, term) in equations
             .iter()
-            .filter(|(_, s)| equation::part_of(s) == *part)
+            .filter(|(_, s, _)| equation::part_of(s) == *part)
         {
-            equation::grade(&mut report, answers, *setup, *settings);
+            equation::grade(&mut report, answers, *setup, *settings, *term);
         }
     }
     for (setup, card_bytes) in choices {

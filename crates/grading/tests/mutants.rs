@@ -12,7 +12,7 @@
 //! under the engine's requested peak, one just over its reserved peak; a depth the engine
 //! finds on both), the slack as small as the reference's distance to the engine allows,
 //! until the miss failed or its error stayed under the allocator's rounding on every setup
-//! tried. Challenges 4 and 5 are not searched here yet.
+//! tried.
 
 use grading::{Report, seed};
 use std::fmt::Debug;
@@ -20,6 +20,7 @@ use std::fmt::Debug;
 mod mutants {
     pub mod challenge1;
     pub mod challenge2;
+    pub mod challenge3;
     pub mod challenge4;
     pub mod challenge5;
 }
@@ -77,6 +78,15 @@ fn challenge2_catches_every_one_edit_answer() {
     let v = variants();
     assert_eq!(v.len(), ALL.len() + 1);
     let passed = passing("Challenge 2", v, |a| grading::challenge2::grade(a, seed()));
+    assert_all_fail(&passed, &ALL, EQUIVALENT, STILL_MISSED);
+}
+
+#[test]
+fn challenge3_catches_every_one_edit_answer() {
+    use mutants::challenge3::{ALL, EQUIVALENT, STILL_MISSED, variants};
+    let v = variants();
+    assert_eq!(v.len(), ALL.len() + 1);
+    let passed = passing("Challenge 3", v, |a| grading::challenge3::grade(a, seed()));
     assert_all_fail(&passed, &ALL, EQUIVALENT, STILL_MISSED);
 }
 
@@ -151,6 +161,81 @@ fn challenge2_hints_name_the_missing_term() {
     for (m, answers) in variants() {
         if let Some((_, term)) = named.iter().find(|(n, _)| *n == m) {
             let report = grading::challenge2::grade(&answers, seed());
+            let first = report.misses().next().expect("a named mistake fails");
+            assert!(first.hint.contains(term), "{m:?}: {}", first.hint);
+        }
+    }
+}
+
+/// Challenge 4's named mistakes: the first miss's hint names the term (the batch, accumulation's
+/// gradients, the loss factor, float64, checkpointing's kept activations, autocast's copies).
+#[test]
+fn challenge4_hints_name_the_missing_term() {
+    use mutants::challenge4::{M, variants};
+    let named = [
+        (M::BatchOff, "the batch"),
+        (M::FeaturesOff, "features"),
+        (M::InputBiasOff, "bias"),
+        (M::HiddenBiasOff, "bias"),
+        (M::OutputBiasOff, "bias"),
+        (M::NotAccumulating, "every gradient exists"),
+        (M::BottomOneLess, "bottom of the backward pass"),
+        (M::TopOneLess, "kept activations"),
+        (M::LossOneOverK, "1/k"),
+        (M::F64ParamFour, "float64"),
+        (M::F64ActFour, "float64"),
+        (M::CkptTopOneLess, "keeps only each segment's input"),
+        (M::CopiesOff, "float16 copies"),
+        (M::CastCacheOff, "float16 copy"),
+    ];
+    for (m, answers) in variants() {
+        if let Some((_, term)) = named.iter().find(|(n, _)| *n == m) {
+            let report = grading::challenge4::grade(&answers, seed());
+            let first = report.misses().next().expect("a named mistake fails");
+            assert!(first.hint.contains(term), "{m:?}: {}", first.hint);
+        }
+    }
+}
+
+/// Challenge 3: each edit's first miss is in the function it edits, and its hint names the
+/// rule (the boundary or the term).
+#[test]
+fn challenge3_first_miss_is_the_edited_rule() {
+    use mutants::challenge3::{M, variants};
+    for (m, answers) in variants() {
+        let report = grading::challenge3::grade(&answers, seed());
+        let Some(first) = report.misses().next() else {
+            continue;
+        };
+        let name = format!("{m:?}");
+        let (function, term) = match name {
+            n if n.starts_with("Round") => ("rounded_size", "512"),
+            n if n.starts_with("Pool") => ("pool_for", "1 MiB included"),
+            n if n.starts_with("Segment") => ("segment_for", "MiB"),
+            n if n.starts_with("Split") => ("split", "left"),
+            n if n.starts_with("BestFit") => ("best_fit", "block"),
+            n if n.starts_with("FreeNoMerge") => ("free_block", "merges"),
+            _ => ("memory_after", "first wrong after"),
+        };
+        assert!(
+            first.function.contains(function),
+            "{m:?}: {}",
+            first.function
+        );
+        assert!(first.hint.contains(term), "{m:?}: {}", first.hint);
+    }
+    let named = [
+        (M::EmptyCacheAnyFree, "empty_cache"),
+        (M::EmptyCacheIgnored, "empty_cache"),
+        (M::NeverReuse, "reuses cached memory"),
+        (M::NeverSplit, "not split"),
+        (M::AllocatedRequested, "rounded to 512"),
+        (M::BestFitFirst, "best fit"),
+        (M::BestFitNoTieBreak, "lowest address"),
+    ];
+    for (m, answers) in variants() {
+        if let Some((_, term)) = named.iter().find(|(n, _)| *n == m) {
+            let report = grading::challenge3::grade(&answers, seed());
             let first = report.misses().next().expect("a named mistake fails");
             assert!(first.hint.contains(term), "{m:?}: {}", first.hint);
         }

@@ -74,8 +74,15 @@ pub fn rule(part: &str) -> &'static str {
     }
 }
 
-/// Compares the learner's `peak_bytes` with the engine's planned peak, in its part's group.
-pub(super) fn grade(report: &mut Report, answers: &Answers, setup: Setup, settings: Settings) {
+/// Compares the learner's `peak_bytes` with the engine's planned peak, in its part's group;
+/// the hint names `term` when the case was built to test one, else the part's rule.
+pub(super) fn grade(
+    report: &mut Report,
+    answers: &Answers,
+    setup: Setup,
+    settings: Settings,
+    term: Option<&str>,
+) {
     let (config, rows) = run(&setup, &settings);
     let expected = planned(&config, rows, UNLIMITED_BYTES)
         .expect("the grader's cases are valid")
@@ -103,6 +110,6 @@ pub(super) fn grade(report: &mut Report, answers: &Answers, setup: Setup, settin
             100.0 * TOLERANCE
         ),
         got,
-        rule(part),
+        term.unwrap_or(rule(part)),
     );
 }

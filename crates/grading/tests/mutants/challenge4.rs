@@ -1,5 +1,5 @@
-//! Challenge 4's reference solution, its core and `loss_scale` rewritten once with a knob per
-//! one-edit mistake (the going-further parts and `choose_settings` are the reference's).
+//! Challenge 4's reference solution rewritten once with a knob per one-edit mistake: its core,
+//! the going-further parts, `choose_settings` (on the edit's own equation) and `loss_scale`.
 
 use grading::challenge4::{Answers, Checkpointing, Precision, Settings};
 use grading::{Opt, Setup};
@@ -49,10 +49,45 @@ pub enum M {
     LossOneOverK,
     LossFloorRows,
     LossLessEqual,
+    // Going further: float64, checkpointing, mixed precision.
+    F64ParamFour,
+    F64ActFour,
+    F64FeaturesFour,
+    MixedParamHalf,
+    MixedActFour,
+    MixedFeaturesHalf,
+    MixedYPredFour,
+    CopiesOff,
+    CopiesWhole,
+    CastCacheOff,
+    CastCacheWhole,
+    MadeHalfOnly,
+    FreedOneLess,
+    SqrtFloor,
+    SegmentsFloor,
+    CkptTopOneLess,
+    CkptTopOneMore,
+    CkptHighestOff,
+    CkptLowestOff,
+    CkptLowestOneLess,
+    CkptHighestOneLess,
+    FurtherNotAccumulating,
+    FurtherBottomOff,
+    FurtherUpdateOff,
+    FurtherStateOneCopy,
+    // choose_settings.
+    ChooseBudgetWhole,
+    ChooseBudget90,
+    ChooseCheckpointBeforeMixed,
+    ChooseFloorRows,
+    ChooseFromTwoSteps,
+    ChooseLessThan,
+    ChooseNoMixed,
+    ChooseNoCheckpointing,
 }
 
 /// Every edit but `None`.
-pub const ALL: [M; 36] = {
+pub const ALL: [M; 69] = {
     use M::*;
     [
         InputBiasOff,
@@ -91,22 +126,71 @@ pub const ALL: [M; 36] = {
         LossOneOverK,
         LossFloorRows,
         LossLessEqual,
+        F64ParamFour,
+        F64ActFour,
+        F64FeaturesFour,
+        MixedParamHalf,
+        MixedActFour,
+        MixedFeaturesHalf,
+        MixedYPredFour,
+        CopiesOff,
+        CopiesWhole,
+        CastCacheOff,
+        CastCacheWhole,
+        MadeHalfOnly,
+        FreedOneLess,
+        SqrtFloor,
+        SegmentsFloor,
+        CkptTopOneLess,
+        CkptTopOneMore,
+        CkptHighestOff,
+        CkptLowestOff,
+        CkptLowestOneLess,
+        CkptHighestOneLess,
+        FurtherNotAccumulating,
+        FurtherBottomOff,
+        FurtherUpdateOff,
+        FurtherStateOneCopy,
+        ChooseBudgetWhole,
+        ChooseBudget90,
+        ChooseCheckpointBeforeMixed,
+        ChooseFloorRows,
+        ChooseFromTwoSteps,
+        ChooseLessThan,
+        ChooseNoMixed,
+        ChooseNoCheckpointing,
     ]
 };
 
-/// No edit is equivalent.
-pub const EQUIVALENT: &[M] = &[];
+/// `<` for `<=` against the 95 % line changes a choice only when an equation lands on the
+/// line to the byte, which no case the grader asks does (its cases keep every candidate 1 % of
+/// the card from the line).
+pub const EQUIVALENT: &[M] = &[M::ChooseLessThan];
 
 /// Edits the grader does not catch: the output layer's gradients at the top of the backward
 /// pass are (width + 1) × classes values, more than the 1 % tolerance only in tiny networks
 /// whose top is the busiest moment (SGD at a row or two), where the engine's loss tensors put
 /// the reference itself 6 % off (measured at width 8).
-pub const STILL_MISSED: &[M] = &[M::TopOutputOff];
+///
+/// Mixed precision's y_pred in float32 (4 bytes a row and class, not 2): the engine holds 12
+/// bytes a micro-batch row more than the equation counts under mixed precision (autocast's
+/// float16 copy of the input, the loss in float32: the reference is -24.0 % at width 3, one
+/// layer, a million rows at once; -2.2 % in 32 micro-batches), more than y_pred's 4 bytes a row,
+/// so wherever y_pred in float32 exceeds the 1 % the reference fails too.
+///
+/// `choose_settings` trying checkpointing before mixed precision: the rules switch each chosen
+/// strategy off alone, and do not rank mixed precision against checkpointing at the same number
+/// of micro-batches (both choices keep every strategy they switch on needed).
+pub const STILL_MISSED: &[M] = &[
+    M::TopOutputOff,
+    M::MixedYPredFour,
+    M::ChooseCheckpointBeforeMixed,
+];
 
 fn peak_bytes<const E: u8>(setup: Setup, settings: Settings) -> u64 {
     match (settings.precision, settings.checkpointing) {
         (Precision::Float32, Checkpointing::Off) => core::<E>(setup, settings),
-        _ => solution::peak_bytes(setup, settings),
+        _ => going_further::<E>(setup, settings),
     }
 }
 
@@ -232,6 +316,213 @@ fn core<const E: u8>(setup: Setup, settings: Settings) -> u64 {
     off(M::ParametersOff, parameters) + off(M::StateOff, state) + batch_bytes + busiest
 }
 
+/// The reference's going-further equation, with the edits of its terms.
+fn going_further<const E: u8>(setup: Setup, settings: Settings) -> u64 {
+    let on = |m: M| E == m as u8;
+    let Setup {
+        inputs,
+        width,
+        layers,
+        classes,
+        batch,
+        optimizer,
+    } = setup;
+    let mixed = settings.precision == Precision::Mixed;
+    let (param, act) = match settings.precision {
+        Precision::Float32 => (4, 4),
+        Precision::Mixed => (
+            if on(M::MixedParamHalf) { 2 } else { 4 },
+            if on(M::MixedActFour) { 4 } else { 2 },
+        ),
+        Precision::Float64 => (
+            if on(M::F64ParamFour) { 4 } else { 8 },
+            if on(M::F64ActFour) { 4 } else { 8 },
+        ),
+    };
+    let first = (inputs + 1) * width * param;
+    let hidden = (width + 1) * width * param;
+    let output = (width + 1) * classes * param;
+    let parameters = first + (layers - 1) * hidden + output;
+    let (state, update_temporaries) = match optimizer {
+        Opt::Sgd => (0, 0),
+        Opt::Adam if on(M::FurtherStateOneCopy) => (parameters, parameters),
+        Opt::Adam => (2 * parameters, parameters),
+    };
+    let rows = settings.micro_batch;
+    let feature_bytes = match settings.precision {
+        Precision::Float64 if on(M::F64FeaturesFour) => 4,
+        Precision::Mixed if on(M::MixedFeaturesHalf) => 2,
+        _ => param,
+    };
+    let y_bytes = if mixed && on(M::MixedYPredFour) {
+        4
+    } else {
+        act
+    };
+    let features = batch * (inputs * feature_bytes + 8);
+    let always = parameters + state + features + rows * classes * y_bytes;
+    let activation = rows * width * act;
+    let g = match settings.checkpointing {
+        Checkpointing::Off => layers,
+        Checkpointing::Every(k) | Checkpointing::Each(k) => k.clamp(1, layers),
+        Checkpointing::Sqrt if on(M::SqrtFloor) => ((layers as f64).sqrt() as u64).max(1),
+        Checkpointing::Sqrt => (layers as f64).sqrt().ceil() as u64,
+    };
+    let n = if on(M::SegmentsFloor) {
+        (layers / g).max(1)
+    } else {
+        layers.div_ceil(g)
+    };
+    let last = layers - (n - 1) * g;
+    let accumulating = settings.accumulation_steps > 1 && !on(M::FurtherNotAccumulating);
+    let gradients = |made: u64| if accumulating { parameters } else { made };
+    let copies = |count: u64| {
+        if !mixed || on(M::CopiesOff) {
+            0
+        } else if on(M::CopiesWhole) {
+            count * hidden
+        } else {
+            count * hidden / 2
+        }
+    };
+    let backward_at = |held: u64, made: u64, layer: u64, saved: u64, opens: bool| {
+        let w = if layer == 0 { first } else { hidden };
+        let tensors = if mixed {
+            let freed = if on(M::FreedOneLess) { 1 } else { 2 } + u64::from(opens);
+            let half = (held * activation).max((held - 1) * activation + w / 2);
+            if on(M::MadeHalfOnly) {
+                half
+            } else {
+                half.max(held.saturating_sub(freed) * activation + w)
+            }
+        } else {
+            (held * activation).max((held - 1) * activation + w)
+        };
+        gradients(made) + saved + tensors
+    };
+    let hidden_in = |from: u64, to: u64| to.saturating_sub(from.max(1));
+    // Checkpointing's kept inputs (one per earlier segment) at the top, one off.
+    let kept_top = if on(M::CkptTopOneLess) && n > 1 {
+        n + last
+    } else if on(M::CkptTopOneMore) && n > 1 {
+        n + 2 + last
+    } else {
+        n + 1 + last
+    };
+    let mut busiest = backward_at(
+        kept_top,
+        output,
+        layers - 1,
+        copies(hidden_in((n - 1) * g, layers)),
+        n > 1 && last == 1,
+    );
+    if n > 1 {
+        let top = backward_at(
+            if on(M::CkptHighestOneLess) {
+                n + g - 1
+            } else {
+                n + g
+            },
+            output + last * hidden,
+            (n - 1) * g - 1,
+            copies(hidden_in((n - 2) * g, (n - 1) * g)),
+            g == 1,
+        );
+        let bottom = backward_at(
+            if on(M::CkptLowestOneLess) {
+                g + 1
+            } else {
+                g + 2
+            },
+            parameters - first - (g - 1) * hidden,
+            g - 1,
+            copies(g - 1),
+            g == 1,
+        );
+        if !on(M::CkptHighestOff) {
+            busiest = busiest.max(top);
+        }
+        if !on(M::CkptLowestOff) {
+            busiest = busiest.max(bottom);
+        }
+    }
+    if layers > 1 && !on(M::FurtherBottomOff) {
+        let above = parameters - first - hidden;
+        let bottom = backward_at(4, above, 1, copies(1), g == 1);
+        busiest = busiest.max(bottom);
+    }
+    if mixed && !on(M::CastCacheOff) {
+        let held = match settings.checkpointing {
+            Checkpointing::Each(_) if last > 1 => n + 2,
+            Checkpointing::Each(_) => n + 1,
+            _ => n + last,
+        };
+        let cache = if on(M::CastCacheWhole) {
+            parameters
+        } else {
+            parameters / 2
+        };
+        busiest = busiest.max(gradients(0) + held * activation + cache);
+    }
+    if !on(M::FurtherUpdateOff) {
+        busiest = busiest.max(parameters + update_temporaries);
+    }
+    always + busiest
+}
+
+/// The reference's `choose_settings` on this edit's `peak_bytes`, with its own edits.
+fn choose_settings<const E: u8>(setup: Setup, card_bytes: u64) -> Settings {
+    let on = |m: M| E == m as u8;
+    let budget = if on(M::ChooseBudgetWhole) {
+        card_bytes
+    } else if on(M::ChooseBudget90) {
+        card_bytes / 100 * 90
+    } else {
+        card_bytes / 100 * 95
+    };
+    let mut families = vec![
+        (Precision::Float32, Checkpointing::Off),
+        (Precision::Mixed, Checkpointing::Off),
+        (Precision::Float32, Checkpointing::Sqrt),
+        (Precision::Mixed, Checkpointing::Sqrt),
+    ];
+    if on(M::ChooseCheckpointBeforeMixed) {
+        families.swap(1, 2);
+    }
+    if on(M::ChooseNoMixed) {
+        families.retain(|f| f.0 != Precision::Mixed);
+    }
+    if on(M::ChooseNoCheckpointing) {
+        families.retain(|f| f.1 == Checkpointing::Off);
+    }
+    let first = if on(M::ChooseFromTwoSteps) { 2 } else { 1 };
+    for steps in first..=setup.batch {
+        for &(precision, checkpointing) in &families {
+            let micro_batch = if on(M::ChooseFloorRows) {
+                (setup.batch / steps).max(1)
+            } else {
+                setup.batch.div_ceil(steps)
+            };
+            let settings = Settings {
+                precision,
+                micro_batch,
+                accumulation_steps: steps,
+                checkpointing,
+            };
+            let peak = peak_bytes::<E>(setup, settings);
+            let fits = if on(M::ChooseLessThan) {
+                peak < budget
+            } else {
+                peak <= budget
+            };
+            if fits {
+                return settings;
+            }
+        }
+    }
+    Settings::plain(setup.batch)
+}
+
 fn loss_scale<const E: u8>(batch: u64, accumulation_steps: u64, index: u64) -> f64 {
     let on = |m: M| E == m as u8;
     let k = accumulation_steps;
@@ -252,7 +543,7 @@ fn loss_scale<const E: u8>(batch: u64, accumulation_steps: u64, index: u64) -> f
 fn answers<const E: u8>() -> Answers {
     Answers {
         peak_bytes: peak_bytes::<E>,
-        choose_settings: solution::choose_settings,
+        choose_settings: choose_settings::<E>,
         loss_scale: loss_scale::<E>,
     }
 }
@@ -299,6 +590,39 @@ pub fn variants() -> Vec<(M, Answers)> {
         GradientsWithActivations,
         LossOneOverK,
         LossFloorRows,
-        LossLessEqual
+        LossLessEqual,
+        F64ParamFour,
+        F64ActFour,
+        F64FeaturesFour,
+        MixedParamHalf,
+        MixedActFour,
+        MixedFeaturesHalf,
+        MixedYPredFour,
+        CopiesOff,
+        CopiesWhole,
+        CastCacheOff,
+        CastCacheWhole,
+        MadeHalfOnly,
+        FreedOneLess,
+        SqrtFloor,
+        SegmentsFloor,
+        CkptTopOneLess,
+        CkptTopOneMore,
+        CkptHighestOff,
+        CkptLowestOff,
+        CkptLowestOneLess,
+        CkptHighestOneLess,
+        FurtherNotAccumulating,
+        FurtherBottomOff,
+        FurtherUpdateOff,
+        FurtherStateOneCopy,
+        ChooseBudgetWhole,
+        ChooseBudget90,
+        ChooseCheckpointBeforeMixed,
+        ChooseFloorRows,
+        ChooseFromTwoSteps,
+        ChooseLessThan,
+        ChooseNoMixed,
+        ChooseNoCheckpointing
     )
 }
