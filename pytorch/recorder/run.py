@@ -158,7 +158,9 @@ def run(t, batch: int, tracker: str = "ledger") -> dict:
         if led is not None:
             led.stop()
             del last
-            return {"events": led.events, "peak": led.peak, "end": led.total, "notes": notes}
+            kinds = sorted({type(m).__name__ for m in model.modules()})
+            return {"events": led.events, "peak": led.peak, "end": led.total, "notes": notes,
+                    "module_types": kinds}
         snap = mt.get_tracker_snapshot("peak")
         (dev,) = snap.values()
         cats = {getattr(k, "name", str(k)): v for k, v in dev.items() if str(k) != "Total"}

@@ -15,10 +15,13 @@ Frames, innermost first (PyTorch's order; a viewer labels a block by the first):
   3. ``{"filename": "<phase>", "line": step, "name": PHASE}`` (setup, forward, backward,
      optimizer; step 0 is setup);
   4. ``{"filename": "<thread>", "line": 0, "name": "main" | "autograd"}``;
-  5. the learner's file's innermost line, as Python gives it, when there is one.
+  5. the learner's file's innermost line on the Python stack when there is one (its path
+     relative to the working directory).
 """
 
 from __future__ import annotations
+
+import os
 
 ROUND = 512
 
@@ -44,7 +47,7 @@ def frames(info: dict) -> list[dict]:
     ]
     if info.get("source"):
         f, line, name = info["source"]
-        out.append({"filename": f, "line": line, "name": name})
+        out.append({"filename": os.path.relpath(f), "line": line, "name": name})
     return out
 
 
@@ -113,16 +116,24 @@ def raw_peak(events) -> int:
 
 
 def key(events) -> list[tuple]:
-    """What must match between batch sizes for the affine form: each event's kind, op,
-    module, phase and step, and which earlier birth a death belongs to."""
+    """What must match between batch sizes for the affine form: each birth's op, module,
+    phase and step, and which earlier births die between two births. Deaths in one burst
+    (no birth between them) are compared as a set: their order can follow a hash of
+    addresses (autocast's cache, cleared at the end of its region, is one)."""
     order = {}
     out = []
+    burst = []
     for action, info in events:
         if action == "alloc":
+            if burst:
+                out.append(("free", tuple(sorted(burst))))
+                burst = []
             order[info["id"]] = len(order)
             out.append(("alloc", info["op"], info["module"], info["phase"], info["step"]))
         else:
-            out.append(("free", order[info["id"]]))
+            burst.append(order[info["id"]])
+    if burst:
+        out.append(("free", tuple(sorted(burst))))
     return out
 
 
@@ -138,7 +149,7 @@ def affine(runs: dict[int, list]) -> dict:
         if k != k0:
             n = next((i for i, (x, y) in enumerate(zip(k0, k)) if x != y), min(len(k), len(k0)))
             return {"affine": False, "reason": f"the sequence at batch {b} differs from batch "
-                    f"{b0}'s at event {n} ({len(k)} vs {len(k0)} events)"}
+                    f"{b0}'s at step {n} ({len(k)} vs {len(k0)} births and bursts of deaths)"}
     const, slope = [], []
     allocs = [(x0, x1, x2) for (a, x0), (_, x1), (_, x2) in zip(e0, e1, e2) if a == "alloc"]
     for i, (x0, x1, x2) in enumerate(allocs):
