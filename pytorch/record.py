@@ -84,7 +84,7 @@ def record(path: str, batch: int | None = None) -> dict:
     extra = {
         "format": FORMAT,
         "template": os.path.relpath(path),
-        "torch": torch.__version__,
+        "torch": str(torch.__version__),
         "batch": batch,
         "batch_sizes": list(sizes),
         "steps": getattr(t, "STEPS", 2),
@@ -104,7 +104,7 @@ def memtracker(path: str, batch: int | None = None) -> dict:
     sizes = tuple(getattr(t, "BATCH_SIZES", (2, 4, 8)))
     batch = sizes[0] if batch is None else batch
     r = runner.run(t, batch, tracker="memtracker")
-    return {"template": os.path.relpath(path), "torch": torch.__version__, "batch": batch,
+    return {"template": os.path.relpath(path), "torch": str(torch.__version__), "batch": batch,
             "steps": getattr(t, "STEPS", 2), "peak_bytes": r["peak"],
             "categories": r["categories"], "cuda_choices": r["notes"]}
 

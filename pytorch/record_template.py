@@ -42,8 +42,9 @@ def make_batch(batch_size):
 # Optional: your own step. Without it the recorder runs
 #     optimizer.zero_grad(set_to_none=True); out = model(x); loss = loss_fn(out, y)
 #     loss.backward(); optimizer.step()
-# (with AUTOCAST and GRAD_SCALER as set above). Whatever it returns stays alive until the
-# next step returns, like a loop variable.
+# (with AUTOCAST and GRAD_SCALER as set above; `out` and `loss` are loop variables: the
+# previous step's die when the next forward assigns them). What your step returns stays
+# alive until the next step returns (keep nothing you do not mean to keep).
 #
 # def step(model, optimizer, batch):
 #     x, y = batch

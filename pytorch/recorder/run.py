@@ -75,23 +75,27 @@ def cuda_choices(optimizer) -> list[str]:
 
 
 def default_step(t, scaler):
+    """The training loop's body as a script writes it: ``out`` and ``loss`` are loop
+    variables, so the previous step's output dies when the new one is assigned (in the
+    forward pass), and the last step's stay alive after the loop (the lesson's loop)."""
     autocast = getattr(t, "AUTOCAST", None)
+    held = {}
 
     def step(model, optimizer, batch):
         x, y = batch
         optimizer.zero_grad(set_to_none=True)
         amp = torch.autocast("cpu", dtype=autocast) if autocast else contextlib.nullcontext()
         with amp:
-            out = model(x)
-            loss = t.loss_fn(out, y)
+            held["out"] = model(x)
+            held["loss"] = t.loss_fn(held["out"], y)
         if scaler is not None:
-            scaler.scale(loss).backward()
+            scaler.scale(held["loss"]).backward()
             scaler.step(optimizer)
             scaler.update()
         else:
-            loss.backward()
+            held["loss"].backward()
             optimizer.step()
-        return out, loss
+        return held
 
     return step
 
