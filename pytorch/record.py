@@ -48,9 +48,27 @@ CUDA_DIFFERENCES = [
     "on CUDA; they are in this trace (4 B each).",
     "autocast: recorded with CPU autocast's op lists; CUDA's lists differ (e.g. which ops run "
     "in float32) and its default dtype is float16 (the CPU's bfloat16).",
-    "scaled_dot_product_attention: the CPU picks its flash kernel for CPU; CUDA picks flash, "
-    "memory-efficient or math by dtype, shape and card, saving other tensors for backward.",
+    "scaled_dot_product_attention: CUDA picks flash, memory-efficient or math attention by "
+    "dtype, shape, dropout and card, each saving other tensors for backward (see `attention`).",
 ]
+
+
+def attention_note(events) -> list[str]:
+    """Which path scaled_dot_product_attention took in this trace."""
+    ops = {info["op"] for action, info in events if action == "alloc"}
+    soft = sum(info["bytes"] for action, info in events
+               if action == "alloc" and info["op"] == "aten::_safe_softmax")
+    out = []
+    if any("flash_attention_for_cpu" in o for o in ops):
+        out.append("attention: scaled_dot_product_attention ran the CPU's flash kernel here "
+                   "(output and logsumexp saved); CUDA's flash/memory-efficient kernels save "
+                   "their own logsumexp layout (and RNG state with dropout)")
+    if soft:
+        out.append(f"attention: scaled_dot_product_attention ran its math path here (bmm and "
+                   f"softmax: the L x L attention weights are saved, {soft:,} B of softmax "
+                   f"outputs in this trace); on CUDA, flash or memory-efficient attention "
+                   f"(float16/bfloat16, most shapes) saves no L x L matrix")
+    return out
 # Modules whose CUDA kernels (cuDNN) take memory through the allocator that no CPU trace shows.
 CUDNN = [
     (("Conv1d", "Conv2d", "Conv3d", "ConvTranspose1d", "ConvTranspose2d", "ConvTranspose3d"),
@@ -94,6 +112,7 @@ def record(path: str, batch: int | None = None) -> dict:
         "cuda_choices": main["notes"],
         "cuda_differences": CUDA_DIFFERENCES,
         "not_in_trace": cudnn_notes(main["module_types"]),
+        "attention": attention_note(events),
         "affine": af,
     }
     return snap.build(events, extra)
@@ -141,6 +160,7 @@ def summary(d: dict) -> str:
         lines.append(f"not affine in the batch: {af['reason']}")
     lines += [f"CUDA's choice: {c}" for c in r["cuda_choices"]]
     lines += [f"not in this trace: {c}" for c in r["not_in_trace"]]
+    lines += r["attention"]
     lines += [f"on CUDA: {c}" for c in r["cuda_differences"]]
     return "\n".join(lines)
 

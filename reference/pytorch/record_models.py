@@ -85,6 +85,7 @@ def main() -> int:
             "cuda_choices": d["recorder"]["cuda_choices"],
             "cuda_delta": cuda_delta(d),
             "not_in_trace": d["recorder"]["not_in_trace"],
+            "attention": d["recorder"]["attention"],
             "affine": d["recorder"]["affine"]["affine"],
         }
         if peak != mt["peak_bytes"]:
