@@ -113,6 +113,7 @@ def record(path: str, batch: int | None = None) -> dict:
         "cuda_differences": CUDA_DIFFERENCES,
         "not_in_trace": cudnn_notes(main["module_types"]),
         "attention": attention_note(events),
+        "cuda_forward": runner.cuda_forward_probe(t, batch),
         "affine": af,
     }
     return snap.build(events, extra)
@@ -161,6 +162,15 @@ def summary(d: dict) -> str:
     lines += [f"CUDA's choice: {c}" for c in r["cuda_choices"]]
     lines += [f"not in this trace: {c}" for c in r["not_in_trace"]]
     lines += r["attention"]
+    p = r["cuda_forward"]
+    if not p["ran"]:
+        lines.append(f"forward on fake CUDA tensors: could not run ({p['why']})")
+    elif p["same"]:
+        lines.append("forward on fake CUDA tensors: the same allocations as on the CPU")
+    else:
+        lines.append(f"forward on fake CUDA tensors: {p['cuda_forward_bytes']:,} B allocated "
+                     f"vs the CPU's {p['cpu_forward_bytes']:,} B (this trace is the CPU's):")
+        lines += [f"  {d}" for d in p["differences"]]
     lines += [f"on CUDA: {c}" for c in r["cuda_differences"]]
     return "\n".join(lines)
 

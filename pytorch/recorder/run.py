@@ -169,3 +169,48 @@ def run(t, batch: int, tracker: str = "ledger") -> dict:
         (dev,) = snap.values()
         cats = {getattr(k, "name", str(k)): v for k, v in dev.items() if str(k) != "Total"}
         return {"peak": dev["Total"], "categories": cats, "notes": notes}
+
+
+def _forward_allocs(t, batch: int, device: str) -> list[tuple]:
+    """The forward pass alone (model and loss, step 1) on fake ``device`` tensors: each
+    allocation's (op, dtype, bytes)."""
+    autocast = getattr(t, "AUTOCAST", None)
+    with FakeTensorMode():
+        led = Ledger()
+        with torch.device(device), led:
+            model = t.make_model()
+            led.step, led.loading = 1, True
+            data = t.make_batch(batch)
+            led.loading = False
+            x = data[0] if isinstance(data, (tuple, list)) else data
+            amp = torch.autocast(device, dtype=autocast) if autocast else contextlib.nullcontext()
+            with amp:
+                out = model(x)
+                if callable(getattr(t, "loss_fn", None)) and isinstance(data, (tuple, list)):
+                    t.loss_fn(out, data[1])
+    return [(i["op"], i["dtype"], i["bytes"]) for a, i in led.events
+            if a == "alloc" and i["phase"] == "forward"]
+
+
+def cuda_forward_probe(t, batch: int) -> dict:
+    """Fake CUDA tensors run a forward pass without CUDA (not a backward one): this runs the
+    forward on both devices and says where CUDA's allocations differ from the CPU's."""
+    from collections import Counter
+    if getattr(t, "AUTOCAST", None) and not torch.cuda.is_available():
+        return {"ran": False, "why": "torch.autocast('cuda') disables itself without CUDA (it "
+                "warns), so a fake CUDA forward would run in float32: not CUDA's forward"}
+    try:
+        cpu = _forward_allocs(t, batch, "cpu")
+        cuda = _forward_allocs(t, batch, "cuda")
+    except Exception as e:  # noqa: BLE001 -- a probe: say why it could not run
+        first = (str(e).splitlines() or [""])[0][:200]
+        return {"ran": False, "why": f"{type(e).__name__}: {first}"}
+    c_cpu, c_cuda = Counter(cpu), Counter(cuda)
+    diff = []
+    for k in sorted(set(c_cpu) | set(c_cuda)):
+        if c_cpu[k] != c_cuda[k]:
+            op, dtype, n = k
+            diff.append(f"{op} {dtype} {n} B: {c_cpu[k]} on the CPU, {c_cuda[k]} on CUDA")
+    return {"ran": True, "same": not diff,
+            "cpu_forward_bytes": sum(b for _, _, b in cpu),
+            "cuda_forward_bytes": sum(b for _, _, b in cuda), "differences": diff}

@@ -86,6 +86,7 @@ def main() -> int:
             "cuda_delta": cuda_delta(d),
             "not_in_trace": d["recorder"]["not_in_trace"],
             "attention": d["recorder"]["attention"],
+            "cuda_forward": d["recorder"]["cuda_forward"],
             "affine": d["recorder"]["affine"]["affine"],
         }
         if peak != mt["peak_bytes"]:
