@@ -53,6 +53,20 @@ CUDA_DIFFERENCES = [
 ]
 
 
+def relevant(note: str, module_types, events, t) -> bool:
+    """Whether a CUDA difference applies to this template (cuBLAS's always does)."""
+    if note.startswith("Adam"):
+        return any(info["names"] and info["names"][0].endswith(".step")
+                   for action, info in events if action == "alloc")
+    if note.startswith("autocast"):
+        return bool(getattr(t, "AUTOCAST", None))
+    if note.startswith("scaled_dot_product_attention"):
+        return any("MultiheadAttention" in m or "Transformer" in m for m in module_types) or \
+            any("attention" in info["op"] or info["op"] == "aten::_safe_softmax"
+                for action, info in events if action == "alloc")
+    return True
+
+
 def attention_note(events) -> list[str]:
     """Which path scaled_dot_product_attention took in this trace."""
     ops = {info["op"] for action, info in events if action == "alloc"}
@@ -110,7 +124,8 @@ def record(path: str, batch: int | None = None) -> dict:
         "raw_peak_bytes": snap.raw_peak(events),
         "end_bytes": main["end"],
         "cuda_choices": main["notes"],
-        "cuda_differences": CUDA_DIFFERENCES,
+        "cuda_differences": [c for c in CUDA_DIFFERENCES
+                             if relevant(c, main["module_types"], events, t)],
         "not_in_trace": cudnn_notes(main["module_types"]),
         "attention": attention_note(events),
         "cuda_forward": runner.cuda_forward_probe(t, batch),
