@@ -52,7 +52,10 @@ def frames(info: dict) -> list[dict]:
 
 
 def build(events: list[tuple[str, dict]], extra: dict) -> dict:
-    """The snapshot dict. ``extra`` goes under the top-level key ``recorder``."""
+    """The snapshot dict. ``extra`` goes under the top-level key ``recorder``. Deaths in one
+    burst (no birth between them) are written oldest birth first: their own order can follow
+    a hash of addresses (autocast's cache), and no birth sees the difference."""
+    events = canonical(events)
     addr_of: dict[int, int] = {}
     next_addr = 0x7F0000000000
     trace = []
@@ -100,6 +103,18 @@ def build(events: list[tuple[str, dict]], extra: dict) -> dict:
                                "roundup_power2_divisions": {}},
         "recorder": extra,
     }
+
+
+def canonical(events):
+    out, burst = [], []
+    for e in events:
+        if e[0] == "free":
+            burst.append(e)
+            continue
+        out += sorted(burst, key=lambda x: x[1]["id"])
+        burst = []
+        out.append(e)
+    return out + sorted(burst, key=lambda x: x[1]["id"])
 
 
 def _ev(action, addr, size, t, frames_):

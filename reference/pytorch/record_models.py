@@ -42,6 +42,33 @@ def sha(rel: str) -> str:
         return hashlib.sha256(f.read()).hexdigest()
 
 
+# The opcodes PyTorch's browser viewer (torch/utils/viz/MemoryViz.js, `unpickle`) reads.
+VIEWER_OPCODES = {
+    "PROTO", "APPEND", "APPENDS", "LIST", "TUPLE", "NEWFALSE", "NEWTRUE", "NONE", "BINGET",
+    "BININT", "BININT1", "BININT2", "EMPTY_DICT", "EMPTY_LIST", "FRAME", "LONG1", "LONG_BINGET",
+    "MARK", "MEMOIZE", "BINPUT", "LONG_BINPUT", "SETITEMS", "SETITEM", "DICT",
+    "SHORT_BINUNICODE", "BINUNICODE", "STOP", "EMPTY_TUPLE", "TUPLE1", "TUPLE2", "TUPLE3",
+    "BINFLOAT",
+}
+
+
+def pytorch_reads(data: bytes) -> str:
+    """PyTorch's own tools on the pickle: _memory_viz's segsum and trace (the CLI's `stats`
+    and `trace`) read it, and every opcode is one MemoryViz.js's unpickler knows."""
+    import pickletools
+
+    from torch.cuda import _memory_viz
+
+    snap = pickle.loads(data)
+    _memory_viz.segsum(snap)
+    _memory_viz.trace(snap)
+    ops = {op.name for op, _, _ in pickletools.genops(data)}
+    unknown = sorted(ops - VIEWER_OPCODES)
+    if unknown:
+        raise SystemExit(f"opcodes PyTorch's viewer cannot read: {unknown}")
+    return "torch.cuda._memory_viz segsum and trace read it; MemoryViz.js knows all its opcodes"
+
+
 def cuda_delta(d: dict) -> list[dict]:
     """Adam's and AdamW's `step` counters: on CUDA (foreach, not capturable) they are CPU
     tensors, so a GPU's trace has none of them."""
@@ -92,8 +119,10 @@ def main() -> int:
         if peak != mt["peak_bytes"]:
             out["explained"] = [{"tensors": [], "bytes": peak - mt["peak_bytes"],
                                  "evidence": "UNEXPLAINED: look at the trace"}]
+        data = pickle.dumps(d, protocol=2)
+        out["pytorch_reads"] = pytorch_reads(data)
         with open(os.path.join(OUT, name + ".pickle"), "wb") as f:
-            pickle.dump(d, f, protocol=2)
+            f.write(data)
         with open(os.path.join(OUT, name + ".memtracker.json"), "w") as f:
             f.write(json.dumps(out, indent=1) + "\n")
         print(f"{name}: recorded {peak:,} B, MemTracker {mt['peak_bytes']:,} B "
