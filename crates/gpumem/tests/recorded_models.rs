@@ -1,0 +1,265 @@
+//! The recorder's snapshots (`pytorch/record.py`, made by `reference/pytorch/record_models.py`
+//! for every model of `pytorch/models/`) against PyTorch's MemTracker on the same step code.
+//!
+//! For each `fixtures/recorded/NAME.pickle` this reads the snapshot with `gpumem::snapshot`,
+//! checks that its dump is its trace's last state, computes the raw peak (the most requested
+//! bytes alive at once over the trace) and compares it with `NAME.memtracker.json`: equal, or
+//! the difference is the sum of the JSON's `explained` entries, each naming its tensors and
+//! evidence. No PyTorch is needed: the fixtures are committed, and a fixture whose inputs
+//! (the model file, `record.py`, `recorder/*.py`) changed since it was made fails here.
+//! The lesson's network is also planned on the engine: its peak of requested bytes is the
+//! recorded one (less Adam's step counters, which CUDA keeps on the CPU).
+
+use gpumem::lesson::planning_unlimited;
+use gpumem::measure::measure_step;
+use gpumem::mlp::{MlpConfig, Optimizer};
+use gpumem::snapshot::Snapshot;
+use serde_json::Value;
+use sha2::{Digest, Sha256};
+use std::collections::{BTreeMap, BTreeSet};
+use std::fs;
+use std::path::{Path, PathBuf};
+
+fn root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+fn fixtures() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/recorded")
+}
+
+fn models() -> Vec<String> {
+    let mut out: Vec<String> = fs::read_dir(root().join("pytorch/models"))
+        .expect("pytorch/models exists")
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter_map(|n| n.strip_suffix(".py").map(str::to_string))
+        .collect();
+    out.sort();
+    out
+}
+
+fn json(name: &str) -> Value {
+    let path = fixtures().join(format!("{name}.memtracker.json"));
+    let text = fs::read_to_string(&path).unwrap_or_else(|e| {
+        panic!(
+            "{}: {e} (run reference/pytorch/record_models.py)",
+            path.display()
+        )
+    });
+    serde_json::from_str(&text).unwrap()
+}
+
+fn snapshot(name: &str) -> Snapshot {
+    Snapshot::read(&fixtures().join(format!("{name}.pickle"))).unwrap()
+}
+
+fn sha256(rel: &str) -> String {
+    let bytes = fs::read(root().join(rel)).unwrap_or_else(|e| panic!("{rel}: {e}"));
+    Sha256::digest(&bytes)
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
+}
+
+/// The raw peak of the trace (requested bytes), and the blocks alive at its end.
+fn raw_peak(s: &Snapshot) -> (u64, BTreeMap<i64, i64>) {
+    let mut live = BTreeMap::new();
+    let (mut total, mut peak) = (0i64, 0i64);
+    for e in s.trace(0) {
+        match e.action.as_str() {
+            "alloc" => {
+                assert!(
+                    live.insert(e.addr.unwrap(), e.size).is_none(),
+                    "{e:?} twice"
+                );
+                total += e.size;
+            }
+            "free_completed" => {
+                let size = live
+                    .remove(&e.addr.unwrap())
+                    .expect("a free of a live block");
+                assert_eq!(size, e.size, "{e:?}");
+                total -= size;
+            }
+            _ => {}
+        }
+        peak = peak.max(total);
+    }
+    (u64::try_from(peak).unwrap(), live)
+}
+
+#[test]
+fn every_model_has_a_fresh_fixture() {
+    let names = models();
+    assert!(names.len() >= 8, "only {} models", names.len());
+    let mut recorder: Vec<String> = fs::read_dir(root().join("pytorch/recorder"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| n.ends_with(".py"))
+        .map(|n| format!("pytorch/recorder/{n}"))
+        .collect();
+    recorder.sort();
+    let mut stale = Vec::new();
+    for name in &names {
+        let j = json(name);
+        let listed: Vec<String> = j["inputs"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|i| i["path"].as_str().unwrap().to_string())
+            .collect();
+        let mut expected = vec![
+            format!("pytorch/models/{name}.py"),
+            "pytorch/record.py".into(),
+        ];
+        expected.extend(recorder.iter().cloned());
+        assert_eq!(listed, expected, "{name}: the inputs hashed");
+        for i in j["inputs"].as_array().unwrap() {
+            let path = i["path"].as_str().unwrap();
+            if sha256(path) != i["sha256"].as_str().unwrap() {
+                stale.push(format!("{name}: {path} changed since its recording"));
+            }
+        }
+        assert!(
+            j["torch"].as_str().unwrap().starts_with("2."),
+            "{name}: torch version"
+        );
+        assert!(j["command"].as_str().unwrap().contains("record_models.py"));
+    }
+    assert!(
+        stale.is_empty(),
+        "stale: {}\nrerun: /work/venv-torch/bin/python reference/pytorch/record_models.py",
+        stale.join("\n")
+    );
+    // No fixture without its model.
+    for e in fs::read_dir(fixtures()).unwrap() {
+        let n = e.unwrap().file_name().to_string_lossy().into_owned();
+        let stem = n.split('.').next().unwrap().to_string();
+        assert!(names.contains(&stem), "{n}: no pytorch/models/{stem}.py");
+    }
+}
+
+#[test]
+fn each_recorded_peak_is_memtrackers_or_explained() {
+    let mut report = Vec::new();
+    for name in models() {
+        let s = snapshot(&name);
+        assert!(s.problems().is_empty(), "{name}: {:?}", s.problems());
+        let (peak, live) = raw_peak(&s);
+        // The dump is the trace's last state: its active blocks are the blocks alive at the end.
+        let dumped: BTreeMap<i64, i64> = s
+            .segments
+            .iter()
+            .flat_map(|seg| seg.blocks.iter())
+            .filter(|b| b.is_active())
+            .map(|b| (b.address.unwrap(), b.requested()))
+            .collect();
+        assert_eq!(dumped, live, "{name}: the dump is not the trace's end");
+        // memviz's own reading of the snapshot (PyTorch's viewer's rules) gives the same peak.
+        assert_eq!(
+            s.summary(0, 0).peak_requested,
+            peak,
+            "{name}: memviz's peak"
+        );
+        let j = json(&name);
+        let mt = j["memtracker_peak_bytes"].as_u64().unwrap();
+        assert_eq!(
+            j["recorded_raw_peak_bytes"].as_u64().unwrap(),
+            peak,
+            "{name}: Python's count"
+        );
+        let explained: i64 = j["explained"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|e| {
+                let tensors = e["tensors"].as_array().unwrap();
+                assert!(
+                    !tensors.is_empty(),
+                    "{name}: an explanation names no tensor: {e}"
+                );
+                let ev = e["evidence"].as_str().unwrap();
+                assert!(!ev.is_empty() && !ev.contains("UNEXPLAINED"), "{name}: {e}");
+                e["bytes"].as_i64().unwrap()
+            })
+            .sum();
+        assert_eq!(
+            peak as i64 - mt as i64,
+            explained,
+            "{name}: recorded {peak} B, MemTracker {mt} B, explained {explained} B"
+        );
+        report.push(format!(
+            "{name}: recorded {peak} B, MemTracker {mt} B, explained {explained} B"
+        ));
+    }
+    println!("{}", report.join("\n"));
+}
+
+#[test]
+fn models_with_cudnn_say_what_a_cpu_trace_lacks() {
+    for name in models() {
+        let src = fs::read_to_string(root().join(format!("pytorch/models/{name}.py"))).unwrap();
+        let j = json(&name);
+        let notes: Vec<&str> = j["not_in_trace"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|v| v.as_str().unwrap())
+            .collect();
+        for (module, says) in [
+            ("nn.Conv", "convolution workspaces"),
+            ("nn.BatchNorm", "BatchNorm's reserve space"),
+            ("nn.LSTM", "RNN workspace"),
+            ("nn.GRU", "RNN workspace"),
+        ] {
+            if src.contains(module) {
+                assert!(
+                    notes.iter().any(|n| n.contains(says)),
+                    "{name}: {module} but {notes:?}"
+                );
+            }
+        }
+    }
+}
+
+#[test]
+fn the_lessons_network_recorded_is_the_engines_step() {
+    let mut checked = BTreeSet::new();
+    for (name, optimizer) in [
+        ("lesson_sgd", Optimizer::LESSON),
+        (
+            "lesson_adam",
+            Optimizer::Adam {
+                lr: 0.001,
+                beta1: 0.9,
+                beta2: 0.999,
+                eps: 1e-8,
+            },
+        ),
+    ] {
+        let j = json(name);
+        let batch = j["batch"].as_u64().unwrap();
+        assert_eq!(j["steps"].as_u64(), Some(2));
+        let config = MlpConfig {
+            optimizer,
+            ..MlpConfig::lesson(100)
+        };
+        let engine = measure_step(&planning_unlimited(), &config, batch, 0).unwrap();
+        let (peak, _) = raw_peak(&snapshot(name));
+        // CUDA keeps non-fused Adam's step counters on the CPU; the recording, on the CPU, has
+        // them (the JSON's cuda_delta names them).
+        let delta: u64 = j["cuda_delta"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|d| d["bytes"].as_u64().unwrap())
+            .sum();
+        assert_eq!(
+            engine.peak_requested,
+            peak - delta,
+            "{name}: the engine's peak_requested against the recorded {peak} B less {delta} B"
+        );
+        checked.insert(name);
+    }
+    assert_eq!(checked.len(), 2);
+}

@@ -1,0 +1,238 @@
+#!/usr/bin/env python3
+"""The recorder: your training step's memory, as PyTorch's allocator would see it, no GPU.
+
+    python pytorch/record.py TEMPLATE.py [--out FILE.pickle] [--batch N] [--memtracker FILE.json]
+
+TEMPLATE.py is a copy of pytorch/record_template.py with your model, optimizer, loss and
+batch (or your own step). The recorder runs its steps under FakeTensorMode and records every
+storage's birth and death as PyTorch's dispatcher sees them, with its bytes, operator, module,
+phase and thread; it writes them as a memory snapshot in PyTorch's format (the dict
+``torch.cuda.memory._snapshot()`` returns, pickled), which memviz and PyTorch's own tools read.
+It records at the template's three BATCH_SIZES and, when the three sequences match and every
+size is affine in the batch, stores ``bytes = a + b * batch`` for each allocation (the
+snapshot's extra key ``recorder``; see pytorch/README.md). ``--memtracker`` also runs the same
+step code under PyTorch's MemTracker and writes its peak as JSON.
+
+Importable: ``record.record(path)`` returns the snapshot dict.
+Exit status: 0 recorded; 2 bad input (no template, a template that does not import or lacks
+a function, a step that raises). Nothing is written unless the recording succeeded.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import pickle
+import sys
+import time
+import warnings
+
+warnings.filterwarnings("ignore")
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+import torch  # noqa: E402
+
+from recorder import run as runner  # noqa: E402
+from recorder import snapshot as snap  # noqa: E402
+from recorder.run import StepError, TemplateError  # noqa: E402
+
+FORMAT = 1
+
+# What CUDA does differently from the fake CPU step recorded here (stated, not recorded).
+CUDA_DIFFERENCES = [
+    "cuBLAS workspaces: on CUDA each (handle, stream) takes one workspace from the allocator "
+    "at its first matrix product, one for the main thread and one for autograd's device "
+    "thread (frames <thread> main/autograd say which products each follows); not in this trace.",
+    "Adam/AdamW (foreach, not capturable): the per-parameter `step` counters stay on the CPU "
+    "on CUDA; they are in this trace (4 B each).",
+    "autocast: recorded with CPU autocast's op lists; CUDA's lists differ (e.g. which ops run "
+    "in float32) and its default dtype is float16 (the CPU's bfloat16).",
+    "scaled_dot_product_attention: CUDA picks flash, memory-efficient or math attention by "
+    "dtype, shape, dropout and card, each saving other tensors for backward (see `attention`).",
+]
+
+
+def relevant(note: str, module_types, events, t) -> bool:
+    """Whether a CUDA difference applies to this template (cuBLAS's always does)."""
+    if note.startswith("Adam"):
+        return any(info["names"] and info["names"][0].endswith(".step")
+                   for action, info in events if action == "alloc")
+    if note.startswith("autocast"):
+        return bool(getattr(t, "AUTOCAST", None))
+    if note.startswith("scaled_dot_product_attention"):
+        return any("MultiheadAttention" in m or "Transformer" in m for m in module_types) or \
+            any("attention" in info["op"] or info["op"] == "aten::_safe_softmax"
+                for action, info in events if action == "alloc")
+    return True
+
+
+def attention_note(events) -> list[str]:
+    """Which path scaled_dot_product_attention took in this trace."""
+    ops = {info["op"] for action, info in events if action == "alloc"}
+    soft = sum(info["bytes"] for action, info in events
+               if action == "alloc" and info["op"] == "aten::_safe_softmax")
+    out = []
+    if any("flash_attention_for_cpu" in o for o in ops):
+        out.append("attention: scaled_dot_product_attention ran the CPU's flash kernel here "
+                   "(output and logsumexp saved); CUDA's flash/memory-efficient kernels save "
+                   "their own logsumexp layout (and RNG state with dropout)")
+    if soft:
+        out.append(f"attention: scaled_dot_product_attention ran its math path here (bmm and "
+                   f"softmax: the L x L attention weights are saved, {soft:,} B of softmax "
+                   f"outputs in this trace); on CUDA, flash or memory-efficient attention "
+                   f"(float16/bfloat16, most shapes) saves no L x L matrix")
+    return out
+# Modules whose CUDA kernels (cuDNN) take memory through the allocator that no CPU trace shows.
+CUDNN = [
+    (("Conv1d", "Conv2d", "Conv3d", "ConvTranspose1d", "ConvTranspose2d", "ConvTranspose3d"),
+     "cuDNN convolution workspaces (forward and both backward kernels; size by algorithm and card)"),
+    (("BatchNorm1d", "BatchNorm2d", "BatchNorm3d", "SyncBatchNorm"),
+     "cuDNN BatchNorm's reserve space (training, saved for backward)"),
+    (("LSTM", "GRU", "RNN"),
+     "cuDNN RNN workspace and reserve space; on CUDA the weights are also flattened into one "
+     "buffer (flatten_parameters), the CPU keeps one tensor per weight"),
+]
+
+
+def cudnn_notes(module_types) -> list[str]:
+    out = []
+    for kinds, what in CUDNN:
+        used = [k for k in kinds if k in module_types]
+        if used:
+            out.append(f"{what}: taken through the allocator on a GPU, not in a CPU trace "
+                       f"(this model has {', '.join(used)})")
+    return out
+
+
+def record(path: str, batch: int | None = None) -> dict:
+    t = runner.load(path)
+    sizes = tuple(t.BATCH_SIZES) if hasattr(t, "BATCH_SIZES") else (2, 4, 8)
+    batch = sizes[0] if batch is None else batch
+    runs = {b: runner.run(t, b) for b in sizes}
+    main = runs[batch] if batch in runs else runner.run(t, batch)
+    events = main["events"]
+    af = snap.affine({b: r["events"] for b, r in runs.items()})
+    extra = {
+        "format": FORMAT,
+        "template": os.path.relpath(path),
+        "torch": str(torch.__version__),
+        "batch": batch,
+        "batch_sizes": list(sizes),
+        "steps": getattr(t, "STEPS", 2),
+        "device": "fake CPU tensors (FakeTensorMode) with CUDA's choices made explicit",
+        "raw_peak_bytes": snap.raw_peak(events),
+        "end_bytes": main["end"],
+        "cuda_choices": main["notes"],
+        "cuda_differences": [c for c in CUDA_DIFFERENCES
+                             if relevant(c, main["module_types"], events, t)],
+        "not_in_trace": cudnn_notes(main["module_types"]),
+        "attention": attention_note(events),
+        "cuda_forward": runner.cuda_forward_probe(t, batch),
+        "affine": af,
+    }
+    return snap.build(events, extra)
+
+
+def memtracker(path: str, batch: int | None = None) -> dict:
+    t = runner.load(path)
+    sizes = tuple(getattr(t, "BATCH_SIZES", (2, 4, 8)))
+    batch = sizes[0] if batch is None else batch
+    r = runner.run(t, batch, tracker="memtracker")
+    return {"template": os.path.relpath(path), "torch": str(torch.__version__), "batch": batch,
+            "steps": getattr(t, "STEPS", 2), "peak_bytes": r["peak"],
+            "categories": r["categories"], "cuda_choices": r["notes"]}
+
+
+def peak_at(snapshot: dict, batch: int) -> int:
+    """The raw peak at ``batch`` rows from a snapshot's affine form, without recording again."""
+    af = snapshot["recorder"]["affine"]
+    if not af["affine"]:
+        raise ValueError(f"no affine form: {af['reason']}")
+    sizes, i = {}, 0
+    total = peak = 0
+    for e in snapshot["device_traces"][0]:
+        if e["action"] == "alloc":
+            sizes[e["addr"]] = af["bytes_at_zero"][i] + af["bytes_per_row"][i] * batch
+            i += 1
+            total += sizes[e["addr"]]
+        elif e["action"] == "free_completed":
+            total -= sizes.pop(e["addr"])
+        peak = max(peak, total)
+    return peak
+
+
+def summary(d: dict) -> str:
+    r = d["recorder"]
+    n = sum(e["action"] == "alloc" for e in d["device_traces"][0])
+    lines = [f"{r['template']}: {r['steps']} step(s) at batch {r['batch']}, {n} allocations, "
+             f"raw peak {r['raw_peak_bytes']:,} B, {r['end_bytes']:,} B alive at the end "
+             f"({len(d['segments'])} block(s) in the dump)"]
+    af = r["affine"]
+    if af["affine"]:
+        lines.append(f"affine in the batch (checked at {r['batch_sizes']}): any batch without "
+                     "recording again (record.peak_at)")
+    else:
+        lines.append(f"not affine in the batch: {af['reason']}")
+    lines += [f"CUDA's choice: {c}" for c in r["cuda_choices"]]
+    lines += [f"not in this trace: {c}" for c in r["not_in_trace"]]
+    lines += r["attention"]
+    p = r["cuda_forward"]
+    if not p["ran"]:
+        lines.append(f"forward on fake CUDA tensors: could not run ({p['why']})")
+    elif p["same"]:
+        lines.append("forward on fake CUDA tensors: the same allocations as on the CPU")
+    else:
+        lines.append(f"forward on fake CUDA tensors: {p['cuda_forward_bytes']:,} B allocated "
+                     f"vs the CPU's {p['cpu_forward_bytes']:,} B (this trace is the CPU's):")
+        lines += [f"  {d}" for d in p["differences"]]
+    lines += [f"on CUDA: {c}" for c in r["cuda_differences"]]
+    return "\n".join(lines)
+
+
+def _write(path: str, data: bytes):
+    tmp = path + ".tmp"
+    with open(tmp, "wb") as f:
+        f.write(data)
+    os.replace(tmp, path)
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(prog="record.py", description=__doc__.split("\n\n")[0],
+                                 formatter_class=argparse.RawDescriptionHelpFormatter,
+                                 epilog="See pytorch/README.md, section 'The recorder'.")
+    ap.add_argument("template", nargs="?", default=os.path.join(os.path.dirname(os.path.abspath(__file__)), "record_template.py"),
+                    help="your copy of pytorch/record_template.py (default: the template itself, as an example)")
+    ap.add_argument("--out", help="write the snapshot pickle here (else only the summary)")
+    ap.add_argument("--batch", type=int, help="the batch size recorded (default: BATCH_SIZES[0])")
+    ap.add_argument("--memtracker", metavar="JSON", help="also run MemTracker on the same step; write its peak here")
+    ap.add_argument("--peak-at", type=int, metavar="B", help="also print the raw peak at B rows from the affine form")
+    a = ap.parse_args(argv)
+    if a.batch is not None and a.batch < 1:
+        ap.error("--batch must be at least 1")
+    t0 = time.perf_counter()
+    try:
+        d = record(a.template, a.batch)
+        mt = memtracker(a.template, a.batch) if a.memtracker else None
+    except (TemplateError, StepError) as e:
+        print(f"record.py: {e}\nnothing written.", file=sys.stderr)
+        return 2
+    print(summary(d))
+    if a.peak_at is not None:
+        try:
+            print(f"raw peak at batch {a.peak_at}: {peak_at(d, a.peak_at):,} B (from the affine form)")
+        except ValueError as e:
+            print(f"record.py: {e}", file=sys.stderr)
+            return 2
+    if a.out:
+        _write(a.out, pickle.dumps(d, protocol=2))
+        print(f"wrote {a.out}")
+    if mt is not None:
+        _write(a.memtracker, (json.dumps(mt, indent=1) + "\n").encode())
+        print(f"MemTracker: peak {mt['peak_bytes']:,} B; wrote {a.memtracker}")
+    print(f"({time.perf_counter() - t0:.1f} s)", file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

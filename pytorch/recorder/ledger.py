@@ -1,0 +1,173 @@
+"""The recorder's ledger: every storage's birth and death as the dispatcher sees them.
+
+A ``TorchDispatchMode`` sees each ATen op's outputs; a storage it has not seen before is born
+there (its op, the innermost module running, the phase, the thread). A weakref finalizer on
+the storage says when it dies. Tensors made outside the mode (none in a recorded step, but a
+template may pass one in) are added with ``track``. Zero-byte storages are left out: CUDA's
+allocator hands out no block for them.
+"""
+
+from __future__ import annotations
+
+import sys
+import weakref
+
+import torch
+from torch.distributed._tools.common_utils import get_untyped_storages
+from torch.distributed._tools.mod_tracker import ModTracker
+from torch.optim.optimizer import (register_optimizer_step_post_hook,
+                                   register_optimizer_step_pre_hook)
+from torch.utils._python_dispatch import TorchDispatchMode
+from torch.utils._pytree import tree_flatten
+from torch.utils.weak import WeakIdKeyDictionary
+
+
+def storages(t: torch.Tensor):
+    return get_untyped_storages(t)
+
+
+class Ledger(TorchDispatchMode):
+    """Records ``events``: ("alloc" | "free", info) in the order they happened. ``info`` is a
+    dict: id, bytes, op, module, phase, step, thread, dtype, shape, names, source."""
+
+    def __init__(self, source_file: str | None = None):
+        super().__init__()
+        self.seen = WeakIdKeyDictionary()
+        self.live: dict[int, dict] = {}
+        self.events: list[tuple[str, dict]] = []
+        self.next_id = 0
+        self.total = 0
+        self.peak = 0
+        self.step = 0
+        self.in_optimizer = 0
+        self.loading = False
+        self.mods = ModTracker()
+        self.source_file = source_file
+        self.recording = True
+        self._hooks = []
+
+    # -- where we are
+    def phase(self) -> str:
+        if self.step == 0:
+            return "setup"
+        if self.loading:
+            return "data"
+        if self.in_optimizer:
+            return "optimizer"
+        if torch._C._current_graph_task_id() != -1:
+            return "backward"
+        return "forward"
+
+    def thread(self) -> str:
+        # On CUDA, autograd's engine runs a device's backward ops on its own thread (with its
+        # own cuBLAS handle and workspace); on the CPU it runs them on the caller's. The
+        # recorder names the thread CUDA would use.
+        return "autograd" if torch._C._current_graph_task_id() != -1 else "main"
+
+    def module(self) -> str:
+        names = [p for p in self.mods.parents if p != "Global"]
+        return max(names, key=lambda p: (p.count("."), p)) if names else ""
+
+    def source(self):
+        """The innermost frame of the learner's file on the Python stack, if any."""
+        if not self.source_file:
+            return None
+        f = sys._getframe(1)
+        while f is not None:
+            if f.f_code.co_filename == self.source_file:
+                return (f.f_code.co_filename, f.f_lineno, f.f_code.co_name)
+            f = f.f_back
+        return None
+
+    # -- bookkeeping
+    def _add(self, st, t: torch.Tensor | None, op: str, name: str | None = None):
+        if st in self.seen:
+            return None
+        nbytes = st.nbytes()
+        self.seen[st] = -1
+        if nbytes == 0 or not self.recording:
+            return None
+        self.next_id += 1
+        info = {
+            "id": self.next_id, "bytes": nbytes, "op": op, "module": self.module(),
+            "phase": self.phase(), "step": self.step, "thread": self.thread(),
+            "dtype": str(t.dtype).replace("torch.", "") if t is not None else "?",
+            "shape": list(t.shape) if t is not None else [],
+            "names": [name] if name else [], "source": self.source(),
+        }
+        self.seen[st] = info["id"]
+        self.live[info["id"]] = info
+        self.total += nbytes
+        self.peak = max(self.peak, self.total)
+        fin = weakref.finalize(st, self._free, info["id"])
+        fin.atexit = False
+        self.events.append(("alloc", info))
+        return info
+
+    def _free(self, tid: int):
+        info = self.live.pop(tid, None)
+        if info is None or not self.recording:
+            return
+        self.total -= info["bytes"]
+        info["died"] = {"phase": self.phase(), "step": self.step, "thread": self.thread()}
+        self.events.append(("free", info))
+
+    def track(self, t: torch.Tensor, name: str):
+        for st in storages(t):
+            if self._add(st, t, "external", name) is None:
+                self.name(t, name)
+
+    def name(self, t: torch.Tensor, name: str):
+        for st in storages(t):
+            tid = self.seen.get(st)
+            if tid in self.live and name not in self.live[tid]["names"]:
+                self.live[tid]["names"].append(name)
+
+    def stop(self):
+        """What dies after the run is not part of the trace: it is alive at the dump."""
+        self.recording = False
+
+    # -- the mode
+    def __enter__(self):
+        def pre(*_):
+            self.in_optimizer += 1
+
+        def post(*_):
+            self.in_optimizer -= 1
+
+        self._hooks = [register_optimizer_step_pre_hook(pre), register_optimizer_step_post_hook(post)]
+        self.mods.__enter__()
+        return super().__enter__()
+
+    def __exit__(self, *args):
+        super().__exit__(*args)
+        self.mods.__exit__(*args)
+        for h in self._hooks:
+            h.remove()
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        out = func(*args, **(kwargs or {}))
+        op = func.name() if hasattr(func, "name") else str(func)
+        flat, _ = tree_flatten(out)
+        for t in flat:
+            if isinstance(t, torch.Tensor):
+                for st in storages(t):
+                    self._add(st, t, op)
+        return out
+
+
+def name_state(ledger: Ledger, model: torch.nn.Module, optimizer) -> None:
+    """Names parameters, gradients and optimizer state by their module paths."""
+    for pname, p in model.named_parameters():
+        ledger.name(p, pname)
+        if p.grad is not None:
+            ledger.name(p.grad, pname + ".grad")
+    for bname, b in model.named_buffers():
+        ledger.name(b, bname)
+    if optimizer is None:
+        return
+    pnames = {id(p): n for n, p in model.named_parameters()}
+    for p, state in optimizer.state.items():
+        for k, v in state.items():
+            if isinstance(v, torch.Tensor):
+                ledger.name(v, f"{pnames.get(id(p), '?')}.{k}")

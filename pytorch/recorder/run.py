@@ -1,0 +1,216 @@
+"""Running a learner's template: its steps under FakeTensorMode, with the ledger or MemTracker.
+
+Tensors are fake CPU tensors (shapes, no storage) with CUDA's choices made explicit where
+they differ: optimizers left to choose get ``foreach=True`` (CUDA's pick), gradients are set
+to None, autocast uses the template's dtype. Fake CUDA tensors cannot run a backward pass on a
+machine without CUDA (autograd's engine asks for a CUDA context: "hasPrimaryContext expects a
+valid device index"), so what CUDA does differently on a real card is stated, not recorded:
+see ``cuda_differences``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import importlib.util
+import os
+import sys
+
+import torch
+from torch._subclasses.fake_tensor import FakeTensorMode
+
+from .ledger import Ledger, name_state
+
+REQUIRED = ("make_model", "make_optimizer", "make_batch")
+
+
+class TemplateError(Exception):
+    """The template is missing, does not import, or lacks what the recorder needs."""
+
+
+class StepError(Exception):
+    """The template's own code raised while recording."""
+
+
+def load(path: str):
+    if not os.path.isfile(path):
+        raise TemplateError(f"no such template file: {path}")
+    name = "record_template_" + str(abs(hash(os.path.abspath(path))))
+    spec = importlib.util.spec_from_file_location(name, path)
+    mod = importlib.util.module_from_spec(spec)
+    try:
+        spec.loader.exec_module(mod)
+    except Exception as e:  # noqa: BLE001 -- the learner's file: any error is theirs
+        raise TemplateError(f"{path} does not import: {type(e).__name__}: {e}") from e
+    missing = [f for f in REQUIRED if not callable(getattr(mod, f, None))]
+    if not callable(getattr(mod, "step", None)) and not callable(getattr(mod, "loss_fn", None)):
+        missing.append("loss_fn (or step)")
+    if missing:
+        raise TemplateError(f"{path} lacks {', '.join(missing)}: copy pytorch/record_template.py")
+    sizes = getattr(mod, "BATCH_SIZES", (2, 4, 8))
+    if len(sizes) != 3 or len(set(sizes)) != 3 or any(not isinstance(b, int) or b < 1 for b in sizes):
+        raise TemplateError(f"{path}: BATCH_SIZES must be three different positive ints, not {sizes!r}")
+    steps = getattr(mod, "STEPS", 2)
+    if not isinstance(steps, int) or steps < 1:
+        raise TemplateError(f"{path}: STEPS must be a positive int, not {steps!r}")
+    return mod
+
+
+class NoItemGradScaler(torch.amp.GradScaler):
+    """GradScaler whose step does not read found_inf with .item() (a fake tensor has no
+    value): it steps as a real scaler does when no gradient overflowed; every tensor it makes
+    is made as GradScaler makes it."""
+
+    def _maybe_opt_step(self, optimizer, optimizer_state, *args, **kwargs):
+        return optimizer.step(*args, **kwargs)
+
+
+def cuda_choices(optimizer) -> list[str]:
+    """Makes CUDA's optimizer choice explicit; says what it changed."""
+    notes = []
+    for i, g in enumerate(getattr(optimizer, "param_groups", [])):
+        if g.get("foreach") is None and not g.get("fused"):
+            g["foreach"] = True
+            notes.append(f"param_groups[{i}]: foreach=None -> True (CUDA's default; the CPU's is the for-loop)")
+    return notes
+
+
+def default_step(t, scaler):
+    """The training loop's body as a script writes it: ``out`` and ``loss`` are loop
+    variables, so the previous step's output dies when the new one is assigned (in the
+    forward pass), and the last step's stay alive after the loop (the lesson's loop)."""
+    autocast = getattr(t, "AUTOCAST", None)
+    held = {}
+
+    def step(model, optimizer, batch):
+        x, y = batch
+        optimizer.zero_grad(set_to_none=True)
+        amp = torch.autocast("cpu", dtype=autocast) if autocast else contextlib.nullcontext()
+        with amp:
+            held["out"] = model(x)
+            held["loss"] = t.loss_fn(held["out"], y)
+        if scaler is not None:
+            scaler.scale(held["loss"]).backward()
+            scaler.step(optimizer)
+            scaler.update()
+        else:
+            held["loss"].backward()
+            optimizer.step()
+        return held
+
+    return step
+
+
+def _call(what, f, *args):
+    try:
+        return f(*args)
+    except Exception as e:  # noqa: BLE001 -- the learner's code
+        tb = e.__traceback__
+        where = ""
+        while tb is not None:
+            if tb.tb_frame.f_code.co_filename.endswith(".py") and "site-packages" not in tb.tb_frame.f_code.co_filename:
+                where = f" ({tb.tb_frame.f_code.co_filename}:{tb.tb_lineno})"
+            tb = tb.tb_next
+        raise StepError(f"the template's {what} raised {type(e).__name__}: {e}{where}") from e
+
+
+def run(t, batch: int, tracker: str = "ledger") -> dict:
+    """Runs t's STEPS steps at ``batch`` rows. tracker: "ledger" (the recorder) or
+    "memtracker" (PyTorch's MemTracker on the same step code)."""
+    steps = getattr(t, "STEPS", 2)
+    notes = []
+    with FakeTensorMode():
+        if tracker == "ledger":
+            led = Ledger(source_file=os.path.abspath(t.__file__))
+            track = led
+        else:
+            from torch.distributed._tools.mem_tracker import MemTracker
+            led = None
+            track = contextlib.nullcontext()
+        with track:
+            model = _call("make_model()", t.make_model)
+            optimizer = _call("make_optimizer(model)", t.make_optimizer, model)
+            notes += cuda_choices(optimizer)
+            scaler = NoItemGradScaler("cpu") if getattr(t, "GRAD_SCALER", False) else None
+            step = t.step if callable(getattr(t, "step", None)) else default_step(t, scaler)
+        if led is not None:
+            name_state(led, model, optimizer)
+            mt = contextlib.nullcontext()
+        else:
+            mt = MemTracker()
+            mt.track_external(model, optimizer)
+        last = None
+        with track, mt:
+            if led is not None:
+                led.step, led.loading = 1, True
+            data = _call(f"make_batch({batch})", t.make_batch, batch)
+            if led is not None:
+                for i, d in enumerate(data if isinstance(data, (tuple, list)) else [data]):
+                    if isinstance(d, torch.Tensor):
+                        led.name(d, f"batch[{i}]")
+                led.loading = False
+            for s in range(1, steps + 1):
+                if led is not None:
+                    led.step = s
+                    name_state(led, model, optimizer)
+                else:
+                    mt.reset_mod_stats()
+                # `last` holds the previous step's result until this one returns, as a loop
+                # variable does: the same in both trackers.
+                last = _call("step", step, model, optimizer, data)
+                if led is not None:
+                    name_state(led, model, optimizer)
+        if led is not None:
+            led.stop()
+            del last
+            kinds = sorted({type(m).__name__ for m in model.modules()})
+            return {"events": led.events, "peak": led.peak, "end": led.total, "notes": notes,
+                    "module_types": kinds}
+        snap = mt.get_tracker_snapshot("peak")
+        (dev,) = snap.values()
+        cats = {getattr(k, "name", str(k)): v for k, v in dev.items() if str(k) != "Total"}
+        return {"peak": dev["Total"], "categories": cats, "notes": notes}
+
+
+def _forward_allocs(t, batch: int, device: str) -> list[tuple]:
+    """The forward pass alone (model and loss, step 1) on fake ``device`` tensors: each
+    allocation's (op, dtype, bytes)."""
+    autocast = getattr(t, "AUTOCAST", None)
+    with FakeTensorMode():
+        led = Ledger()
+        with torch.device(device), led:
+            model = t.make_model()
+            led.step, led.loading = 1, True
+            data = t.make_batch(batch)
+            led.loading = False
+            x = data[0] if isinstance(data, (tuple, list)) else data
+            amp = torch.autocast(device, dtype=autocast) if autocast else contextlib.nullcontext()
+            with amp:
+                out = model(x)
+                if callable(getattr(t, "loss_fn", None)) and isinstance(data, (tuple, list)):
+                    t.loss_fn(out, data[1])
+    return [(i["op"], i["dtype"], i["bytes"]) for a, i in led.events
+            if a == "alloc" and i["phase"] == "forward"]
+
+
+def cuda_forward_probe(t, batch: int) -> dict:
+    """Fake CUDA tensors run a forward pass without CUDA (not a backward one): this runs the
+    forward on both devices and says where CUDA's allocations differ from the CPU's."""
+    from collections import Counter
+    if getattr(t, "AUTOCAST", None) and not torch.cuda.is_available():
+        return {"ran": False, "why": "torch.autocast('cuda') disables itself without CUDA (it "
+                "warns), so a fake CUDA forward would run in float32: not CUDA's forward"}
+    try:
+        cpu = _forward_allocs(t, batch, "cpu")
+        cuda = _forward_allocs(t, batch, "cuda")
+    except Exception as e:  # noqa: BLE001 -- a probe: say why it could not run
+        first = (str(e).splitlines() or [""])[0][:200]
+        return {"ran": False, "why": f"{type(e).__name__}: {first}"}
+    c_cpu, c_cuda = Counter(cpu), Counter(cuda)
+    diff = []
+    for k in sorted(set(c_cpu) | set(c_cuda)):
+        if c_cpu[k] != c_cuda[k]:
+            op, dtype, n = k
+            diff.append(f"{op} {dtype} {n} B: {c_cpu[k]} on the CPU, {c_cuda[k]} on CUDA")
+    return {"ran": True, "same": not diff,
+            "cpu_forward_bytes": sum(b for _, _, b in cpu),
+            "cuda_forward_bytes": sum(b for _, _, b in cuda), "differences": diff}

@@ -1,0 +1,134 @@
+#!/usr/bin/env python3
+"""Records every model of pytorch/models/ into crates/gpumem/tests/fixtures/recorded/.
+
+For each NAME.py: NAME.pickle (pytorch/record.py's snapshot) and NAME.memtracker.json
+(PyTorch's MemTracker on the same step code, fake CPU tensors, the same batch). The JSON holds
+the torch version, the command, the SHA-256 of every input (the model file, record.py and
+recorder/*.py, in that order; `cargo test -p gpumem --test recorded_models` recomputes them),
+the recorded trace's raw peak as Python counts it, and `explained`: each difference between
+the two peaks, tensor by tensor, with its evidence (empty where they are equal). Where the
+recorder follows CUDA and MemTracker the CPU, `cuda_delta` states what a GPU changes.
+
+    /work/venv-torch/bin/python reference/pytorch/record_models.py [--only NAME]
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import os
+import pickle
+import sys
+import time
+
+ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
+sys.path.insert(0, os.path.join(ROOT, "pytorch"))
+
+import record  # noqa: E402
+
+MODELS = os.path.join(ROOT, "pytorch", "models")
+OUT = os.path.join(ROOT, "crates", "gpumem", "tests", "fixtures", "recorded")
+
+
+def inputs(model_rel: str) -> list[str]:
+    rec = sorted(f"pytorch/recorder/{f}" for f in os.listdir(os.path.join(ROOT, "pytorch", "recorder"))
+                 if f.endswith(".py"))
+    return [model_rel, "pytorch/record.py"] + rec
+
+
+def sha(rel: str) -> str:
+    with open(os.path.join(ROOT, rel), "rb") as f:
+        return hashlib.sha256(f.read()).hexdigest()
+
+
+# The opcodes PyTorch's browser viewer (torch/utils/viz/MemoryViz.js, `unpickle`) reads.
+VIEWER_OPCODES = {
+    "PROTO", "APPEND", "APPENDS", "LIST", "TUPLE", "NEWFALSE", "NEWTRUE", "NONE", "BINGET",
+    "BININT", "BININT1", "BININT2", "EMPTY_DICT", "EMPTY_LIST", "FRAME", "LONG1", "LONG_BINGET",
+    "MARK", "MEMOIZE", "BINPUT", "LONG_BINPUT", "SETITEMS", "SETITEM", "DICT",
+    "SHORT_BINUNICODE", "BINUNICODE", "STOP", "EMPTY_TUPLE", "TUPLE1", "TUPLE2", "TUPLE3",
+    "BINFLOAT",
+}
+
+
+def pytorch_reads(data: bytes) -> str:
+    """PyTorch's own tools on the pickle: _memory_viz's segsum and trace (the CLI's `stats`
+    and `trace`) read it, and every opcode is one MemoryViz.js's unpickler knows."""
+    import pickletools
+
+    from torch.cuda import _memory_viz
+
+    snap = pickle.loads(data)
+    _memory_viz.segsum(snap)
+    _memory_viz.trace(snap)
+    ops = {op.name for op, _, _ in pickletools.genops(data)}
+    unknown = sorted(ops - VIEWER_OPCODES)
+    if unknown:
+        raise SystemExit(f"opcodes PyTorch's viewer cannot read: {unknown}")
+    return "torch.cuda._memory_viz segsum and trace read it; MemoryViz.js knows all its opcodes"
+
+
+def cuda_delta(d: dict) -> list[dict]:
+    """Adam's and AdamW's `step` counters: on CUDA (foreach, not capturable) they are CPU
+    tensors, so a GPU's trace has none of them."""
+    steps = [e for e in d["device_traces"][0]
+             if e["action"] == "alloc" and e["frames"][0]["name"].endswith(".step")]
+    if not steps:
+        return []
+    return [{"what": "Adam's per-parameter step counters are CPU tensors on CUDA",
+             "tensors": [e["frames"][0]["name"] for e in steps],
+             "bytes": sum(e["size"] for e in steps)}]
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--only", help="one model (file name without .py)")
+    a = ap.parse_args()
+    os.makedirs(OUT, exist_ok=True)
+    names = sorted(f[:-3] for f in os.listdir(MODELS) if f.endswith(".py"))
+    for name in names:
+        if a.only and name != a.only:
+            continue
+        rel = f"pytorch/models/{name}.py"
+        t0 = time.perf_counter()
+        os.chdir(ROOT)
+        d = record.record(rel)
+        mt = record.memtracker(rel)
+        ins = inputs(rel)
+        d["recorder"]["inputs"] = {f: sha(f) for f in ins}
+        peak = d["recorder"]["raw_peak_bytes"]
+        out = {
+            "model": rel,
+            "torch": mt["torch"],
+            "command": "python reference/pytorch/record_models.py",
+            "inputs": [{"path": f, "sha256": sha(f)} for f in ins],
+            "batch": mt["batch"],
+            "steps": mt["steps"],
+            "memtracker_peak_bytes": mt["peak_bytes"],
+            "memtracker_categories": mt["categories"],
+            "recorded_raw_peak_bytes": peak,
+            "explained": [],
+            "cuda_choices": d["recorder"]["cuda_choices"],
+            "cuda_delta": cuda_delta(d),
+            "not_in_trace": d["recorder"]["not_in_trace"],
+            "attention": d["recorder"]["attention"],
+            "cuda_forward": d["recorder"]["cuda_forward"],
+            "affine": d["recorder"]["affine"]["affine"],
+        }
+        if peak != mt["peak_bytes"]:
+            out["explained"] = [{"tensors": [], "bytes": peak - mt["peak_bytes"],
+                                 "evidence": "UNEXPLAINED: look at the trace"}]
+        data = pickle.dumps(d, protocol=2)
+        out["pytorch_reads"] = pytorch_reads(data)
+        with open(os.path.join(OUT, name + ".pickle"), "wb") as f:
+            f.write(data)
+        with open(os.path.join(OUT, name + ".memtracker.json"), "w") as f:
+            f.write(json.dumps(out, indent=1) + "\n")
+        print(f"{name}: recorded {peak:,} B, MemTracker {mt['peak_bytes']:,} B "
+              f"({time.perf_counter() - t0:.1f} s)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
