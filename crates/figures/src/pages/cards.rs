@@ -288,35 +288,37 @@ pub fn lesson_outside() -> Result<String> {
 }
 
 /// PyTorch's versions as the engine knows them (`gpumem::versions::KNOWN`): what each changed
-/// by default, with its source.
+/// by default, as a table, then each row's source.
 pub fn torch_versions() -> Result<String> {
-    use gpumem::versions::{KNOWN, Rules, Workspaces};
+    use gpumem::versions::{DEFAULT_COMPUTE_CAPABILITY, KNOWN, Rules, Workspaces};
     let mut out = String::from(
-        "| PyTorch | workspaces of matrix products | `zero_grad()` | optimizers | message | \
-         exception | source |\n| :--- | :--- | :--- | :--- | :--- | :--- | :--- |\n",
+        "| PyTorch | workspaces in the allocator | `zero_grad()` | optimizers | out-of-memory \
+         error |\n| :--- | :--- | :--- | :--- | :--- |\n",
     );
     for r in KNOWN {
         let workspaces = match r.workspaces {
-            Workspaces::Outside => "cuBLAS's own, outside the allocator".to_string(),
+            Workspaces::Outside => "none".to_string(),
             Workspaces::Allocator(_) => {
-                let w =
-                    Rules::of(r.version).workspaces(gpumem::versions::DEFAULT_COMPUTE_CAPABILITY);
+                let w = Rules::of(r.version).workspaces(DEFAULT_COMPUTE_CAPABILITY);
+                let cublas = match w.cublas {
+                    0 => None,
+                    b => Some(format!("cuBLAS {} a thread", format_bytes(b))),
+                };
                 let lt = match (w.lt, w.lt_per_call) {
-                    (0, _) => String::new(),
-                    (lt, true) => format!("; cuBLASLt {} per call", mib_or_bytes(lt)),
-                    (lt, false) => format!("; cuBLASLt {} per thread", mib_or_bytes(lt)),
+                    (0, _) => None,
+                    (lt, true) => Some(format!("cuBLASLt {} a call", mib_or_bytes(lt))),
+                    (lt, false) => Some(format!("cuBLASLt {} a thread", mib_or_bytes(lt))),
                 };
-                let cublas = if w.cublas == 0 {
-                    "cuBLAS's own outside".to_string()
-                } else {
-                    format!("cuBLAS {} per thread", format_bytes(w.cublas))
-                };
-                format!("in the allocator: {cublas}{lt}")
+                [cublas, lt]
+                    .into_iter()
+                    .flatten()
+                    .collect::<Vec<_>>()
+                    .join(", ")
             }
         };
         let zero_grad = match r.zero_grad {
             gpumem::mlp::ZeroGrad::Zero => "zeroes",
-            gpumem::mlp::ZeroGrad::SetToNone => "frees (`None`)",
+            gpumem::mlp::ZeroGrad::SetToNone => "frees",
         };
         let loops = match r.optimizer_impl {
             gpumem::mlp::OptimizerImpl::ForLoop => "for-loop",
@@ -324,14 +326,21 @@ pub fn torch_versions() -> Result<String> {
             gpumem::mlp::OptimizerImpl::Fused => "fused",
         };
         let message = match r.oom_message {
-            gpumem::alloc::OomMessage::Lesson => "`(GPU 0; … reserved in total by PyTorch)`",
-            gpumem::alloc::OomMessage::Current => "`GPU 0 has a total capacity of …`",
+            gpumem::alloc::OomMessage::Lesson => "the lesson's wording",
+            gpumem::alloc::OomMessage::Current => "today's wording",
         };
         writeln!(
             out,
-            "| {} | {workspaces} | {zero_grad} | {loops} | {message} | `{}` | {} |",
-            r.version, r.exception, r.source
+            "| {} | {workspaces} | {zero_grad} | {loops} | `{}`, {message} |",
+            r.version, r.exception
         )?;
+    }
+    out.push_str(
+        "\nSizes before Hopper (compute capability 7.0); `--compute-capability` changes them. \
+         Where each row comes from:\n\n",
+    );
+    for r in KNOWN {
+        writeln!(out, "- **{}**: {}", r.version, r.source)?;
     }
     Ok(out)
 }
@@ -372,8 +381,8 @@ pub fn versions_in_monitoring() -> Result<String> {
         "the row after the workspaces leave the allocator is not 2.15's reading"
     );
     Ok(format!(
-        "Not every allocated byte is a tensor: from PyTorch {} (until {}, by our reading) \
-         cuBLAS's workspaces come from this cache too, one for each of training's two threads, \
+        "Not every allocated byte is a tensor: from PyTorch {} up to (not including) {}, by \
+         our reading, cuBLAS's workspaces come from this cache too, one for each of training's two threads, \
          so even a tiny step shows at least {} allocated ({} on Hopper). Catch `{}` (since {}; \
          `{}` catches it in every version).",
         first.version,
