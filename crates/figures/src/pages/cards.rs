@@ -292,8 +292,8 @@ pub fn lesson_outside() -> Result<String> {
 pub fn torch_versions() -> Result<String> {
     use gpumem::versions::{DEFAULT_COMPUTE_CAPABILITY, KNOWN, Rules, Workspaces};
     let mut out = String::from(
-        "| PyTorch | workspaces in the allocator | `zero_grad()` | optimizers | out-of-memory \
-         error |\n| :--- | :--- | :--- | :--- | :--- |\n",
+        "| PyTorch | workspaces in the allocator | `zero_grad()` | optimizers | exception |\n\
+         | :--- | :--- | :--- | :--- | :--- |\n",
     );
     for r in KNOWN {
         let workspaces = match r.workspaces {
@@ -302,12 +302,12 @@ pub fn torch_versions() -> Result<String> {
                 let w = Rules::of(r.version).workspaces(DEFAULT_COMPUTE_CAPABILITY);
                 let cublas = match w.cublas {
                     0 => None,
-                    b => Some(format!("cuBLAS {} a thread", format_bytes(b))),
+                    b => Some(format!("cuBLAS {}/thread", format_bytes(b))),
                 };
                 let lt = match (w.lt, w.lt_per_call) {
                     (0, _) => None,
-                    (lt, true) => Some(format!("cuBLASLt {} a call", mib_or_bytes(lt))),
-                    (lt, false) => Some(format!("cuBLASLt {} a thread", mib_or_bytes(lt))),
+                    (lt, true) => Some(format!("cuBLASLt {}/call", mib_or_bytes(lt))),
+                    (lt, false) => Some(format!("cuBLASLt {}/thread", mib_or_bytes(lt))),
                 };
                 [cublas, lt]
                     .into_iter()
@@ -325,20 +325,25 @@ pub fn torch_versions() -> Result<String> {
             gpumem::mlp::OptimizerImpl::Foreach => "foreach",
             gpumem::mlp::OptimizerImpl::Fused => "fused",
         };
-        let message = match r.oom_message {
-            gpumem::alloc::OomMessage::Lesson => "the lesson's wording",
-            gpumem::alloc::OomMessage::Current => "today's wording",
-        };
         writeln!(
             out,
-            "| {} | {workspaces} | {zero_grad} | {loops} | `{}`, {message} |",
-            r.version, r.exception
+            "| {} | {workspaces} | {zero_grad} | {loops} | `{}` |",
+            r.version,
+            r.exception.rsplit('.').next().unwrap_or(r.exception)
         )?;
     }
-    out.push_str(
+    let today = KNOWN
+        .iter()
+        .find(|r| r.oom_message == gpumem::alloc::OomMessage::Current)
+        .ok_or_else(|| anyhow!("no version words the message as today"))?;
+    write!(
+        out,
         "\nSizes before Hopper (compute capability 7.0); `--compute-capability` changes them. \
-         Where each row comes from:\n\n",
-    );
+         `OutOfMemoryError` is `torch.cuda.OutOfMemoryError`, a subclass of `RuntimeError`. \
+         The message has the lesson's wording before {v} and today's from {v} on \
+         (`--oom-message`). Where each row comes from:\n\n",
+        v = today.version
+    )?;
     for r in KNOWN {
         writeln!(out, "- **{}**: {}", r.version, r.source)?;
     }
