@@ -137,7 +137,7 @@ fn five_copies_name_the_adam_implementation() {
     }
     let text = page("fitting-more");
     assert!(text.contains("`fused=True` makes none (four)"));
-    assert!(text.contains("`foreach=False` one layer's at a time"));
+    assert!(text.contains("`foreach=False` one parameter at a time"));
 }
 
 /// The core pages never say "measured" without saying by what: they name the engine's plan,
