@@ -170,14 +170,28 @@ fn pytorchs_own_order_gives_the_lesson_cards_boundaries() {
     }
 }
 
+/// The traces were made with the lesson's card's PyTorch defaults: each setup's name says how
+/// `zero_grad()` and the optimizer ran, and that must be what the card runs now (else the
+/// traces are stale: rerun `step_peaks.py --trace-lesson-card`).
 #[test]
-fn the_traced_setups_are_the_lesson_cards_boundaries_under_its_pytorch() {
+fn the_traces_ran_the_lesson_cards_pytorch_defaults() {
+    use gpumem::mlp::{OptimizerImpl, ZeroGrad};
+    let card = Card::Lesson.config(&MlpConfig::lesson(1)).strategy;
     for (name, _) in setups() {
-        let (c, _) = config(&name);
-        assert!(
-            name.contains("forloop") && name.contains("zerograd-zero"),
+        let zero_grad = if name.contains("zerograd-zero") {
+            ZeroGrad::Zero
+        } else {
+            ZeroGrad::SetToNone
+        };
+        let loops = if name.contains("forloop") {
+            OptimizerImpl::ForLoop
+        } else {
+            OptimizerImpl::Foreach
+        };
+        assert_eq!(
+            (card.zero_grad, card.optimizer_impl),
+            (zero_grad, loops),
             "{name}"
         );
-        assert_eq!(c.strategy, Card::Lesson.config(&c).strategy);
     }
 }

@@ -17,6 +17,30 @@
 use grading::{Report, seed};
 use std::fmt::Debug;
 
+/// A challenge's edits, named once: the enum `M` (`None`, the reference, first), `ALL` (every
+/// edit but `None`) and `variants()` (each edit's answers, from the file's `answers::<E>()`).
+macro_rules! mutations {
+    ($($m:ident),* $(,)?) => {
+        #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+        #[repr(u8)]
+        pub enum M {
+            None,
+            $($m),*
+        }
+
+        /// Every edit but `None`.
+        pub const ALL: [M; [$(stringify!($m)),*].len()] = [$(M::$m),*];
+
+        /// Each edit's answers, the reference first.
+        pub fn variants() -> Vec<(M, Answers)> {
+            vec![
+                (M::None, answers::<{ M::None as u8 }>()),
+                $((M::$m, answers::<{ M::$m as u8 }>())),*
+            ]
+        }
+    };
+}
+
 mod mutants {
     pub mod challenge1;
     pub mod challenge2;

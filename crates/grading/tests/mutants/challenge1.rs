@@ -5,11 +5,8 @@
 use grading::challenge1::Answers;
 use grading::{Opt, Setup};
 
-/// One edit each.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-#[repr(u8)]
-pub enum M {
-    None,
+// One edit each (`M`), every edit but `None` (`ALL`) and each edit's answers (`variants`).
+mutations!(
     ActivationBits,
     ActivationNoBatch,
     ActivationEightBytes,
@@ -51,57 +48,8 @@ pub enum M {
     GradientsWithActivations,
     SumOfMoments,
     TopOutputBiasOff,
-    NoGradientsAnywhere,
-}
-
-/// Every edit but `None`.
-pub const ALL: [M; 42] = {
-    use M::*;
-    [
-        ActivationBits,
-        ActivationNoBatch,
-        ActivationEightBytes,
-        StoredOneLess,
-        StoredOneMore,
-        InputBiasOff,
-        HiddenBiasOff,
-        OutputBiasOff,
-        OutputLayerOff,
-        InputLayerOff,
-        HiddenLayersOneMore,
-        AdamStateOneCopy,
-        AdamStateThreeCopies,
-        NoSquareRoots,
-        SquareRootsTwice,
-        Labels4,
-        Labels0,
-        Labels16,
-        FeaturesOff,
-        YPredOff,
-        YPredTwice,
-        BatchOff,
-        TopOneActivationLess,
-        TopOneActivationMore,
-        TopOneGradientLess,
-        TopOneGradientMore,
-        TopOutputGradientOff,
-        BottomOneLess,
-        BottomOneMore,
-        BottomGradientsOff,
-        UpdateGradientsOff,
-        NoTop,
-        NoBottom,
-        NoUpdate,
-        LessThan,
-        MinForMax,
-        ParametersOff,
-        StateOff,
-        GradientsWithActivations,
-        SumOfMoments,
-        TopOutputBiasOff,
-        NoGradientsAnywhere,
-    ]
-};
+    NoGradientsAnywhere
+);
 
 /// `<` for `<=`: the two differ only on a card of exactly the equation's count, and the
 /// engine decides that card by what its plan requests, a few bytes more or less than the
@@ -246,56 +194,4 @@ fn answers<const E: u8>() -> Answers {
         stored_activation_bytes: stored_activation_bytes::<E>,
         fits: fits::<E>,
     }
-}
-
-/// Each edit's answers.
-pub fn variants() -> Vec<(M, Answers)> {
-    macro_rules! each {
-        ($($m:ident),*) => { vec![$((M::$m, answers::<{ M::$m as u8 }>())),*] };
-    }
-    each!(
-        None,
-        ActivationBits,
-        ActivationNoBatch,
-        ActivationEightBytes,
-        StoredOneLess,
-        StoredOneMore,
-        InputBiasOff,
-        HiddenBiasOff,
-        OutputBiasOff,
-        OutputLayerOff,
-        InputLayerOff,
-        HiddenLayersOneMore,
-        AdamStateOneCopy,
-        AdamStateThreeCopies,
-        NoSquareRoots,
-        SquareRootsTwice,
-        Labels4,
-        Labels0,
-        Labels16,
-        FeaturesOff,
-        YPredOff,
-        YPredTwice,
-        BatchOff,
-        TopOneActivationLess,
-        TopOneActivationMore,
-        TopOneGradientLess,
-        TopOneGradientMore,
-        TopOutputGradientOff,
-        BottomOneLess,
-        BottomOneMore,
-        BottomGradientsOff,
-        UpdateGradientsOff,
-        NoTop,
-        NoBottom,
-        NoUpdate,
-        LessThan,
-        MinForMax,
-        ParametersOff,
-        StateOff,
-        GradientsWithActivations,
-        SumOfMoments,
-        TopOutputBiasOff,
-        NoGradientsAnywhere
-    )
 }

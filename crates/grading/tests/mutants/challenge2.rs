@@ -3,11 +3,8 @@
 use grading::challenge2::Answers;
 use grading::{Opt, Setup};
 
-/// One edit each.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-#[repr(u8)]
-pub enum M {
-    None,
+// One edit each (`M`), every edit but `None` (`ALL`) and each edit's answers (`variants`).
+mutations!(
     InputBiasOff,
     HiddenBiasOff,
     OutputBiasOff,
@@ -45,53 +42,8 @@ pub enum M {
     DeepOneLayerLess,
     DeepActivationNoBatch,
     DeepSumOfMoments,
-    DeepNoGradientsAnywhere,
-}
-
-/// Every edit but `None`.
-pub const ALL: [M; 38] = {
-    use M::*;
-    [
-        InputBiasOff,
-        HiddenBiasOff,
-        OutputBiasOff,
-        OutputLayerOff,
-        InputLayerOff,
-        HiddenLayersOneMore,
-        ModelNoGradients,
-        ModelAdamOneCopy,
-        ModelAdamThreeCopies,
-        ModelBits,
-        DeepAdamStateOneCopy,
-        DeepAdamStateThreeCopies,
-        DeepNoSquareRoots,
-        DeepSquareRootsTwice,
-        DeepLabels4,
-        DeepLabels16,
-        DeepFeaturesOff,
-        DeepYPredOff,
-        DeepBatchOff,
-        DeepTopOneLess,
-        DeepTopOneMore,
-        DeepTopOutputGradientOff,
-        DeepBottomOneLess,
-        DeepBottomOneMore,
-        DeepBottomGradientsOff,
-        DeepNoTop,
-        DeepNoBottom,
-        DeepNoUpdate,
-        DeepLessThan,
-        DeepMinForMax,
-        DeepParametersOff,
-        DeepStateOff,
-        DeepGradientsWithActivations,
-        DeepOneLayerMore,
-        DeepOneLayerLess,
-        DeepActivationNoBatch,
-        DeepSumOfMoments,
-        DeepNoGradientsAnywhere,
-    ]
-};
+    DeepNoGradientsAnywhere
+);
 
 /// `<` for `<=`: they differ only on a card of exactly the equation's count (see
 /// Challenge 1's).
@@ -242,52 +194,4 @@ fn answers<const E: u8>() -> Answers {
         model_bytes: model_bytes::<E>,
         deepest_fit: deepest_fit::<E>,
     }
-}
-
-/// Each edit's answers.
-pub fn variants() -> Vec<(M, Answers)> {
-    macro_rules! each {
-        ($($m:ident),*) => { vec![$((M::$m, answers::<{ M::$m as u8 }>())),*] };
-    }
-    each!(
-        None,
-        InputBiasOff,
-        HiddenBiasOff,
-        OutputBiasOff,
-        OutputLayerOff,
-        InputLayerOff,
-        HiddenLayersOneMore,
-        ModelNoGradients,
-        ModelAdamOneCopy,
-        ModelAdamThreeCopies,
-        ModelBits,
-        DeepAdamStateOneCopy,
-        DeepAdamStateThreeCopies,
-        DeepNoSquareRoots,
-        DeepSquareRootsTwice,
-        DeepLabels4,
-        DeepLabels16,
-        DeepFeaturesOff,
-        DeepYPredOff,
-        DeepBatchOff,
-        DeepTopOneLess,
-        DeepTopOneMore,
-        DeepTopOutputGradientOff,
-        DeepBottomOneLess,
-        DeepBottomOneMore,
-        DeepBottomGradientsOff,
-        DeepNoTop,
-        DeepNoBottom,
-        DeepNoUpdate,
-        DeepLessThan,
-        DeepMinForMax,
-        DeepParametersOff,
-        DeepStateOff,
-        DeepGradientsWithActivations,
-        DeepOneLayerMore,
-        DeepOneLayerLess,
-        DeepActivationNoBatch,
-        DeepSumOfMoments,
-        DeepNoGradientsAnywhere
-    )
 }

@@ -13,11 +13,8 @@ use grading::challenge3::{Answers, Block, FreeBlock, Pool, Step};
 #[allow(dead_code)]
 mod solution;
 
-/// One edit each.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-#[repr(u8)]
-pub enum M {
-    None,
+// One edit each (`M`), every edit but `None` (`ALL`) and each edit's answers (`variants`).
+mutations!(
     RoundNoMax,
     RoundExactUp,
     RoundOneShort,
@@ -41,39 +38,8 @@ pub enum M {
     AllocatedRequested,
     NeverReuse,
     NeverSplit,
-    FreeWrongBlock,
-}
-
-/// Every edit but `None`.
-pub const ALL: [M; 24] = {
-    use M::*;
-    [
-        RoundNoMax,
-        RoundExactUp,
-        RoundOneShort,
-        PoolLess,
-        PoolOfRequested,
-        SegmentSmallLess,
-        SegmentLargeLessEqual,
-        SegmentExactUp,
-        SegmentUnrounded,
-        SegmentSmallBufferOneMiB,
-        SplitSmallGreater,
-        SplitLargeGreaterEqual,
-        SplitPoolOfBlock,
-        BestFitAnyPool,
-        BestFitGreater,
-        BestFitFirst,
-        BestFitNoTieBreak,
-        FreeNoMerge,
-        EmptyCacheIgnored,
-        EmptyCacheAnyFree,
-        AllocatedRequested,
-        NeverReuse,
-        NeverSplit,
-        FreeWrongBlock,
-    ]
-};
+    FreeWrongBlock
+);
 
 /// Edits that change no answer: the pool of the requested size is the pool of the rounded one,
 /// as 1 MiB is a multiple of 512 bytes.
@@ -332,38 +298,4 @@ fn answers<const E: u8>() -> Answers {
         memory_after: memory_after::<E>,
         train: solution::train,
     }
-}
-
-/// Each edit's answers.
-pub fn variants() -> Vec<(M, Answers)> {
-    macro_rules! each {
-        ($($m:ident),*) => { vec![$((M::$m, answers::<{ M::$m as u8 }>())),*] };
-    }
-    each!(
-        None,
-        RoundNoMax,
-        RoundExactUp,
-        RoundOneShort,
-        PoolLess,
-        PoolOfRequested,
-        SegmentSmallLess,
-        SegmentLargeLessEqual,
-        SegmentExactUp,
-        SegmentUnrounded,
-        SegmentSmallBufferOneMiB,
-        SplitSmallGreater,
-        SplitLargeGreaterEqual,
-        SplitPoolOfBlock,
-        BestFitAnyPool,
-        BestFitGreater,
-        BestFitFirst,
-        BestFitNoTieBreak,
-        FreeNoMerge,
-        EmptyCacheIgnored,
-        EmptyCacheAnyFree,
-        AllocatedRequested,
-        NeverReuse,
-        NeverSplit,
-        FreeWrongBlock
-    )
 }

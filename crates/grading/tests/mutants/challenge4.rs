@@ -8,11 +8,8 @@ use grading::{Opt, Setup};
 #[allow(dead_code)]
 mod solution;
 
-/// One edit each.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-#[repr(u8)]
-pub enum M {
-    None,
+// One edit each (`M`), every edit but `None` (`ALL`) and each edit's answers (`variants`).
+mutations!(
     InputBiasOff,
     HiddenBiasOff,
     OutputBiasOff,
@@ -84,83 +81,7 @@ pub enum M {
     ChooseLessThan,
     ChooseNoMixed,
     ChooseNoCheckpointing,
-}
-
-/// Every edit but `None`.
-pub const ALL: [M; 69] = {
-    use M::*;
-    [
-        InputBiasOff,
-        HiddenBiasOff,
-        OutputBiasOff,
-        OutputLayerOff,
-        HiddenLayersOneMore,
-        AdamStateOneCopy,
-        NoSquareRoots,
-        Labels4,
-        Labels16,
-        FeaturesOff,
-        FeaturesMicroBatch,
-        YPredOff,
-        YPredWholeBatch,
-        BatchOff,
-        ActivationWholeBatch,
-        NotAccumulating,
-        AlwaysAccumulating,
-        TopOneLess,
-        TopOneMore,
-        TopMadeOff,
-        TopMadeFirstLayer,
-        TopOutputOff,
-        BottomOneLess,
-        BottomOneMore,
-        BottomAboveEverything,
-        BottomMadeOff,
-        NoBottom,
-        NoTop,
-        UpdateGradientsOff,
-        MinForMax,
-        ParametersOff,
-        StateOff,
-        GradientsWithActivations,
-        LossOneOverK,
-        LossFloorRows,
-        LossLessEqual,
-        F64ParamFour,
-        F64ActFour,
-        F64FeaturesFour,
-        MixedParamHalf,
-        MixedActFour,
-        MixedFeaturesHalf,
-        MixedYPredFour,
-        CopiesOff,
-        CopiesWhole,
-        CastCacheOff,
-        CastCacheWhole,
-        MadeHalfOnly,
-        FreedOneLess,
-        SqrtFloor,
-        SegmentsFloor,
-        CkptTopOneLess,
-        CkptTopOneMore,
-        CkptHighestOff,
-        CkptLowestOff,
-        CkptLowestOneLess,
-        CkptHighestOneLess,
-        FurtherNotAccumulating,
-        FurtherBottomOff,
-        FurtherUpdateOff,
-        FurtherStateOneCopy,
-        ChooseBudgetWhole,
-        ChooseBudget90,
-        ChooseCheckpointBeforeMixed,
-        ChooseFloorRows,
-        ChooseFromTwoSteps,
-        ChooseLessThan,
-        ChooseNoMixed,
-        ChooseNoCheckpointing,
-    ]
-};
+);
 
 /// `<` for `<=` against the 95 % line changes a choice only when an equation lands on the
 /// line to the byte, which no case the grader asks does (its cases keep every candidate 1 % of
@@ -546,83 +467,4 @@ fn answers<const E: u8>() -> Answers {
         choose_settings: choose_settings::<E>,
         loss_scale: loss_scale::<E>,
     }
-}
-
-/// Each edit's answers.
-pub fn variants() -> Vec<(M, Answers)> {
-    macro_rules! each {
-        ($($m:ident),*) => { vec![$((M::$m, answers::<{ M::$m as u8 }>())),*] };
-    }
-    each!(
-        None,
-        InputBiasOff,
-        HiddenBiasOff,
-        OutputBiasOff,
-        OutputLayerOff,
-        HiddenLayersOneMore,
-        AdamStateOneCopy,
-        NoSquareRoots,
-        Labels4,
-        Labels16,
-        FeaturesOff,
-        FeaturesMicroBatch,
-        YPredOff,
-        YPredWholeBatch,
-        BatchOff,
-        ActivationWholeBatch,
-        NotAccumulating,
-        AlwaysAccumulating,
-        TopOneLess,
-        TopOneMore,
-        TopMadeOff,
-        TopMadeFirstLayer,
-        TopOutputOff,
-        BottomOneLess,
-        BottomOneMore,
-        BottomAboveEverything,
-        BottomMadeOff,
-        NoBottom,
-        NoTop,
-        UpdateGradientsOff,
-        MinForMax,
-        ParametersOff,
-        StateOff,
-        GradientsWithActivations,
-        LossOneOverK,
-        LossFloorRows,
-        LossLessEqual,
-        F64ParamFour,
-        F64ActFour,
-        F64FeaturesFour,
-        MixedParamHalf,
-        MixedActFour,
-        MixedFeaturesHalf,
-        MixedYPredFour,
-        CopiesOff,
-        CopiesWhole,
-        CastCacheOff,
-        CastCacheWhole,
-        MadeHalfOnly,
-        FreedOneLess,
-        SqrtFloor,
-        SegmentsFloor,
-        CkptTopOneLess,
-        CkptTopOneMore,
-        CkptHighestOff,
-        CkptLowestOff,
-        CkptLowestOneLess,
-        CkptHighestOneLess,
-        FurtherNotAccumulating,
-        FurtherBottomOff,
-        FurtherUpdateOff,
-        FurtherStateOneCopy,
-        ChooseBudgetWhole,
-        ChooseBudget90,
-        ChooseCheckpointBeforeMixed,
-        ChooseFloorRows,
-        ChooseFromTwoSteps,
-        ChooseLessThan,
-        ChooseNoMixed,
-        ChooseNoCheckpointing
-    )
 }

@@ -3,11 +3,8 @@
 use grading::Setup;
 use grading::challenge5::{Answers, MAX_CARDS, Scheme, largest_share, terms};
 
-/// One edit each.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-#[repr(u8)]
-pub enum M {
-    None,
+// One edit each (`M`), every edit but `None` (`ALL`) and each edit's answers (`variants`).
+mutations!(
     RowsWhole,
     RowsFloor,
     DdpNoBuckets,
@@ -47,53 +44,7 @@ pub enum M {
     FewestExclusive,
     FewestLessThan,
     FewestFromTwo,
-}
-
-/// Every edit but `None`.
-pub const ALL: [M; 39] = {
-    use M::*;
-    [
-        RowsWhole,
-        RowsFloor,
-        DdpNoBuckets,
-        DdpBucketsTwice,
-        DdpNoActivations,
-        ViewOneCopy,
-        ViewNoState,
-        ViewNoActivations,
-        ViewNoHeld,
-        ViewNoTemporaries,
-        ViewSumOfMoments,
-        Zero1StateWhole,
-        Zero1TemporariesWhole,
-        Zero1EvenShare,
-        Zero1NoHeld,
-        Zero1NoActivations,
-        Zero1OneCopy,
-        Zero2TopNoShard,
-        Zero2TopNoWhole,
-        Zero2TopNoActivations,
-        Zero2BottomTwoLayers,
-        Zero2BottomFourLayers,
-        Zero2UpdateNoHeld,
-        Zero2StateWhole,
-        Zero2NoBottom,
-        Zero2NoUpdate,
-        Zero3TopOneLayer,
-        Zero3TopThreeLayers,
-        Zero3TopNoActivations,
-        Zero3BottomTwoLayers,
-        Zero3UpdateNoHeld,
-        Zero3NoConstruction,
-        Zero3ConstructionNoLayer,
-        Zero3StateWhole,
-        Zero3NoBottom,
-        Zero3NoUpdate,
-        FewestExclusive,
-        FewestLessThan,
-        FewestFromTwo,
-    ]
-};
+);
 
 /// `<` for `<=`: they differ only on a card of exactly the fullest card's count, which the
 /// grader never asks about (its cards clear each scheme's tolerance either way).
@@ -252,53 +203,4 @@ fn answers<const E: u8>() -> Answers {
         card_bytes: card_bytes::<E>,
         fewest_cards: fewest_cards::<E>,
     }
-}
-
-/// Each edit's answers.
-pub fn variants() -> Vec<(M, Answers)> {
-    macro_rules! each {
-        ($($m:ident),*) => { vec![$((M::$m, answers::<{ M::$m as u8 }>())),*] };
-    }
-    each!(
-        None,
-        RowsWhole,
-        RowsFloor,
-        DdpNoBuckets,
-        DdpBucketsTwice,
-        DdpNoActivations,
-        ViewOneCopy,
-        ViewNoState,
-        ViewNoActivations,
-        ViewNoHeld,
-        ViewNoTemporaries,
-        ViewSumOfMoments,
-        Zero1StateWhole,
-        Zero1TemporariesWhole,
-        Zero1EvenShare,
-        Zero1NoHeld,
-        Zero1NoActivations,
-        Zero1OneCopy,
-        Zero2TopNoShard,
-        Zero2TopNoWhole,
-        Zero2TopNoActivations,
-        Zero2BottomTwoLayers,
-        Zero2BottomFourLayers,
-        Zero2UpdateNoHeld,
-        Zero2StateWhole,
-        Zero2NoBottom,
-        Zero2NoUpdate,
-        Zero3TopOneLayer,
-        Zero3TopThreeLayers,
-        Zero3TopNoActivations,
-        Zero3BottomTwoLayers,
-        Zero3UpdateNoHeld,
-        Zero3NoConstruction,
-        Zero3ConstructionNoLayer,
-        Zero3StateWhole,
-        Zero3NoBottom,
-        Zero3NoUpdate,
-        FewestExclusive,
-        FewestLessThan,
-        FewestFromTwo
-    )
 }
