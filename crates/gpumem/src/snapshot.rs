@@ -14,6 +14,7 @@ mod decode;
 mod error;
 pub mod format;
 pub mod read;
+mod recorded;
 pub mod summary;
 mod unpickle;
 
@@ -22,6 +23,7 @@ pub use format::{
     ACTIVE_ALLOCATED, ACTIVE_PENDING_FREE, AllocatorSettings, Block, FRAME_FILE, Frame, Frames,
     INACTIVE, Segment, Snapshot, TraceEntry, frames_name,
 };
+pub use recorded::{Affine, Recorded};
 pub use summary::{Band, Summary, Timeline};
 
 #[cfg(test)]

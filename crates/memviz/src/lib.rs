@@ -12,6 +12,7 @@
 //! [`run`] is the whole command, so that its tests and the book can run it as a library;
 //! [`synthetic`] makes a snapshot of a real run's size for the benchmark and the tests.
 
+pub mod replay;
 pub mod synthetic;
 mod text;
 pub mod views;
@@ -91,6 +92,12 @@ struct Drawn {
 
 /// Runs the command with `args`, the program's name first; returns what it prints.
 pub fn run(args: impl IntoIterator<Item = impl Into<OsString> + Clone>) -> anyhow::Result<String> {
+    let args: Vec<OsString> = args.into_iter().map(Into::into).collect();
+    if args.get(1).is_some_and(|a| a == "replay") {
+        let rest =
+            std::iter::once(OsString::from("memviz replay")).chain(args[2..].iter().cloned());
+        return replay::run(rest);
+    }
     let cli = Cli::try_parse_from(args)?;
     let bar = demo::progress(0, "reading", demo::Output::new(cli.json));
     let snap = Snapshot::read_with_progress(&cli.file, &mut |at, total| {

@@ -148,40 +148,67 @@ impl OutOfMemory {
             .unwrap_or_default()
     }
 
+    /// PyTorch's sentence exactly as PyTorch prints it (`CUDA out of memory.`, `GPU 0`,
+    /// `PyTorch`), without the engine's lines: what a replay predicts a learner's run prints.
+    pub fn pytorch_sentence(&self) -> String {
+        let names = Names {
+            start: "CUDA out of memory.",
+            device: "GPU 0",
+            allocator: "PyTorch",
+        };
+        match self.message {
+            OomMessage::Lesson => self.lesson_sentence(&names),
+            OomMessage::Current => self.current_sentence(&names),
+        }
+    }
+
+    /// The engine's names in PyTorch's sentence.
+    fn our_names(&self) -> Names<'_> {
+        Names {
+            start: "out of memory.",
+            device: self.device_name(),
+            allocator: "gpumem",
+        }
+    }
+
     /// PyTorch up to 2.0 (`c10/cuda/CUDACachingAllocator.cpp`, `DeviceCachingAllocator::malloc`).
-    fn lesson_sentence(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(
-            f,
-            "out of memory. Tried to allocate {} ({}; {} total capacity; {} already allocated; \
-             {} free; {}{} reserved in total by gpumem){LESSON_ADVICE}",
+    fn lesson_sentence(&self, n: &Names<'_>) -> String {
+        format!(
+            "{} Tried to allocate {} ({}; {} total capacity; {} already allocated; {} free; \
+             {}{} reserved in total by {}){LESSON_ADVICE}",
+            n.start,
             format_bytes(self.tried),
-            self.device_name(),
+            n.device,
             opt_bytes(self.capacity),
             format_bytes(self.allocated),
             opt_bytes(self.free),
             self.allowed_info(),
             format_bytes(self.reserved),
+            n.allocator,
         )
     }
 
     /// Today's PyTorch (same file and function). PyTorch asks NVML for every process on the
     /// card; the engine has one process, whose memory is reserved + memory outside the
     /// allocator.
-    fn current_sentence(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(
-            f,
-            "out of memory. Tried to allocate {}. {} has a total capacity of {} of which {} is \
-             free. Including non-gpumem memory, this process has {} memory in use. {}Of the \
-             allocated memory {} is allocated by gpumem, and {} is reserved by gpumem but \
-             unallocated.{CURRENT_ADVICE}",
+    fn current_sentence(&self, n: &Names<'_>) -> String {
+        format!(
+            "{} Tried to allocate {}. {} has a total capacity of {} of which {} is free. \
+             Including non-{} memory, this process has {} memory in use. {}Of the allocated \
+             memory {} is allocated by {}, and {} is reserved by {} but unallocated.\
+             {CURRENT_ADVICE}",
+            n.start,
             format_bytes(self.tried),
-            self.device_name(),
+            n.device,
             opt_bytes(self.capacity),
             opt_bytes(self.free),
+            n.allocator,
             format_bytes(self.process_in_use()),
             self.allowed_info(),
             format_bytes(self.allocated),
+            n.allocator,
             format_bytes(self.cached_unused()),
+            n.allocator,
         )
     }
 
@@ -208,16 +235,25 @@ impl OutOfMemory {
     }
 }
 
+/// What the sentence calls the error, the device and the allocator.
+struct Names<'a> {
+    start: &'a str,
+    device: &'a str,
+    allocator: &'a str,
+}
+
 fn opt_bytes(b: Option<u64>) -> String {
     b.map_or_else(|| "unknown".to_string(), format_bytes)
 }
 
 impl fmt::Display for OutOfMemory {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self.message {
-            OomMessage::Lesson => self.lesson_sentence(f)?,
-            OomMessage::Current => self.current_sentence(f)?,
-        }
+        let names = self.our_names();
+        let sentence = match self.message {
+            OomMessage::Lesson => self.lesson_sentence(&names),
+            OomMessage::Current => self.current_sentence(&names),
+        };
+        f.write_str(&sentence)?;
         self.engine_lines(f)
     }
 }

@@ -146,5 +146,6 @@ pub fn snapshot<'a>(
             .collect(),
         device_traces: vec![history.iter().flat_map(|e| trace_entries(e)).collect()],
         allocator_settings: Some(settings(config)),
+        recorder: None,
     }
 }

@@ -150,6 +150,7 @@ impl Decoder {
             segments: self.segments(&segs.borrow())?,
             device_traces,
             allocator_settings,
+            recorder: super::recorded::recorded(d)?,
         })
     }
 

@@ -21,6 +21,10 @@ pub struct Snapshot {
     pub device_traces: Vec<Vec<TraceEntry>>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub allocator_settings: Option<AllocatorSettings>,
+    /// What `pytorch/record.py` says of a trace it recorded (its key `recorder`); the engine's
+    /// own snapshots have none.
+    #[serde(default, skip_deserializing, skip_serializing_if = "Option::is_none")]
+    pub recorder: Option<super::Recorded>,
 }
 
 /// A segment: memory the allocator holds from the device (one `cudaMalloc`, or one mapped

@@ -229,3 +229,19 @@ fn older_json_without_the_new_fields_still_reads() {
         (OomMessage::Lesson, 0, None)
     );
 }
+
+#[test]
+fn the_pytorch_sentence_is_pytorchs_own_in_both_forms() {
+    let o = lesson_like();
+    assert_eq!(o.pytorch_sentence(), pytorch_lesson(&o, ""));
+    let c = o.with_message(OomMessage::Current);
+    assert_eq!(
+        c.pytorch_sentence(),
+        pytorch_current(&c, c.reserved + c.context_memory, "")
+    );
+    // The engine's own names stay out of PyTorch's sentence.
+    for s in [o.pytorch_sentence(), c.pytorch_sentence()] {
+        assert!(!s.contains("gpumem") && !s.contains("plan device"), "{s}");
+        assert!(!s.contains('\n'), "{s}");
+    }
+}

@@ -1,0 +1,338 @@
+//! `memviz replay FILE`: a snapshot's trace replayed through the engine's caching allocator
+//! (PyTorch's rules) on any card and allocator settings. It answers whether the step fits,
+//! or the out-of-memory error PyTorch would raise (in the asked version's words) at which
+//! trace entry, for which tensor and from where; the peaks `max_memory_allocated()` and
+//! `max_memory_reserved()` would read; what is cached but unused at the peak; and, for a
+//! trace `pytorch/record.py` wrote, any batch (`--batch`, `--largest-batch`) from its affine
+//! form, with the cuBLAS workspaces a GPU would add. `--memory-snapshot` writes the replayed
+//! run as a snapshot memviz and PyTorch's viewer draw.
+
+mod conf;
+mod engine;
+mod largest;
+mod report;
+mod source;
+mod workspaces;
+
+pub use engine::{AtPeak, Card, Outcome};
+pub use largest::{Largest, MAX_BATCH};
+pub use source::{Kind, Plan};
+
+use anyhow::{Context, Result, bail};
+use clap::Parser;
+use gpumem::alloc::AllocatorConfig;
+use gpumem::cublas::WorkspaceRules;
+use gpumem::lesson::Card as Preset;
+use gpumem::snapshot::Snapshot;
+use gpumem::versions::{ComputeCapability, DEFAULT_COMPUTE_CAPABILITY, KNOWN, Rules, TorchVersion};
+use std::ffi::OsString;
+use std::path::PathBuf;
+
+/// Replay a snapshot's trace (PyTorch's `_dump_snapshot` from a GPU, pytorch/record.py's
+/// recording, or a demo's --memory-snapshot) through PyTorch's caching allocator rules on
+/// another card or settings: does the step fit, where would it run out, what are the peaks.
+#[derive(Debug, Parser)]
+#[command(name = "memviz replay", version)]
+pub struct Cli {
+    /// The snapshot: a pickle of the dict `torch.cuda.memory._snapshot()` returns, with a trace.
+    pub file: PathBuf,
+    /// The card: `ideal` (15.90 GiB, all of it for tensors), `lesson` (the lesson's card:
+    /// 0.72 GiB outside the allocator, PyTorch 1.12) or a size (`80GiB`, `24GB`, `17179869184`).
+    #[arg(long, value_name = "SIZE|ideal|lesson", default_value = "ideal", value_parser = parse_card)]
+    pub card: CardChoice,
+    /// Memory on the card outside the allocator (the CUDA context, other processes): a size
+    /// [default: the card's: 0, or 0.72 GiB on lesson].
+    #[arg(long, value_name = "SIZE", value_parser = parse_size)]
+    pub context_memory: Option<u64>,
+    /// The allocator's settings in PYTORCH_CUDA_ALLOC_CONF's syntax, replacing the
+    /// snapshot's own (`expandable_segments:True,max_split_size_mb:128`,
+    /// `garbage_collection_threshold:0.8`) [default: the settings the snapshot ran with].
+    #[arg(long, value_name = "CONF")]
+    pub alloc_conf: Option<String>,
+    /// torch.cuda.set_per_process_memory_fraction: the allocator may reserve at most this
+    /// share of the card, from 0 to 1.
+    #[arg(long, value_name = "F", value_parser = demo::alloc_args::parse_memory_fraction, allow_hyphen_values = true)]
+    pub memory_fraction: Option<f64>,
+    /// The PyTorch to predict (`torch.__version__`): the error's words, and for a recorded
+    /// trace the cuBLAS workspaces its matrix products take [default: the card's (none on
+    /// ideal, 1.12 on lesson); on a card given by size, the recording's PyTorch].
+    #[arg(long, value_name = "VERSION", value_parser = parse_torch)]
+    pub torch: Option<TorchVersion>,
+    /// The card's compute capability, for the workspaces' sizes (9.0 and newer get larger
+    /// ones in some versions).
+    #[arg(long, value_name = "X.Y", default_value = "7.0", value_parser = parse_capability)]
+    pub compute_capability: ComputeCapability,
+    /// Replay at this batch (a recorded trace whose bytes are affine in the batch).
+    #[arg(long, value_name = "N", value_parser = demo::args::parse_positive, allow_hyphen_values = true)]
+    pub batch: Option<u64>,
+    /// Also search the largest batch that fits the card (a recorded, affine trace).
+    #[arg(long)]
+    pub largest_batch: bool,
+    /// The device whose trace to replay, when the snapshot has several.
+    #[arg(long, value_name = "N")]
+    pub device: Option<i64>,
+    /// Write the replayed run as a memory snapshot (PyTorch's format) to OUT.
+    #[arg(long, value_name = "OUT")]
+    pub memory_snapshot: Option<PathBuf>,
+    /// Stack frames printed for the tensor that did not fit (--json has them all).
+    #[arg(long, value_name = "N", default_value = "6")]
+    pub frames: usize,
+    /// Print one JSON document instead of text.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// `--card`: a preset or a size.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CardChoice {
+    Preset(Preset),
+    Bytes(u64),
+}
+
+fn parse_card(s: &str) -> Result<CardChoice, String> {
+    if let Ok(p) = s.parse::<Preset>() {
+        return Ok(CardChoice::Preset(p));
+    }
+    match gpumem::size::parse_bytes(s) {
+        Ok(0) => Err("a card of 0 bytes holds nothing; give its memory, e.g. 80GiB".into()),
+        Ok(b) => Ok(CardChoice::Bytes(b)),
+        Err(e) => Err(format!("{e} (or `ideal`, `lesson`)")),
+    }
+}
+
+fn parse_size(s: &str) -> Result<u64, String> {
+    gpumem::size::parse_bytes(s).map_err(|e| e.to_string())
+}
+
+fn parse_torch(s: &str) -> Result<TorchVersion, String> {
+    s.parse::<TorchVersion>().map_err(|e| e.to_string())
+}
+
+fn parse_capability(s: &str) -> Result<ComputeCapability, String> {
+    s.parse::<ComputeCapability>().map_err(|e| e.to_string())
+}
+
+/// Everything the replay was asked, resolved.
+#[derive(Debug, Clone)]
+pub struct Setup {
+    pub card: Card,
+    pub card_words: String,
+    pub capacity: u64,
+    pub torch: Option<Rules>,
+    /// Where the version came from, in words.
+    pub torch_from: String,
+    pub workspaces: WorkspaceRules,
+    pub alloc_conf: String,
+    pub notes: Vec<String>,
+}
+
+impl Cli {
+    /// The PyTorch whose rules apply, and why.
+    fn torch(&self, snap: &Snapshot) -> (Option<Rules>, String) {
+        if let Some(v) = self.torch {
+            return (Some(Rules::of(v)), "--torch".into());
+        }
+        match self.card {
+            CardChoice::Preset(p) => (p.torch(), format!("the {} card's", preset_name(p))),
+            CardChoice::Bytes(_) => match snap.recorder.as_ref() {
+                Some(r) => match r.torch.parse::<TorchVersion>() {
+                    Ok(v) => (Some(Rules::of(v)), "the recording's".into()),
+                    Err(_) => (None, "none known".into()),
+                },
+                None => (None, "none asked".into()),
+            },
+        }
+    }
+
+    /// Resolves the card, the settings and the version for `snap` and its `plan`.
+    pub fn setup(&self, snap: &Snapshot, plan: &Plan) -> Result<Setup> {
+        let (capacity, outside, card_words) = match self.card {
+            CardChoice::Preset(p) => (p.capacity(), p.outside(), p.describe()),
+            CardChoice::Bytes(b) => (b, 0, gpumem::size::format_bytes(b)),
+        };
+        let (base, alloc_conf) = match (&self.alloc_conf, &snap.allocator_settings) {
+            (Some(text), _) => (AllocatorConfig::default(), text.clone()),
+            (None, Some(s)) => (conf::from_snapshot(s), s.alloc_conf.clone()),
+            (None, None) => (AllocatorConfig::default(), String::new()),
+        };
+        let (mut config, mut notes) = match &self.alloc_conf {
+            Some(text) => conf::apply(text, base)?,
+            None => (base, Vec::new()),
+        };
+        config.capacity = Some(capacity);
+        config.context_memory = self.context_memory.unwrap_or(outside);
+        config.memory_fraction = self.memory_fraction;
+        config
+            .validate()
+            .with_context(|| format!("the card and settings: {}", card_words))?;
+        let (torch, torch_from) = self.torch(snap);
+        let latest = KNOWN[KNOWN.len() - 1];
+        let release = torch.map_or(latest, |r| r.release);
+        let workspaces = match (plan.kind, torch) {
+            (Kind::Recorded, Some(r)) => r.workspaces(self.compute_capability),
+            _ => WorkspaceRules::NONE,
+        };
+        if plan.kind == Kind::Gpu && self.torch.is_some() {
+            notes.push(
+                "a GPU's trace holds its own cuBLAS workspaces: --torch sets only the error's \
+                 words here, nothing is added"
+                    .into(),
+            );
+        }
+        if let Some(note) = torch.and_then(|r| r.note()) {
+            notes.push(note);
+        }
+        if self.compute_capability != DEFAULT_COMPUTE_CAPABILITY && plan.kind == Kind::Gpu {
+            notes.push(
+                "--compute-capability sizes workspaces, and a GPU's trace has its own".into(),
+            );
+        }
+        Ok(Setup {
+            card: Card {
+                config,
+                message: release.oom_message,
+                exception: release.exception,
+            },
+            card_words,
+            capacity,
+            torch,
+            torch_from,
+            workspaces,
+            alloc_conf,
+            notes,
+        })
+    }
+}
+
+fn preset_name(p: Preset) -> &'static str {
+    match p {
+        Preset::Ideal => "ideal",
+        Preset::Lesson => "lesson's",
+    }
+}
+
+/// Everything one `memviz replay` found, for the text and the JSON.
+#[derive(Debug)]
+pub struct Replayed {
+    pub file: PathBuf,
+    pub plan: Plan,
+    pub setup: Setup,
+    pub added: workspaces::Added,
+    pub outcome: Outcome,
+    pub largest: Option<(Largest, usize)>,
+    pub recorder_notes: Vec<String>,
+    pub snapshot_path: Option<PathBuf>,
+}
+
+/// Reads, plans and replays as `cli` asks.
+pub fn replay(cli: &Cli) -> Result<Replayed> {
+    let out = demo::Output::new(cli.json);
+    let bar = demo::progress(0, "reading", out);
+    let snap = Snapshot::read_with_progress(&cli.file, &mut |at, total| {
+        bar.set_length(total);
+        bar.set_position(at);
+    })?;
+    bar.finish_and_clear();
+    let device = source::device(&snap, cli.device)?;
+    let mut plan = source::plan(&snap, device)?;
+    let setup = cli.setup(&snap, &plan)?;
+    let added = workspaces::add(&mut plan, setup.workspaces);
+    let batch = match (cli.batch, plan.batch) {
+        (Some(b), Some(rec)) if b != rec => {
+            if let Some(why) = &plan.not_affine {
+                bail!(
+                    "--batch {b}: this trace was recorded at batch {rec} and its bytes are not \
+                     affine in the batch ({why}); record it again at {b} \
+                     (python pytorch/record.py TEMPLATE --batch {b})"
+                );
+            }
+            b
+        }
+        (Some(b), None) => bail!(
+            "--batch {b}: a GPU's trace holds the batch it ran with; only a trace recorded by \
+             pytorch/record.py (with its affine form) can be asked another"
+        ),
+        (_, rec) => rec.unwrap_or(0),
+    };
+    if let Some(path) = &cli.memory_snapshot {
+        check_writable(path)?;
+    }
+    let bar = demo::progress(plan.ops.len() as u64, "replaying", out);
+    let outcome = engine::run(
+        &plan,
+        batch,
+        &setup.card,
+        cli.memory_snapshot.is_some(),
+        &mut |at, _| bar.set_position(at as u64),
+    )?;
+    bar.finish_and_clear();
+    if let (Some(path), Some(s)) = (&cli.memory_snapshot, &outcome.snapshot) {
+        s.write(path)?;
+    }
+    let largest = if cli.largest_batch {
+        Some(largest::largest(&plan, &setup.card)?)
+    } else {
+        None
+    };
+    let recorder_notes = snap.recorder.as_ref().map_or_else(Vec::new, |r| {
+        let mut n: Vec<String> = r
+            .not_in_trace
+            .iter()
+            .map(|t| format!("not in this trace: {t}"))
+            .collect();
+        // The workspaces and the host-side counters are the replay's own business (its
+        // workspaces line and its cuda_host note say what it did): the rest still holds.
+        n.extend(
+            r.cuda_differences
+                .iter()
+                .filter(|t| !t.starts_with("cuBLAS workspaces") && !t.starts_with("Adam"))
+                .map(|t| format!("on CUDA: {t}")),
+        );
+        n
+    });
+    Ok(Replayed {
+        file: cli.file.clone(),
+        plan,
+        setup,
+        added,
+        outcome,
+        largest,
+        recorder_notes,
+        snapshot_path: cli.memory_snapshot.clone(),
+    })
+}
+
+/// Fails before the work when OUT cannot be written (its folder missing or read-only).
+fn check_writable(path: &std::path::Path) -> Result<()> {
+    let dir = path.parent().filter(|p| !p.as_os_str().is_empty());
+    if let Some(d) = dir
+        && !d.is_dir()
+    {
+        bail!(
+            "cannot write {}: the folder {} does not exist",
+            path.display(),
+            d.display()
+        );
+    }
+    let existed = path.exists();
+    std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(path)
+        .with_context(|| format!("cannot write {}", path.display()))?;
+    if !existed {
+        std::fs::remove_file(path).ok();
+    }
+    Ok(())
+}
+
+/// Runs `memviz replay` with `args` (the program's name first); returns what it prints.
+pub fn run(args: impl IntoIterator<Item = impl Into<OsString> + Clone>) -> Result<String> {
+    let cli = Cli::try_parse_from(args)?;
+    let r = replay(&cli)?;
+    Ok(if cli.json {
+        serde_json::to_string_pretty(&report::json(&r))? + "\n"
+    } else {
+        report::text(&r, cli.frames)
+    })
+}
