@@ -8,7 +8,7 @@ use gpumem::snapshot::{
     ACTIVE_ALLOCATED, Affine, Block, Frame, Recorded, Segment, Snapshot, TraceEntry,
 };
 use serde_json::Value;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 const MIB: i64 = 1 << 20;
 const GIB: i64 = 1 << 30;
@@ -51,13 +51,13 @@ fn write(name: &str, s: &Snapshot) -> PathBuf {
     p
 }
 
-fn replay(path: &PathBuf, args: &[&str]) -> anyhow::Result<Value> {
+fn replay(path: &Path, args: &[&str]) -> anyhow::Result<Value> {
     let mut all = vec!["memviz", "replay", path.to_str().unwrap(), "--json"];
     all.extend_from_slice(args);
     Ok(serde_json::from_str(&memviz::run(all)?)?)
 }
 
-fn refused(path: &PathBuf, args: &[&str]) -> String {
+fn refused(path: &Path, args: &[&str]) -> String {
     match replay(path, args) {
         Ok(v) => panic!("{args:?} replayed: {v}"),
         Err(e) => format!("{e:#}"),
