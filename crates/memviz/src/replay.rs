@@ -270,7 +270,13 @@ pub fn replay(cli: &Cli) -> Result<Replayed> {
         s.write(path)?;
     }
     let largest = if cli.largest_batch {
-        Some(largest::largest(&plan, &setup.card)?)
+        let bar = demo::progress(0, "searching the largest batch", out);
+        let found = largest::largest(&plan, &setup.card, &mut |runs, batch| {
+            bar.set_position(runs as u64);
+            bar.set_message(format!("searching the largest batch: trying {batch}"));
+        })?;
+        bar.finish_and_clear();
+        Some(found)
     } else {
         None
     };

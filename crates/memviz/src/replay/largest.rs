@@ -22,8 +22,13 @@ pub enum Largest {
     Unbounded,
 }
 
-/// The largest batch of `plan` on `card`, and how many replays it took.
-pub fn largest(plan: &Plan, card: &Card) -> Result<(Largest, usize)> {
+/// The largest batch of `plan` on `card`, and how many replays it took; `progress` hears of
+/// each replay (how many so far, and the batch it tries).
+pub fn largest(
+    plan: &Plan,
+    card: &Card,
+    progress: &mut dyn FnMut(usize, u64),
+) -> Result<(Largest, usize)> {
     let Some(recorded) = plan.batch else {
         bail!("--largest-batch needs a trace the recorder (pytorch/record.py) wrote");
     };
@@ -33,6 +38,7 @@ pub fn largest(plan: &Plan, card: &Card) -> Result<(Largest, usize)> {
     let mut runs = 0;
     let mut fits = |b: u64| -> Result<bool> {
         runs += 1;
+        progress(runs, b);
         Ok(run(plan, b, card, false, &mut |_, _| {})?.fits())
     };
     if !plan.grows() {
