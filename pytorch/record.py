@@ -2,6 +2,7 @@
 """The recorder: your training step's memory, as PyTorch's allocator would see it, no GPU.
 
     python pytorch/record.py TEMPLATE.py [--out FILE.pickle] [--batch N] [--memtracker FILE.json]
+                             [--set NAME=VALUE ...]
 
 TEMPLATE.py is a copy of pytorch/record_template.py with your model, optimizer, loss and
 batch (or your own step). The recorder runs its steps under FakeTensorMode and records every
@@ -11,16 +12,29 @@ phase and thread; it writes them as a memory snapshot in PyTorch's format (the d
 It records at the template's three BATCH_SIZES and, when the three sequences match and every
 size is affine in the batch, stores ``bytes = a + b * batch`` for each allocation (the
 snapshot's extra key ``recorder``; see pytorch/README.md). ``--memtracker`` also runs the same
-step code under PyTorch's MemTracker and writes its peak as JSON.
+step code under PyTorch's MemTracker and writes its peak as JSON. ``--set NAME=VALUE``
+(repeatable) overrides a module-level constant of the template once it is loaded, before
+BATCH_SIZES and STEPS are read (VALUE by ``ast.literal_eval``, else the plain string:
+``--set STEPS=1 --set HIDDEN=5000 --set OPTIMIZER=adam``); ``recorder["overrides"]`` keeps them.
 
-Importable: ``record.record(path)`` returns the snapshot dict.
+Allocations CUDA keeps on the host, not the GPU, stay in the trace (the CPU's, MemTracker's
+to the byte) and are listed in ``recorder["cuda_host"]``: their indices among the trace's
+``alloc`` entries (as ``affine`` counts them), so that a replay on a GPU can skip them. Today
+they are a torch.optim optimizer's ``step`` counters (Adam, AdamW, ... in a param group
+neither ``fused`` nor ``capturable``) and the 0-d tensor foreach adds to them each step.
+
+Importable: ``record.record(path, batch=None, overrides=None)`` returns the snapshot dict,
+``record.memtracker(path, batch=None, overrides=None)`` MemTracker's peak (``overrides``: a dict
+NAME -> value, as ``--set``).
 Exit status: 0 recorded; 2 bad input (no template, a template that does not import or lacks
-a function, a step that raises). Nothing is written unless the recording succeeded.
+a function, a malformed ``--set`` or one naming what the template does not define, a step that
+raises). Nothing is written unless the recording succeeded.
 """
 
 from __future__ import annotations
 
 import argparse
+import ast
 import json
 import os
 import pickle
@@ -44,8 +58,10 @@ CUDA_DIFFERENCES = [
     "cuBLAS workspaces: on CUDA each (handle, stream) takes one workspace from the allocator "
     "at its first matrix product, one for the main thread and one for autograd's device "
     "thread (frames <thread> main/autograd say which products each follows); not in this trace.",
-    "Adam/AdamW (foreach, not capturable): the per-parameter `step` counters stay on the CPU "
-    "on CUDA; they are in this trace (4 B each).",
+    "Adam/AdamW and the other torch.optim optimizers with `step` counters (neither fused nor "
+    "capturable): the per-parameter counters (and, with foreach, the 0-d tensor it adds to "
+    "them each step) are CPU tensors on CUDA; they are in this trace (4 B each), and "
+    "`cuda_host` lists them.",
     "autocast: recorded with CPU autocast's op lists; CUDA's lists differ (e.g. which ops run "
     "in float32) and its default dtype is float16 (the CPU's bfloat16).",
     "scaled_dot_product_attention: CUDA picks flash, memory-efficient or math attention by "
@@ -53,11 +69,10 @@ CUDA_DIFFERENCES = [
 ]
 
 
-def relevant(note: str, module_types, events, t) -> bool:
+def relevant(note: str, module_types, events, t, host) -> bool:
     """Whether a CUDA difference applies to this template (cuBLAS's always does)."""
     if note.startswith("Adam"):
-        return any(info["names"] and info["names"][0].endswith(".step")
-                   for action, info in events if action == "alloc")
+        return bool(host)
     if note.startswith("autocast"):
         return bool(getattr(t, "AUTOCAST", None))
     if note.startswith("scaled_dot_product_attention"):
@@ -105,17 +120,48 @@ def cudnn_notes(module_types) -> list[str]:
     return out
 
 
-def record(path: str, batch: int | None = None) -> dict:
-    t = runner.load(path)
+def parse_set(items) -> dict:
+    """``--set NAME=VALUE`` items as {NAME: value}: VALUE by ``ast.literal_eval``, else the
+    plain string. ValueError for an item that is not NAME=VALUE with NAME an identifier."""
+    out = {}
+    for item in items or []:
+        name, eq, text = item.partition("=")
+        name = name.strip()
+        if not eq or not name.isidentifier():
+            raise ValueError(f"--set {item}: expected NAME=VALUE (e.g. --set STEPS=1)")
+        try:
+            out[name] = ast.literal_eval(text.strip())
+        except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
+            out[name] = text
+    return out
+
+
+def plain(v):
+    """A value as plain data for the snapshot (what PyTorch's viewer unpickles); else its repr."""
+    if v is None or isinstance(v, (bool, int, float, str)):
+        return v
+    if isinstance(v, (list, tuple)):
+        return type(v)(plain(x) for x in v)
+    if isinstance(v, dict) and all(isinstance(k, str) for k in v):
+        return {k: plain(x) for k, x in v.items()}
+    return repr(v)
+
+
+def record(path: str, batch: int | None = None, overrides: dict | None = None) -> dict:
+    """Records the template at ``path``; ``overrides``: {NAME: value} set on it once loaded."""
+    overrides = dict(overrides or {})
+    t = runner.load(path, overrides)
     sizes = tuple(t.BATCH_SIZES) if hasattr(t, "BATCH_SIZES") else (2, 4, 8)
     batch = sizes[0] if batch is None else batch
     runs = {b: runner.run(t, b) for b in sizes}
     main = runs[batch] if batch in runs else runner.run(t, batch)
     events = main["events"]
     af = snap.affine({b: r["events"] for b, r in runs.items()})
+    host = snap.alloc_indices(events, main["cuda_host"])
     extra = {
         "format": FORMAT,
         "template": os.path.relpath(path),
+        "overrides": {k: plain(v) for k, v in overrides.items()},
         "torch": str(torch.__version__),
         "batch": batch,
         "batch_sizes": list(sizes),
@@ -125,7 +171,8 @@ def record(path: str, batch: int | None = None) -> dict:
         "end_bytes": main["end"],
         "cuda_choices": main["notes"],
         "cuda_differences": [c for c in CUDA_DIFFERENCES
-                             if relevant(c, main["module_types"], events, t)],
+                             if relevant(c, main["module_types"], events, t, host)],
+        "cuda_host": host,
         "not_in_trace": cudnn_notes(main["module_types"]),
         "attention": attention_note(events),
         "cuda_forward": runner.cuda_forward_probe(t, batch),
@@ -134,12 +181,15 @@ def record(path: str, batch: int | None = None) -> dict:
     return snap.build(events, extra)
 
 
-def memtracker(path: str, batch: int | None = None) -> dict:
-    t = runner.load(path)
+def memtracker(path: str, batch: int | None = None, overrides: dict | None = None) -> dict:
+    """MemTracker's peak on the template's step code (``overrides`` as ``record``'s)."""
+    overrides = dict(overrides or {})
+    t = runner.load(path, overrides)
     sizes = tuple(getattr(t, "BATCH_SIZES", (2, 4, 8)))
     batch = sizes[0] if batch is None else batch
     r = runner.run(t, batch, tracker="memtracker")
-    return {"template": os.path.relpath(path), "torch": str(torch.__version__), "batch": batch,
+    return {"template": os.path.relpath(path), "overrides": {k: plain(v) for k, v in overrides.items()},
+            "torch": str(torch.__version__), "batch": batch,
             "steps": getattr(t, "STEPS", 2), "peak_bytes": r["peak"],
             "categories": r["categories"], "cuda_choices": r["notes"]}
 
@@ -162,12 +212,34 @@ def peak_at(snapshot: dict, batch: int) -> int:
     return peak
 
 
+def host_bytes(snapshot: dict) -> tuple[int, int]:
+    """The bytes of the allocations ``cuda_host`` lists, in all, and the trace's raw peak
+    without them (what a GPU's trace would show)."""
+    host = set(snapshot["recorder"].get("cuda_host", []))
+    skip, i = set(), 0
+    total = peak = every = 0
+    for e in snapshot["device_traces"][0]:
+        if e["action"] == "alloc":
+            if i in host:
+                skip.add(e["addr"])
+                every += e["size"]
+            else:
+                total += e["size"]
+            i += 1
+        elif e["action"] == "free_completed" and e["addr"] not in skip:
+            total -= e["size"]
+        peak = max(peak, total)
+    return every, peak
+
+
 def summary(d: dict) -> str:
     r = d["recorder"]
     n = sum(e["action"] == "alloc" for e in d["device_traces"][0])
     lines = [f"{r['template']}: {r['steps']} step(s) at batch {r['batch']}, {n} allocations, "
              f"raw peak {r['raw_peak_bytes']:,} B, {r['end_bytes']:,} B alive at the end "
              f"({len(d['segments'])} block(s) in the dump)"]
+    if r.get("overrides"):
+        lines.append("overrides (--set): " + ", ".join(f"{k}={v!r}" for k, v in r["overrides"].items()))
     af = r["affine"]
     if af["affine"]:
         lines.append(f"affine in the batch (checked at {r['batch_sizes']}): any batch without "
@@ -187,6 +259,11 @@ def summary(d: dict) -> str:
                      f"vs the CPU's {p['cpu_forward_bytes']:,} B (this trace is the CPU's):")
         lines += [f"  {d}" for d in p["differences"]]
     lines += [f"on CUDA: {c}" for c in r["cuda_differences"]]
+    if r.get("cuda_host"):
+        every, peak = host_bytes(d)
+        lines.append(f"on CUDA, on the host: {len(r['cuda_host'])} allocation(s), {every:,} B "
+                     f"in all (recorder.cuda_host; in this trace): raw peak without them "
+                     f"{peak:,} B")
     return "\n".join(lines)
 
 
@@ -207,13 +284,21 @@ def main(argv=None) -> int:
     ap.add_argument("--batch", type=int, help="the batch size recorded (default: BATCH_SIZES[0])")
     ap.add_argument("--memtracker", metavar="JSON", help="also run MemTracker on the same step; write its peak here")
     ap.add_argument("--peak-at", type=int, metavar="B", help="also print the raw peak at B rows from the affine form")
+    ap.add_argument("--set", action="append", default=[], metavar="NAME=VALUE",
+                    help="override the template's module-level constant NAME (repeatable); VALUE "
+                    "is read as a Python literal, else taken as a string: --set STEPS=1 --set HIDDEN=5000")
     a = ap.parse_args(argv)
     if a.batch is not None and a.batch < 1:
         ap.error("--batch must be at least 1")
     t0 = time.perf_counter()
     try:
-        d = record(a.template, a.batch)
-        mt = memtracker(a.template, a.batch) if a.memtracker else None
+        overrides = parse_set(a.set)
+    except ValueError as e:
+        print(f"record.py: {e}\nnothing written.", file=sys.stderr)
+        return 2
+    try:
+        d = record(a.template, a.batch, overrides)
+        mt = memtracker(a.template, a.batch, overrides) if a.memtracker else None
     except (TemplateError, StepError) as e:
         print(f"record.py: {e}\nnothing written.", file=sys.stderr)
         return 2

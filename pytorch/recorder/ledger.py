@@ -45,6 +45,10 @@ class Ledger(TorchDispatchMode):
         self.source_file = source_file
         self.recording = True
         self._hooks = []
+        # Each ``aten::_foreach_add_.Tensor``: (the ids of the tensors added to, the id of the
+        # tensor added). Adam & co. add a fresh 0-d CPU tensor to their step counters this way
+        # when the counters live on the CPU (``torch.tensor(1.0, device="cpu")``).
+        self.tensor_adds: list[tuple[list, object]] = []
 
     # -- where we are
     def phase(self) -> str:
@@ -153,7 +157,17 @@ class Ledger(TorchDispatchMode):
             if isinstance(t, torch.Tensor):
                 for st in storages(t):
                     self._add(st, t, op)
+        if func is torch.ops.aten._foreach_add_.Tensor and self.recording:
+            other = args[1] if len(args) > 1 else (kwargs or {}).get("other")
+            self.tensor_adds.append(([self.id_of(t) for t in args[0]], self.id_of(other)))
         return out
+
+    def id_of(self, t) -> int | None:
+        """The recorder's id of ``t``'s storage (None: not a tensor, or not recorded)."""
+        if not isinstance(t, torch.Tensor):
+            return None
+        ids = [self.seen.get(st) for st in storages(t)]
+        return ids[0] if len(ids) == 1 and ids[0] in self.live else None
 
 
 def name_state(ledger: Ledger, model: torch.nn.Module, optimizer) -> None:

@@ -5,7 +5,8 @@ they differ: optimizers left to choose get ``foreach=True`` (CUDA's pick), gradi
 to None, autocast uses the template's dtype. Fake CUDA tensors cannot run a backward pass on a
 machine without CUDA (autograd's engine asks for a CUDA context: "hasPrimaryContext expects a
 valid device index"), so what CUDA does differently on a real card is stated, not recorded:
-see ``cuda_differences``.
+see ``cuda_differences``. The allocations CUDA keeps on the host (``cuda_host``: an optimizer's
+`step` counters) are recorded and marked.
 """
 
 from __future__ import annotations
@@ -13,7 +14,6 @@ from __future__ import annotations
 import contextlib
 import importlib.util
 import os
-import sys
 
 import torch
 from torch._subclasses.fake_tensor import FakeTensorMode
@@ -31,7 +31,10 @@ class StepError(Exception):
     """The template's own code raised while recording."""
 
 
-def load(path: str):
+def load(path: str, overrides: dict | None = None):
+    """Imports the template, sets ``overrides`` (NAME -> value) on it, then checks it: its
+    functions read the module's globals when called, so an override reaches them, and the
+    checks of BATCH_SIZES and STEPS see the overridden values."""
     if not os.path.isfile(path):
         raise TemplateError(f"no such template file: {path}")
     name = "record_template_" + str(abs(hash(os.path.abspath(path))))
@@ -41,6 +44,14 @@ def load(path: str):
         spec.loader.exec_module(mod)
     except Exception as e:  # noqa: BLE001 -- the learner's file: any error is theirs
         raise TemplateError(f"{path} does not import: {type(e).__name__}: {e}") from e
+    for name, value in (overrides or {}).items():
+        if name not in vars(mod):
+            raise TemplateError(f"{path} defines no {name} (--set overrides a module-level "
+                                "constant the template defines)")
+        if isinstance(vars(mod)[name], type(os)) or callable(vars(mod)[name]):
+            raise TemplateError(f"{path}: {name} is a {type(vars(mod)[name]).__name__}, not a "
+                                "constant (--set overrides a module-level constant)")
+        setattr(mod, name, value)
     missing = [f for f in REQUIRED if not callable(getattr(mod, f, None))]
     if not callable(getattr(mod, "step", None)) and not callable(getattr(mod, "loss_fn", None)):
         missing.append("loss_fn (or step)")
@@ -72,6 +83,44 @@ def cuda_choices(optimizer) -> list[str]:
             g["foreach"] = True
             notes.append(f"param_groups[{i}]: foreach=None -> True (CUDA's default; the CPU's is the for-loop)")
     return notes
+
+
+# torch.optim optimizers whose `step` counters live on the parameter's device whatever the
+# flags (ASGD makes them with ``torch.zeros((), device=p.device)``).
+STEP_ON_DEVICE = ("ASGD",)
+
+
+def host_step_names(model, optimizer) -> set[str]:
+    """The names the ledger gives (``<param>.step``) to the `step` counters that CUDA keeps on
+    the host: a torch.optim optimizer's, in a param group neither ``fused`` nor
+    ``capturable`` (Adam, AdamW, Adamax, NAdam, RAdam, RMSprop, Rprop, Adadelta, Adagrad,
+    Adafactor make them with ``torch.tensor(0.0)`` or ``torch.zeros(())`` on the CPU then;
+    with either flag, on the parameter's device). A custom optimizer's are left alone: where
+    its author puts them is not known here."""
+    cls = type(optimizer)
+    if not cls.__module__.startswith("torch.optim") or cls.__name__ in STEP_ON_DEVICE:
+        return set()
+    pnames = {id(p): n for n, p in model.named_parameters()}
+    out = set()
+    for g in getattr(optimizer, "param_groups", []):
+        if g.get("fused") or g.get("capturable"):
+            continue
+        for p in g["params"]:
+            if isinstance(optimizer.state.get(p, {}).get("step"), torch.Tensor):
+                out.add(f"{pnames.get(id(p), '?')}.step")
+    return out
+
+
+def cuda_host(led: Ledger, model, optimizer) -> set[int]:
+    """The ids of the allocations CUDA keeps on the host: the `step` counters of
+    ``host_step_names``, and the 0-d tensor foreach adds to them each step
+    (``torch._foreach_add_(steps, torch.tensor(1.0, device="cpu"))`` when they are on the CPU)."""
+    names = host_step_names(model, optimizer)
+    ids = {info["id"] for action, info in led.events
+           if action == "alloc" and names.intersection(info["names"])}
+    ids |= {other for targets, other in led.tensor_adds
+            if other is not None and targets and all(t in ids for t in targets)}
+    return ids
 
 
 def default_step(t, scaler):
@@ -164,7 +213,7 @@ def run(t, batch: int, tracker: str = "ledger") -> dict:
             del last
             kinds = sorted({type(m).__name__ for m in model.modules()})
             return {"events": led.events, "peak": led.peak, "end": led.total, "notes": notes,
-                    "module_types": kinds}
+                    "module_types": kinds, "cuda_host": cuda_host(led, model, optimizer)}
         snap = mt.get_tracker_snapshot("peak")
         (dev,) = snap.values()
         cats = {getattr(k, "name", str(k)): v for k, v in dev.items() if str(k) != "Total"}

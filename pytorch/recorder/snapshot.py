@@ -17,6 +17,14 @@ Frames, innermost first (PyTorch's order; a viewer labels a block by the first):
   4. ``{"filename": "<thread>", "line": 0, "name": "main" | "autograd"}``;
   5. the learner's file's innermost line on the Python stack when there is one (its path
      relative to the working directory).
+
+The top-level key ``recorder`` (record.py's ``extra``) indexes allocations the way ``affine``
+does: the i-th ``alloc`` entry of ``device_traces[0]``, 0-based, in order. ``cuda_host`` is
+such a list: the allocations CUDA keeps on the host, not the GPU (``alloc_indices``). Today
+they are a torch.optim optimizer's per-parameter ``step`` counters (Adam, AdamW, ...) in a
+param group neither ``fused`` nor ``capturable``, and the 0-d tensor foreach adds to them each
+step. They stay in the trace, so the trace is the CPU's and its peak MemTracker's; a replay of
+a GPU skips them. Empty when there are none.
 """
 
 from __future__ import annotations
@@ -122,12 +130,22 @@ def _ev(action, addr, size, t, frames_):
             "frames": frames_}
 
 
-def raw_peak(events) -> int:
+def raw_peak(events, skip=frozenset()) -> int:
+    """The most requested bytes alive at once; ``skip``: ids of storages left out."""
     total = peak = 0
     for action, info in events:
+        if info["id"] in skip:
+            continue
         total += info["bytes"] if action == "alloc" else -info["bytes"]
         peak = max(peak, total)
     return peak
+
+
+def alloc_indices(events, ids) -> list[int]:
+    """The positions, among the trace's ``alloc`` entries (as ``affine`` counts them), of the
+    storages whose ids are in ``ids``."""
+    allocs = [info["id"] for action, info in events if action == "alloc"]
+    return [i for i, tid in enumerate(allocs) if tid in ids]
 
 
 def key(events) -> list[tuple]:

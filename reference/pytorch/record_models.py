@@ -7,7 +7,8 @@ the torch version, the command, the SHA-256 of every input (the model file, reco
 recorder/*.py, in that order; `cargo test -p gpumem --test recorded_models` recomputes them),
 the recorded trace's raw peak as Python counts it, and `explained`: each difference between
 the two peaks, tensor by tensor, with its evidence (empty where they are equal). Where the
-recorder follows CUDA and MemTracker the CPU, `cuda_delta` states what a GPU changes.
+recorder follows CUDA and MemTracker the CPU, `cuda_delta` states what a GPU changes: the
+allocations the snapshot's `recorder.cuda_host` lists (CUDA keeps them on the host).
 
     /work/venv-torch/bin/python reference/pytorch/record_models.py [--only NAME]
 """
@@ -70,15 +71,19 @@ def pytorch_reads(data: bytes) -> str:
 
 
 def cuda_delta(d: dict) -> list[dict]:
-    """Adam's and AdamW's `step` counters: on CUDA (foreach, not capturable) they are CPU
-    tensors, so a GPU's trace has none of them."""
-    steps = [e for e in d["device_traces"][0]
-             if e["action"] == "alloc" and e["frames"][0]["name"].endswith(".step")]
-    if not steps:
+    """What a GPU's trace lacks, from the snapshot's ``recorder.cuda_host`` (its one source):
+    the allocations CUDA keeps on the host (the optimizer's `step` counters, foreach, neither
+    fused nor capturable, and the 0-d tensor foreach adds to them each step). ``allocs``: their
+    indices among the trace's ``alloc`` entries; ``bytes``: their sizes summed."""
+    host = d["recorder"]["cuda_host"]
+    if not host:
         return []
-    return [{"what": "Adam's per-parameter step counters are CPU tensors on CUDA",
-             "tensors": [e["frames"][0]["name"] for e in steps],
-             "bytes": sum(e["size"] for e in steps)}]
+    allocs = [e for e in d["device_traces"][0] if e["action"] == "alloc"]
+    return [{"what": "the optimizer's step counters, and the 0-d tensor foreach adds to them "
+                     "each step, are CPU tensors on CUDA (recorder.cuda_host)",
+             "allocs": host,
+             "tensors": [allocs[i]["frames"][0]["name"] for i in host],
+             "bytes": sum(allocs[i]["size"] for i in host)}]
 
 
 def main() -> int:
