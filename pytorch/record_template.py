@@ -12,12 +12,15 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
+# ANCHOR: settings
 STEPS = 2  # training steps to record
 BATCH_SIZES = (4, 8, 16)  # three batch sizes: the first is recorded, all three fit B -> bytes
 AUTOCAST = None  # e.g. torch.float16: the default step runs forward + loss under autocast
 GRAD_SCALER = False  # True: the default step scales the loss (torch.amp.GradScaler)
+# ANCHOR_END: settings
 
 
+# ANCHOR: yours
 def make_model():
     # Your network. Build it here (not .to("cuda")): the recorder puts it on its fake device.
     return nn.Sequential(nn.Linear(2, 100), nn.ReLU(), nn.Linear(100, 2))
@@ -37,6 +40,7 @@ def make_batch(batch_size):
     x = torch.randn(batch_size, 2)
     y = torch.randint(0, 2, (batch_size,))  # cross_entropy's targets are int64
     return x, y
+# ANCHOR_END: yours
 
 
 # Optional: your own step. Without it the recorder runs

@@ -287,6 +287,36 @@ pub const ARTIFACTS: &[Artifact] = &[
         render: crate::snapshots::fragmentation_memviz,
     },
     Artifact {
+        path: "generated/own_model_replay.md",
+        about: "block: memviz replay of the recorded transformer on a 16 GiB card, with its largest batch",
+        render: pages::own_model::example_replay,
+    },
+    Artifact {
+        path: "generated/own_model_largest.md",
+        about: "inline: the recorded transformer's largest batch on a 16 GiB card",
+        render: pages::own_model::example_largest,
+    },
+    Artifact {
+        path: "generated/own_model_cards.md",
+        about: "table: every recorded model replayed on 16 GiB and 80 GiB cards",
+        render: pages::own_model::model_cards,
+    },
+    Artifact {
+        path: "generated/own_model_whatifs.md",
+        about: "table: the transformer at its largest 16 GiB batch under each what-if",
+        render: pages::own_model::what_ifs,
+    },
+    Artifact {
+        path: "generated/own_model_memtracker.md",
+        about: "table: each recorded model's raw peak against its MemTracker run",
+        render: pages::own_model::memtracker_table,
+    },
+    Artifact {
+        path: "generated/own_model_lesson.md",
+        about: "table: the lesson's answers from the recorder + replay and from the engine",
+        render: pages::own_model::lesson_table,
+    },
+    Artifact {
         path: "generated/alt_alloc_timeline.md",
         about: "inline: alt text of alloc_timeline.svg",
         render: || Ok(charts::timeline::ALT_ALLOC_TIMELINE.to_string()),

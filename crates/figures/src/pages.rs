@@ -21,6 +21,7 @@ pub mod more_than_one_card;
 pub mod networks;
 pub mod oom_message;
 pub mod other_framework;
+pub mod own_model;
 pub mod parallel_fixture;
 
 use crate::data::{self, LESSON_WIDTH, LargestBatch, measure};
@@ -38,7 +39,7 @@ pub fn card_capacity() -> Result<String> {
 }
 
 /// The largest batch of the lesson's network that fits on the card, and its step.
-fn largest_batch() -> Result<LargestBatch> {
+pub(crate) fn largest_batch() -> Result<LargestBatch> {
     data::largest_batch_on_card(LESSON_WIDTH)?
         .ok_or_else(|| anyhow!("not even one row fits on the card"))
 }
