@@ -59,15 +59,22 @@ fn workspace_line(r: &Replayed) -> Option<String> {
     }
     let a = r.added;
     Some(if a.kept + a.per_call == 0 {
-        "workspaces: none added (the version keeps cuBLAS's outside the allocator, or none asked)"
+        "workspaces: none added (this PyTorch keeps cuBLAS's outside the allocator, or none was \
+         asked)"
             .to_string()
     } else {
+        let per_call = if a.per_call > 0 {
+            format!(
+                ", and {} per-call cuBLASLt workspaces, each freed after its product",
+                a.per_call
+            )
+        } else {
+            String::new()
+        };
         format!(
-            "workspaces: {} kept ({}) after each thread's first matrix product, {} per call \
-             (cuBLASLt, freed after its product)",
+            "workspaces: {} added ({}), each taken by a thread's first matrix product and kept{per_call}",
             a.kept,
             format_bytes(a.kept_bytes),
-            a.per_call
         )
     })
 }
