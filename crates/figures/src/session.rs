@@ -56,6 +56,11 @@ pub const CORE: &[Block] = &[
         8,
         &["monitoring.md"],
     ),
+    block(
+        "Your own model: the recorder, then `memviz replay` on a recorded transformer",
+        4,
+        &["own-model.md"],
+    ),
     block("Key points and questions", 4, &["key-points.md"]),
 ];
 
@@ -94,6 +99,11 @@ pub const REST_OF_DAY: &[Block] = &[
         "Inside the caching allocator, with `memviz` on a snapshot",
         20,
         &["allocator.md"],
+    ),
+    block(
+        "Your own model, further: what-ifs on a learner's recording",
+        15,
+        &["own-model-further.md"],
     ),
     block(
         "The equation in the engine's code; questions",
