@@ -146,9 +146,19 @@ impl Cli {
 
     /// Resolves the card, the settings and the version for `snap` and its `plan`.
     pub fn setup(&self, snap: &Snapshot, plan: &Plan) -> Result<Setup> {
+        use gpumem::size::format_bytes;
         let (capacity, outside, card_words) = match self.card {
-            CardChoice::Preset(p) => (p.capacity(), p.outside(), p.describe()),
-            CardChoice::Bytes(b) => (b, 0, gpumem::size::format_bytes(b)),
+            CardChoice::Preset(Preset::Ideal) => (
+                Preset::Ideal.capacity(),
+                0,
+                format!("the ideal card: {}", format_bytes(Preset::Ideal.capacity())),
+            ),
+            CardChoice::Preset(p) => (
+                p.capacity(),
+                p.outside(),
+                format!("the lesson's card: {}", format_bytes(p.capacity())),
+            ),
+            CardChoice::Bytes(b) => (b, 0, format_bytes(b)),
         };
         let (base, alloc_conf) = match (&self.alloc_conf, &snap.allocator_settings) {
             (Some(text), _) => (AllocatorConfig::default(), text.clone()),
@@ -181,6 +191,16 @@ impl Cli {
         }
         if let Some(note) = torch.and_then(|r| r.note()) {
             notes.push(note);
+        }
+        let recorded_with = snap.recorder.as_ref().map(|r| r.torch.as_str());
+        if let (Some(r), Some(with)) = (torch, recorded_with)
+            && with.parse::<TorchVersion>().ok() != Some(r.asked)
+        {
+            notes.push(format!(
+                "the tensors are those PyTorch {with} made when recording (its zero_grad() and \
+                 optimizer loop); PyTorch {} sets only the workspaces and the error's words here",
+                r.asked
+            ));
         }
         if self.compute_capability != DEFAULT_COMPUTE_CAPABILITY && plan.kind == Kind::Gpu {
             notes.push(
