@@ -4,7 +4,8 @@
 
 The recorder runs STEPS training steps under FakeTensorMode (tensors with shapes and no
 storage: no GPU, no memory, any size) and writes the memory snapshot PyTorch would have
-recorded: read it with `cargo run --release -p memviz -- my_step.pickle` or PyTorch's viewer.
+recorded. Replay it on a card with `cargo run --release -p memviz -- replay my_step.pickle
+--card 16GiB --largest-batch` (the book's "Your own model"); PyTorch's viewer draws it too.
 Running this file itself records it and prints the summary (nothing is written).
 """
 
@@ -63,7 +64,9 @@ if __name__ == "__main__":
     import os
     import sys
 
-    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    here = os.path.dirname(os.path.abspath(__file__))
+    # Beside record.py (pytorch/), or a copy at the repository's root.
+    sys.path[:0] = [here, os.path.join(here, "pytorch")]
     import record
 
     sys.exit(record.main([__file__]))

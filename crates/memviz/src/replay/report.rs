@@ -57,7 +57,7 @@ fn workspace_line(r: &Replayed) -> Option<String> {
     if r.plan.kind != Kind::Recorded {
         return None;
     }
-    let a = r.added;
+    let a = &r.added;
     Some(if a.kept + a.per_call == 0 {
         "workspaces: none added (this PyTorch keeps cuBLAS's outside the allocator, or none was \
          asked)"
@@ -71,10 +71,16 @@ fn workspace_line(r: &Replayed) -> Option<String> {
         } else {
             String::new()
         };
+        let which: Vec<String> = a
+            .labels
+            .iter()
+            .map(|(l, b)| format!("{l} {}", format_bytes(*b)))
+            .collect();
         format!(
-            "workspaces: {} added ({}), each taken by a thread's first matrix product and kept{per_call}",
+            "workspaces: {} added ({}), each taken by its thread's first matrix product and \
+             kept{per_call}",
             a.kept,
-            format_bytes(a.kept_bytes),
+            which.join(", "),
         )
     })
 }
@@ -177,12 +183,14 @@ pub fn text(r: &Replayed, frames: usize) -> String {
 fn largest_line(l: Largest, runs: usize, card: &str) -> String {
     match l {
         Largest::Batch(b) => format!(
-            "largest batch: {b} rows fit {card} ({} do not; {runs} replays)",
+            "largest batch: {b} fits {card} ({} does not; {runs} replays)",
             b + 1
         ),
-        Largest::None => format!("largest batch: none; not even 1 row fits ({runs} replays)"),
+        Largest::None => {
+            format!("largest batch: none; not even a batch of 1 fits ({runs} replays)")
+        }
         Largest::Unbounded => format!(
-            "largest batch: unbounded: nothing grows with the batch, or it still fits at {} rows \
+            "largest batch: unbounded: nothing grows with the batch, or a batch of {} still fits \
              ({runs} replays)",
             super::MAX_BATCH
         ),
@@ -288,6 +296,7 @@ pub fn json(r: &Replayed) -> Value {
         },
         "workspaces": {
             "kept": r.added.kept, "kept_bytes": r.added.kept_bytes, "per_call": r.added.per_call,
+            "labels": r.added.labels.iter().map(|(l, b)| json!({"label": l, "bytes": b})).collect::<Vec<_>>(),
         },
         "batch": if r.plan.kind == Kind::Recorded { Some(o.batch) } else { None },
         "recorded_batch": r.plan.batch,

@@ -41,12 +41,14 @@ fn product(frames: &Frames) -> Option<(&str, Handle)> {
     Some((base, handle))
 }
 
-/// What was added: per library, the workspaces kept and the per-call ones.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+/// What was added: the workspaces kept (by label, with their bytes) and the per-call ones.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Added {
     pub kept: usize,
     pub per_call: usize,
     pub kept_bytes: u64,
+    /// `cublaslt_workspace (main thread)` and the like, with bytes, in the order taken.
+    pub labels: Vec<(String, u64)>,
 }
 
 /// `plan` with `rules`' workspaces after the products that take them.
@@ -83,6 +85,7 @@ pub fn add(plan: &mut Plan, rules: WorkspaceRules) -> Added {
                 held.push((handle, library));
                 added.kept += 1;
                 added.kept_bytes += bytes;
+                added.labels.push((name.clone(), bytes));
             } else {
                 out.push(Op::Free { slot, entry: None });
                 added.per_call += 1;
