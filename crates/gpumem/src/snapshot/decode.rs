@@ -9,6 +9,7 @@
 use super::error::SnapshotError;
 use super::format::{AllocatorSettings, Block, Frame, Frames, Segment, Snapshot, TraceEntry};
 use super::unpickle::P;
+pub use super::unpickle::describe;
 use std::cell::RefCell;
 use std::collections::HashMap;
 use std::rc::Rc;
@@ -95,19 +96,6 @@ fn list<'a>(
 /// Whether a pickled value is a segment (a dict with blocks).
 pub fn is_segment(v: &P) -> bool {
     matches!(v, P::Dict(d) if get(&d.borrow(), "blocks").is_some())
-}
-
-/// A few words for what a pickle holds instead of what was expected.
-pub fn describe(v: &P) -> String {
-    match v {
-        P::List(l) => format!("a list of {} item(s)", l.borrow().len()),
-        P::Tuple(t) => format!("a tuple of {} item(s)", t.len()),
-        P::Dict(_) => "a dict".to_string(),
-        P::Str(_) | P::Bytes => "a string".to_string(),
-        P::None => "None".to_string(),
-        P::Int(_) => "an integer".to_string(),
-        _ => "a single value".to_string(),
-    }
 }
 
 impl Decoder {

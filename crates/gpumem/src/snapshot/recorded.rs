@@ -3,9 +3,8 @@
 //! function of the batch. PyTorch's tools ignore the key; the replay reads it to ask another
 //! batch without recording again and to add the workspaces a GPU would take.
 
-use super::decode::describe;
 use super::error::SnapshotError;
-use super::unpickle::P;
+use super::unpickle::{P, describe};
 
 /// The recorder's description of its trace (written back under the same keys, so that a
 /// test can build a recorded snapshot without PyTorch).

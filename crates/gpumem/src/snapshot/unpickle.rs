@@ -41,6 +41,19 @@ pub enum P {
     Tuple(Rc<[P]>),
 }
 
+/// A few words for what a pickle holds instead of what was expected.
+pub fn describe(v: &P) -> String {
+    match v {
+        P::List(l) => format!("a list of {} item(s)", l.borrow().len()),
+        P::Tuple(t) => format!("a tuple of {} item(s)", t.len()),
+        P::Dict(_) => "a dict".to_string(),
+        P::Str(_) | P::Bytes => "a string".to_string(),
+        P::None => "None".to_string(),
+        P::Int(_) => "an integer".to_string(),
+        _ => "a single value".to_string(),
+    }
+}
+
 /// Memo ids beyond this are refused rather than allocated for (Python numbers them from 0).
 const MAX_MEMO: usize = 1 << 28;
 /// How often (in bytes read) the progress callback hears of it.
