@@ -47,8 +47,8 @@ fn main() -> anyhow::Result<()> {
     let mut rows: Vec<(String, Vec<String>)> = vec![
         ("as recorded, ideal card".into(), vec![m.clone()]),
         (
-            "--card 4GiB".into(),
-            vec![m.clone(), "--card".into(), "4GiB".into()],
+            "--card 2GiB".into(),
+            vec![m.clone(), "--card".into(), "2GiB".into()],
         ),
         (
             "expandable_segments:True".into(),
