@@ -5,11 +5,15 @@
 mod backing;
 #[cfg(feature = "wgpu")]
 mod buffers;
+mod driver;
 mod host;
+mod open;
 
 pub use backing::Backing;
 #[cfg(feature = "wgpu")]
 pub use buffers::BufferStore;
 #[cfg(feature = "wgpu")]
-pub(crate) use buffers::{SEGMENT_LABEL, parts};
+pub(crate) use buffers::parts;
+pub use driver::DriverMemory;
 pub use host::HostStore;
+pub(crate) use open::open;
