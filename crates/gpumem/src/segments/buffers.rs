@@ -17,15 +17,15 @@ pub(crate) type OnRelease = Box<dyn Fn(&wgpu::Buffer)>;
 
 /// The buffers of one segment, in address order; every buffer but the last holds exactly
 /// `piece` bytes.
-pub(crate) struct SegmentBuffers {
+struct SegmentBuffers {
     /// `None` for the unmapped pages of an expandable segment.
     pub buffers: Vec<Option<wgpu::Buffer>>,
     pub piece: u64,
 }
 
 pub struct BufferStore {
-    pub(crate) gpu: Rc<Gpu>,
-    pub(crate) segments: HashMap<u64, SegmentBuffers>,
+    gpu: Rc<Gpu>,
+    segments: HashMap<u64, SegmentBuffers>,
     /// Who hears of released buffers (see [`OnRelease`]); nobody until a device's
     /// executor asks.
     on_release: Option<OnRelease>,
