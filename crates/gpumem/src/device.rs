@@ -10,13 +10,14 @@
 //! reports 15.90 GiB like the lesson's, or `native` for whatever the backing can get.
 
 mod history;
-mod open;
+#[cfg(feature = "wgpu")]
+mod kernels;
 mod workspaces;
 
 pub use crate::backend::Backend;
 #[cfg(feature = "wgpu")]
 pub use crate::segments::BufferStore;
-pub use crate::segments::{Backing, HostStore};
+pub use crate::segments::{Backing, DriverMemory, HostStore};
 
 pub use crate::error::Error;
 
@@ -24,6 +25,7 @@ use crate::alloc::{
     AllocError, Allocator, AllocatorConfig, MemoryStats, OomMessage, SegmentStore, Trace,
 };
 use crate::exec::executor::Executor;
+use crate::exec::op::{Op, Operand};
 use crate::size::MemorySpec;
 use std::cell::{Ref, RefCell};
 use std::fmt;
@@ -103,13 +105,25 @@ impl Device {
     /// there is one and the `cpu` backing otherwise, and says so in [`DeviceInfo::reason`].
     /// A backing this build left out (features `wgpu`, `cpu`) is an [`Error::NotBuilt`].
     pub fn new(options: &DeviceOptions) -> Result<Device, Error> {
-        let (backing, name, reason) = open::backing(options.backend)?;
+        let (backing, name, reason) = crate::segments::open(options.backend)?;
         Self::with_backing(backing, name, reason, options)
     }
 
     /// A device on an already-opened backing.
     pub fn with_backing(
+        mut backing: Backing,
+        name: String,
+        reason: String,
+        options: &DeviceOptions,
+    ) -> Result<Device, Error> {
+        let exec = Executor::for_backing(&mut backing);
+        Self::with_executor(backing, exec, name, reason, options)
+    }
+
+    /// A device on an already-opened backing and the executor made for it.
+    pub(crate) fn with_executor(
         backing: Backing,
+        exec: Executor,
         name: String,
         reason: String,
         options: &DeviceOptions,
@@ -118,7 +132,7 @@ impl Device {
             MemorySpec::Bytes(b) => Some(b),
             MemorySpec::Native => None,
         };
-        if capacity.is_none() && matches!(backing, Backing::Plan) {
+        if capacity.is_none() && !backing.holds_data() {
             return Err(Error::PlanNeedsCapacity);
         }
         let config = AllocatorConfig {
@@ -129,10 +143,9 @@ impl Device {
             backend: backing.kind(),
             name,
             reason,
-            executes: backing.executes(),
+            executes: exec.executes(),
             memory: options.memory,
         };
-        let exec = Executor::for_backing(&backing);
         let mut alloc = Allocator::new(backing, config)?;
         if let Some(n) = options.record_history {
             alloc.record_memory_history(true, n);
@@ -183,10 +196,6 @@ impl Device {
         self.inner.borrow()
     }
 
-    pub(crate) fn borrow_mut(&self) -> std::cell::RefMut<'_, Inner> {
-        self.inner.borrow_mut()
-    }
-
     /// Allocates `bytes` for `role`, labelled `label`: the raw form of what tensors do.
     pub(crate) fn malloc(
         &self,
@@ -223,13 +232,27 @@ impl Device {
 
     /// Hands the operation `op` makes to the executor (not made on `plan`, which runs
     /// nothing).
-    pub(crate) fn execute(&self, op: impl FnOnce() -> crate::exec::op::Op) -> Result<(), Error> {
+    pub(crate) fn execute(&self, op: impl FnOnce() -> Op) -> Result<(), Error> {
         let mut inner = self.inner.borrow_mut();
         let Inner { alloc, exec, .. } = &mut *inner;
         if !exec.executes() {
             return Ok(());
         }
         exec.submit(alloc, op())
+    }
+
+    /// Copies `data` from the host into `t`'s bytes, through the executor.
+    pub(crate) fn write<T: bytemuck::Pod>(&self, t: &Operand, data: &[T]) -> Result<(), Error> {
+        let mut inner = self.inner.borrow_mut();
+        let Inner { alloc, exec, .. } = &mut *inner;
+        exec.write(alloc, t, data)
+    }
+
+    /// Copies `t`'s values to the host, through the executor.
+    pub(crate) fn read<T: bytemuck::Pod>(&self, t: &Operand) -> Result<Vec<T>, Error> {
+        let mut inner = self.inner.borrow_mut();
+        let Inner { alloc, exec, .. } = &mut *inner;
+        exec.read(alloc, t)
     }
 
     /// `torch.cuda.memory_allocated()`.
@@ -294,47 +317,9 @@ impl Device {
 
     /// The driver's own view of buffer memory on `wgpu` (None on other backings, or when
     /// the backend cannot report it).
-    #[cfg(not(feature = "wgpu"))]
     pub fn driver_memory(&self) -> Option<DriverMemory> {
-        None
+        self.inner.borrow().alloc.store().driver_memory()
     }
-
-    /// The driver's own view of buffer memory on `wgpu` (None on other backings, or when
-    /// the backend cannot report it).
-    #[cfg(feature = "wgpu")]
-    pub fn driver_memory(&self) -> Option<DriverMemory> {
-        let inner = self.inner.borrow();
-        let Backing::Wgpu(store) = inner.alloc.store() else {
-            return None;
-        };
-        let report = store.gpu().device.generate_allocator_report()?;
-        let ours = || {
-            report
-                .allocations
-                .iter()
-                .filter(|a| a.name.starts_with(crate::segments::SEGMENT_LABEL))
-        };
-        Some(DriverMemory {
-            allocated: report.total_allocated_bytes,
-            reserved: report.total_reserved_bytes,
-            segments: ours().map(|a| a.size).sum(),
-            buffers: ours().count() as u64,
-        })
-    }
-}
-
-/// Buffer memory as the wgpu driver reports it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
-pub struct DriverMemory {
-    /// Bytes in all live allocations, including wgpu's own internal buffers.
-    pub allocated: u64,
-    /// Bytes in the driver's memory blocks (allocations are sub-allocated from these).
-    pub reserved: u64,
-    /// Bytes in the driver's allocations for this engine's segment buffers (each may be
-    /// padded to the driver's memory alignment).
-    pub segments: u64,
-    /// Number of those buffers.
-    pub buffers: u64,
 }
 
 #[cfg(all(test, feature = "wgpu", feature = "cpu"))]

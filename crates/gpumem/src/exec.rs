@@ -18,5 +18,3 @@ mod spec;
 pub(crate) type Memory = crate::alloc::Allocator<crate::segments::Backing>;
 #[cfg(all(test, feature = "wgpu", feature = "cpu"))]
 mod tests;
-#[cfg(feature = "wgpu")]
-pub(crate) mod transfer;

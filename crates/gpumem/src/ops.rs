@@ -74,16 +74,9 @@ fn submit(t: &Tensor, op: impl FnOnce() -> Op) -> Result<(), Error> {
     t.device().execute(op)
 }
 
-/// What the executor needs of `t`: which block, which bytes of it, what they hold.
+/// What the executor needs of `t` ([`Tensor::operand`]).
 fn o(t: &Tensor) -> Operand {
-    Operand {
-        block: t.block(),
-        offset: t.view_offset(),
-        rows: t.rows(),
-        cols: t.cols(),
-        dtype: t.dtype(),
-        label: t.label_rc(),
-    }
+    t.operand()
 }
 
 /// Shape of `op(t)`.

@@ -4,11 +4,11 @@
 //! pass) is what keeps memory allocated, and how memory leaks in a training loop.
 
 use crate::alloc::{BlockAddr, Placement};
-use crate::device::{Device, Inner};
+use crate::device::Device;
 pub use crate::dtype::DType;
 use crate::error::Error;
+use crate::exec::op::Operand;
 use crate::role::Role;
-use crate::segments::Backing;
 use std::fmt;
 use std::rc::Rc;
 
@@ -119,11 +119,6 @@ impl Tensor {
         &self.label
     }
 
-    /// The label, shared.
-    pub(crate) fn label_rc(&self) -> Rc<str> {
-        Rc::clone(&self.label)
-    }
-
     pub fn device(&self) -> &Device {
         &self.storage.device
     }
@@ -201,16 +196,6 @@ impl Tensor {
         self.storage.block.0 + self.offset
     }
 
-    /// The storage's block.
-    pub(crate) fn block(&self) -> BlockAddr {
-        self.storage.block
-    }
-
-    /// Bytes from the start of the storage's block to the view's first value.
-    pub(crate) fn view_offset(&self) -> u64 {
-        self.offset
-    }
-
     /// Where the tensor's values live: its storage's block from the view's first row on.
     pub fn placement(&self) -> Placement {
         let mut p = self
@@ -243,67 +228,27 @@ impl Tensor {
     }
 
     /// Copies `data` (exactly `len()` values) into the tensor.
-    #[cfg_attr(not(any(feature = "cpu", feature = "wgpu")), allow(unused_variables))]
     pub fn write<T: bytemuck::Pod>(&self, data: &[T]) -> Result<(), Error> {
         self.check_elem::<T>(data.len())?;
-        let p = self.placement();
-        let mut inner = self.device().borrow_mut();
-        let Inner { alloc, exec, .. } = &mut *inner;
-        // What the executor holds back reads or writes device memory before the host does.
-        exec.sync(alloc)?;
-        match alloc.store() {
-            Backing::Plan => Ok(()),
-            #[cfg(feature = "cpu")]
-            Backing::Cpu(store) => {
-                let dst = store
-                    .ptr::<T>(p.segment, p.offset, data.len())
-                    .ok_or_else(|| Error::Device("tensor outside its segment".into()))?;
-                // SAFETY: `dst` points at this tensor's own block, which no other live
-                // tensor overlaps, and `data` cannot alias device memory.
-                unsafe { std::ptr::copy_nonoverlapping(data.as_ptr(), dst, data.len()) };
-                Ok(())
-            }
-            #[cfg(feature = "wgpu")]
-            Backing::Wgpu(store) => crate::exec::transfer::write(
-                store,
-                wgpu_executor(exec)?,
-                p.segment,
-                p.offset,
-                bytemuck::cast_slice(data),
-            ),
-        }
+        self.device().write(&self.operand(), data)
     }
 
     /// Reads the tensor back. `plan` tensors hold no data, which is an error.
-    #[cfg_attr(not(any(feature = "cpu", feature = "wgpu")), allow(unused_variables))]
     pub fn read<T: bytemuck::Pod>(&self) -> Result<Vec<T>, Error> {
         self.check_elem::<T>(self.len() as usize)?;
-        let p = self.placement();
-        let mut inner = self.device().borrow_mut();
-        let Inner { alloc, exec, .. } = &mut *inner;
-        exec.sync(alloc)?;
-        match alloc.store() {
-            Backing::Plan => Err(Error::Plan(format!(
-                "{}: the plan backing holds no data (steps are planned, not executed)",
-                self.label
-            ))),
-            #[cfg(feature = "cpu")]
-            Backing::Cpu(store) => {
-                let n = self.len() as usize;
-                let src = store
-                    .ptr::<T>(p.segment, p.offset, n)
-                    .ok_or_else(|| Error::Device("tensor outside its segment".into()))?;
-                // SAFETY: `src` points at `n` initialised values of this tensor's block.
-                Ok(unsafe { std::slice::from_raw_parts(src, n) }.to_vec())
-            }
-            #[cfg(feature = "wgpu")]
-            Backing::Wgpu(store) => crate::exec::transfer::read_back(
-                store,
-                wgpu_executor(exec)?,
-                p.segment,
-                p.offset,
-                self.bytes(),
-            ),
+        self.device().read(&self.operand())
+    }
+
+    /// What the executor needs of the tensor: which block, which bytes of it, what they
+    /// hold.
+    pub(crate) fn operand(&self) -> Operand {
+        Operand {
+            block: self.storage.block,
+            offset: self.offset,
+            rows: self.rows,
+            cols: self.cols,
+            dtype: self.dtype,
+            label: Rc::clone(&self.label),
         }
     }
 }
@@ -341,15 +286,6 @@ impl Tensor {
             DType::I64 => self.read::<i64>()?.into_iter().map(|v| v as f64).collect(),
         })
     }
-}
-
-/// The executor of a `wgpu` device's memory.
-#[cfg(feature = "wgpu")]
-fn wgpu_executor(
-    exec: &crate::exec::executor::Executor,
-) -> Result<&crate::exec::gpu::GpuExecutor, Error> {
-    exec.wgpu()
-        .ok_or_else(|| Error::Device("wgpu memory without a wgpu executor".into()))
 }
 
 // ANCHOR: drop

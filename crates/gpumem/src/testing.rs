@@ -2,7 +2,9 @@
 //! a notice) where there is no adapter, unless `GPUMEM_REQUIRE_ADAPTER=1` — which CI sets,
 //! so GPU tests cannot pass by skipping there.
 
-use crate::device::{Backing, BufferStore, Device, DeviceOptions};
+use crate::device::{BufferStore, Device, DeviceOptions};
+use crate::exec::executor::Executor;
+use crate::exec::gpu::SharedKernels;
 use crate::size::MemorySpec;
 use gpumem_kernels::KernelLimits;
 use std::rc::Rc;
@@ -14,19 +16,21 @@ pub use gpumem_kernels::testing::adapter_required;
 #[derive(Debug)]
 pub struct TestGpu {
     store: BufferStore,
+    kernels: SharedKernels,
 }
 
 /// The GPU for a test, or `None` where there is none (see the module docs).
 pub fn gpu() -> Option<TestGpu> {
     gpumem_kernels::testing::gpu().map(|g| TestGpu {
         store: BufferStore::new(Rc::new(g)),
+        kernels: SharedKernels::default(),
     })
 }
 
 impl TestGpu {
     /// A fresh wgpu device of `memory`.
     pub fn device(&self, memory: MemorySpec) -> Device {
-        with_store(self.store.fresh(), memory)
+        self.device_with(&options(memory))
     }
 
     /// The underlying GPU.
@@ -34,29 +38,29 @@ impl TestGpu {
         self.store.gpu()
     }
 
+    /// A fresh wgpu device opened with `options` (its backend is ignored).
+    pub fn device_with(&self, options: &DeviceOptions) -> Device {
+        on(self.store.fresh(), self.kernels.clone(), options)
+            .expect("the test's allocator settings are valid")
+    }
+
     /// A device whose buffers are at most `max_buffer` bytes and whose kernels bind at most
     /// `max_binding` bytes at a time: small tensors then span several buffers and are
     /// processed in pieces, as full-size tensors are on real cards.
-    /// A fresh wgpu device opened with `options` (its backend is ignored).
-    pub fn device_with(&self, options: &DeviceOptions) -> Device {
-        Device::with_backing(
-            Backing::Wgpu(self.store.fresh()),
-            "test adapter".into(),
-            "test".into(),
-            options,
-        )
-        .expect("the test's allocator settings are valid")
-    }
-
     pub fn tight_device(&self, memory: MemorySpec, max_buffer: u64, max_binding: u64) -> Device {
         let gpu = Rc::clone(self.store.gpu());
         let limits = KernelLimits {
             max_binding,
             ..KernelLimits::of(&gpu.device)
         };
-        let store = BufferStore::with_limits(gpu, max_buffer, limits)
-            .expect("kernels build on a test device");
-        with_store(store, memory)
+        let kernels =
+            SharedKernels::with_limits(&gpu, limits).expect("kernels build on a test device");
+        on(
+            BufferStore::with_max_buffer(gpu, max_buffer),
+            kernels,
+            &options(memory),
+        )
+        .expect("default allocator settings are valid")
     }
 }
 
@@ -65,16 +69,25 @@ pub fn wgpu_device(memory: MemorySpec) -> Option<Device> {
     gpu().map(|g| g.device(memory))
 }
 
-fn with_store(store: BufferStore, memory: MemorySpec) -> Device {
-    let options = DeviceOptions {
+fn options(memory: MemorySpec) -> DeviceOptions {
+    DeviceOptions {
         memory,
         ..Default::default()
-    };
-    Device::with_backing(
-        Backing::Wgpu(store),
+    }
+}
+
+/// A device over `store` whose executor runs `kernels`.
+fn on(
+    mut store: BufferStore,
+    kernels: SharedKernels,
+    options: &DeviceOptions,
+) -> Result<Device, crate::Error> {
+    let exec = Executor::on_gpu(&mut store, kernels);
+    Device::with_executor(
+        store.into(),
+        exec,
         "test adapter".into(),
         "test".into(),
-        &options,
+        options,
     )
-    .expect("default allocator settings are valid")
 }

@@ -66,6 +66,29 @@ fn sha256(rel: &str) -> String {
 }
 
 /// The raw peak of the trace (requested bytes), and the blocks alive at its end.
+/// The inputs a recording's JSON `j` hashed that changed since (their SHA-256 differs),
+/// after checking they are the recording's script `script` and the recorder's files
+/// (`what` names the recording in the failure).
+fn changed_inputs(j: &Value, script: &str, what: &str) -> Vec<String> {
+    let mut recorder: Vec<String> = fs::read_dir(root().join("pytorch/recorder"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| n.ends_with(".py"))
+        .map(|n| format!("pytorch/recorder/{n}"))
+        .collect();
+    recorder.sort();
+    let mut expected = vec![script.to_string(), "pytorch/record.py".into()];
+    expected.extend(recorder);
+    let inputs = j["inputs"].as_array().unwrap();
+    let listed: Vec<&str> = inputs.iter().map(|i| i["path"].as_str().unwrap()).collect();
+    assert_eq!(listed, expected, "{what}: the inputs hashed");
+    inputs
+        .iter()
+        .filter(|i| sha256(i["path"].as_str().unwrap()) != i["sha256"].as_str().unwrap())
+        .map(|i| i["path"].as_str().unwrap().to_string())
+        .collect()
+}
+
 fn raw_peak(s: &Snapshot) -> (u64, BTreeMap<i64, i64>) {
     raw_peak_without(s, &BTreeSet::new())
 }
@@ -120,34 +143,15 @@ fn indices(v: &Value) -> BTreeSet<usize> {
 fn every_model_has_a_fresh_fixture() {
     let names = models();
     assert!(names.len() >= 8, "only {} models", names.len());
-    let mut recorder: Vec<String> = fs::read_dir(root().join("pytorch/recorder"))
-        .unwrap()
-        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
-        .filter(|n| n.ends_with(".py"))
-        .map(|n| format!("pytorch/recorder/{n}"))
-        .collect();
-    recorder.sort();
     let mut stale = Vec::new();
     for name in &names {
         let j = json(name);
-        let listed: Vec<String> = j["inputs"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|i| i["path"].as_str().unwrap().to_string())
-            .collect();
-        let mut expected = vec![
-            format!("pytorch/models/{name}.py"),
-            "pytorch/record.py".into(),
-        ];
-        expected.extend(recorder.iter().cloned());
-        assert_eq!(listed, expected, "{name}: the inputs hashed");
-        for i in j["inputs"].as_array().unwrap() {
-            let path = i["path"].as_str().unwrap();
-            if sha256(path) != i["sha256"].as_str().unwrap() {
-                stale.push(format!("{name}: {path} changed since its recording"));
-            }
-        }
+        let changed = changed_inputs(&j, &format!("pytorch/models/{name}.py"), name);
+        stale.extend(
+            changed
+                .iter()
+                .map(|path| format!("{name}: {path} changed since its recording")),
+        );
         assert!(
             j["torch"].as_str().unwrap().starts_with("2."),
             "{name}: torch version"
@@ -306,32 +310,7 @@ fn the_lesson_fixtures_are_fresh() {
     let j: Value =
         serde_json::from_str(&fs::read_to_string(lesson_fixtures().join("lesson.json")).unwrap())
             .unwrap();
-    let mut recorder: Vec<String> = fs::read_dir(root().join("pytorch/recorder"))
-        .unwrap()
-        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
-        .filter(|n| n.ends_with(".py"))
-        .map(|n| format!("pytorch/recorder/{n}"))
-        .collect();
-    recorder.sort();
-    let mut expected = vec![
-        "reference/pytorch/lesson_step.py".to_string(),
-        "pytorch/record.py".into(),
-    ];
-    expected.extend(recorder);
-    let listed: Vec<&str> = j["inputs"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|i| i["path"].as_str().unwrap())
-        .collect();
-    assert_eq!(listed, expected, "the inputs hashed");
-    let stale: Vec<&str> = j["inputs"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|i| sha256(i["path"].as_str().unwrap()) != i["sha256"].as_str().unwrap())
-        .map(|i| i["path"].as_str().unwrap())
-        .collect();
+    let stale = changed_inputs(&j, "reference/pytorch/lesson_step.py", "the lesson");
     assert!(
         stale.is_empty(),
         "changed since the lesson's fixtures were recorded: {stale:?}\n\

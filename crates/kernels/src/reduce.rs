@@ -30,6 +30,24 @@ struct Params {
 /// At most this many row groups per piece: enough parallel work, a short final pass.
 const MAX_GROUPS: u64 = 1024;
 
+/// What every piece of one two-pass column sum shares: the pipelines, the operands, and
+/// the scratch buffer of partial sums.
+struct Passes<'a> {
+    /// Partial sums of fixed row groups (`colsum_partial`), then the groups in order into
+    /// `dst` (`colsum_final`).
+    first: wgpu::ComputePipeline,
+    last: wgpu::ComputePipeline,
+    src: Operand<'a>,
+    dst: Operand<'a>,
+    /// The partial sums, `groups × cols` values of the compute type.
+    partial: wgpu::Buffer,
+    cols: u64,
+    /// Bytes of one row of partial sums.
+    row_bytes: u64,
+    /// Row groups per piece at most: what one binding of partial sums holds.
+    cap: u64,
+}
+
 impl Kernels {
     /// `dst (+)= sum over rows of src`: src is R×C, dst has C elements. One pass down each
     /// column for a few float32 rows written anew, else two levels (fixed row groups, then
@@ -51,23 +69,19 @@ impl Kernels {
                 dst.len()
             )));
         }
-        let lim = &self.limits;
         let dst = Matrix {
             rows: 1,
             cols,
             ..*dst
         };
-        let s = Operand::new("src", src, lim, 1)?;
-        let d = Operand::new("dst", &dst, lim, 1)?;
+        let s = Operand::new("src", src, &self.limits, 1)?;
+        let d = Operand::new("dst", &dst, &self.limits, 1)?;
         if cols == 0 {
             return Ok(());
         }
         if rows == 0 {
             if !accumulate {
-                self.end_pass();
-                for p in dst.parts {
-                    encoder.clear_buffer(p.buffer, p.offset, Some(p.len.next_multiple_of(4)));
-                }
+                self.clear(encoder, &dst);
             }
             return Ok(());
         }
@@ -76,13 +90,41 @@ impl Kernels {
             record(self, encoder, &[d]);
             return Ok(());
         }
+        let segs = segments(rows, &[&s]);
+        let passes = self.colsum_passes(s, d, &segs)?;
+        let dispatches: Vec<Dispatch<'_>> = segs
+            .iter()
+            .enumerate()
+            .flat_map(|(i, &rows)| passes.piece(self, rows, accumulate || i > 0))
+            .collect();
+        record(self, encoder, &dispatches);
+        Ok(())
+    }
+
+    /// Zeroes `m` (a sum over no rows).
+    fn clear(&self, encoder: &mut wgpu::CommandEncoder, m: &Matrix<'_>) {
+        self.end_pass();
+        for p in m.parts {
+            encoder.clear_buffer(p.buffer, p.offset, Some(p.len.next_multiple_of(4)));
+        }
+    }
+
+    /// The two passes over `src`'s pieces `segs` into `dst`: their pipelines, in the type
+    /// partial sums are kept in, and the scratch buffer for the largest piece's sums.
+    fn colsum_passes<'a>(
+        &self,
+        src: Operand<'a>,
+        dst: Operand<'a>,
+        segs: &[(u64, u64)],
+    ) -> Result<Passes<'a>, KernelError> {
+        let (s, d) = (&src.m, &dst.m);
         // Partial sums in the compute type: the two passes' pipelines.
-        let compute = Compute::of(&[self.store(src.dtype)?, self.store(dst.dtype)?]);
+        let compute = Compute::of(&[self.store(s.dtype)?, self.store(d.dtype)?]);
         let (t, tsize) = match compute {
             Compute::F32 => (DType::F32, 4),
             Compute::F64 => (DType::F64, 8),
         };
-        let shape = Matrix { dtype: t, ..dst };
+        let shape = Matrix { dtype: t, ..*d };
         let kernel = |entry| Flat {
             family: &COLSUM,
             entry,
@@ -92,78 +134,83 @@ impl Kernels {
             self,
             &kernel("colsum_partial"),
             layout,
-            &[
-                ("src", src, Access::Read),
-                ("partial", &shape, Access::Write),
-            ],
+            &[("src", s, Access::Read), ("partial", &shape, Access::Write)],
             Layout::Scalar,
         )?;
         let last = flat_pipeline(
             self,
             &kernel("colsum_final"),
             layout,
-            &[
-                ("partial", &shape, Access::Read),
-                ("dst", &dst, Access::Walk),
-            ],
+            &[("partial", &shape, Access::Read), ("dst", d, Access::Walk)],
             Layout::Scalar,
         )?;
         debug_assert!(self.store(t).is_ok_and(|s| s != Store::F16Packed));
-        let segs = segments(rows, &[&s]);
+        let cols = d.cols;
         let row_bytes = cols * tsize;
-        let cap = (lim.max_binding / row_bytes).clamp(1, MAX_GROUPS);
+        let cap = (self.limits.max_binding / row_bytes).clamp(1, MAX_GROUPS);
         let most = segs
             .iter()
             .map(|(a, b)| (b - a).div_ceil(64).clamp(1, cap))
             .max()
             .unwrap_or(1);
-        let partial = self.scratch(COLSUM_SLOT, most * row_bytes);
-        let mut dispatches: Vec<Dispatch<'_>> = Vec::new();
-        for (i, &(r0, r1)) in segs.iter().enumerate() {
-            let n = r1 - r0;
-            let per_group = n.div_ceil(n.div_ceil(64).clamp(1, cap));
-            let groups = n.div_ceil(per_group);
-            let bsrc = s.bind(r0, r1);
-            let part = Bind::Direct {
-                buffer: &partial,
-                offset: 0,
-                size: groups * row_bytes,
-                elem: 0,
-                quads: false,
-            };
-            let params = Params {
-                rows: n as u32,
-                cols: cols as u32,
-                groups: groups as u32,
-                rows_per_group: per_group as u32,
-                off: [bsrc.elem() as u32, 0, 0, 0],
-                ..Params::default()
-            };
-            let max = u64::from(lim.max_workgroups);
-            dispatches.push(Dispatch {
-                pipeline: first.clone(),
-                layout: &self.layouts.storage2.0,
-                storage: vec![bsrc, part.clone()],
-                writes: 0b10,
-                params: bytemuck::bytes_of(&params).to_vec(),
-                groups: [cols.div_ceil(64).min(max) as u32, groups.min(max) as u32, 1],
-            });
-            let bdst = d.bind(0, 1);
-            let params = Params {
-                off: [0, bdst.elem() as u32, 0, 0],
-                flags: [u32::from(accumulate || i > 0), 0, 0, 0],
-                ..params
-            };
-            dispatches.push(Dispatch {
-                pipeline: last.clone(),
-                layout: &self.layouts.storage2.0,
-                storage: vec![part, bdst],
-                writes: 0b10,
-                params: bytemuck::bytes_of(&params).to_vec(),
-                groups: grid(cols.div_ceil(64), lim.max_workgroups),
-            });
-        }
-        record(self, encoder, &dispatches);
-        Ok(())
+        Ok(Passes {
+            first,
+            last,
+            src,
+            dst,
+            partial: self.scratch(COLSUM_SLOT, most * row_bytes),
+            cols,
+            row_bytes,
+            cap,
+        })
+    }
+}
+
+impl<'a> Passes<'a> {
+    /// Both passes over rows `r0..r1` of `src`, adding to `dst` when `add`.
+    fn piece(&'a self, k: &'a Kernels, (r0, r1): (u64, u64), add: bool) -> [Dispatch<'a>; 2] {
+        let (cols, max) = (self.cols, u64::from(k.limits.max_workgroups));
+        let n = r1 - r0;
+        let per_group = n.div_ceil(n.div_ceil(64).clamp(1, self.cap));
+        let groups = n.div_ceil(per_group);
+        let bsrc = self.src.bind(r0, r1);
+        let part = Bind::Direct {
+            buffer: &self.partial,
+            offset: 0,
+            size: groups * self.row_bytes,
+            elem: 0,
+            quads: false,
+        };
+        let params = Params {
+            rows: n as u32,
+            cols: cols as u32,
+            groups: groups as u32,
+            rows_per_group: per_group as u32,
+            off: [bsrc.elem() as u32, 0, 0, 0],
+            ..Params::default()
+        };
+        let partial = Dispatch {
+            pipeline: self.first.clone(),
+            layout: &k.layouts.storage2.0,
+            storage: vec![bsrc, part.clone()],
+            writes: 0b10,
+            params: bytemuck::bytes_of(&params).to_vec(),
+            groups: [cols.div_ceil(64).min(max) as u32, groups.min(max) as u32, 1],
+        };
+        let bdst = self.dst.bind(0, 1);
+        let params = Params {
+            off: [0, bdst.elem() as u32, 0, 0],
+            flags: [u32::from(add), 0, 0, 0],
+            ..params
+        };
+        let last = Dispatch {
+            pipeline: self.last.clone(),
+            layout: &k.layouts.storage2.0,
+            storage: vec![part, bdst],
+            writes: 0b10,
+            params: bytemuck::bytes_of(&params).to_vec(),
+            groups: grid(cols.div_ceil(64), k.limits.max_workgroups),
+        };
+        [partial, last]
     }
 }

@@ -28,6 +28,13 @@ pub(super) struct HostView {
     label: std::rc::Rc<str>,
 }
 
+/// The host memory of a `cpu` device.
+fn host(mem: &Memory) -> Result<&HostStore, Error> {
+    mem.store()
+        .host()
+        .ok_or_else(|| Error::Device("not a cpu device".into()))
+}
+
 impl HostView {
     fn resolve(mem: &Memory, store: &HostStore, t: &Operand) -> Result<HostView, Error> {
         let lost = || Error::Device(format!("{}: block outside its segment", t.label));
@@ -161,9 +168,11 @@ mod matmul;
 pub(crate) mod par;
 mod run;
 mod step;
+mod transfer;
 pub use matmul::matmul;
 pub(crate) use run::run;
 pub use step::*;
+pub(crate) use transfer::{read, write};
 
 /// Calls `$f::<f64>` if any tensor is float64, else `$f::<f32>`.
 macro_rules! dispatch {

@@ -10,10 +10,14 @@
 
 use super::Memory;
 use super::fusion::Joined;
-use super::op::Op;
+#[cfg(feature = "wgpu")]
+use super::gpu::{GpuExecutor, SharedKernels};
+use super::op::{Op, Operand};
 use crate::alloc::BlockAddr;
 use crate::error::Error;
 use crate::segments::Backing;
+#[cfg(feature = "wgpu")]
+use crate::segments::BufferStore;
 
 /// What runs the operations of one device.
 pub(crate) struct Executor {
@@ -30,19 +34,30 @@ enum Engine {
     #[cfg(feature = "cpu")]
     Cpu,
     #[cfg(feature = "wgpu")]
-    Wgpu(super::gpu::GpuExecutor),
+    Wgpu(GpuExecutor),
 }
 
 impl Executor {
-    /// The executor for a device over `backing`.
-    pub fn for_backing(backing: &Backing) -> Executor {
-        let engine = match backing {
+    /// The executor for a device over `backing` (on `wgpu`, with kernels of its own,
+    /// compiled at first use).
+    pub fn for_backing(backing: &mut Backing) -> Executor {
+        Self::with_engine(match backing {
             Backing::Plan => Engine::Plan,
             #[cfg(feature = "cpu")]
             Backing::Cpu(_) => Engine::Cpu,
             #[cfg(feature = "wgpu")]
-            Backing::Wgpu(store) => Engine::Wgpu(super::gpu::GpuExecutor::for_store(store)),
-        };
+            Backing::Wgpu(store) => return Self::on_gpu(store, SharedKernels::default()),
+        })
+    }
+
+    /// The executor for a device over `store`, with `kernels` shared with other devices on
+    /// its GPU.
+    #[cfg(feature = "wgpu")]
+    pub fn on_gpu(store: &mut BufferStore, kernels: SharedKernels) -> Executor {
+        Self::with_engine(Engine::Wgpu(GpuExecutor::new(store, kernels)))
+    }
+
+    fn with_engine(engine: Engine) -> Executor {
         Executor {
             engine,
             pending: None,
@@ -88,6 +103,41 @@ impl Executor {
         }
     }
 
+    /// Copies `data` into `t`'s bytes, after the operation held back.
+    #[cfg_attr(not(any(feature = "cpu", feature = "wgpu")), allow(unused_variables))]
+    pub fn write<T: bytemuck::Pod>(
+        &mut self,
+        mem: &Memory,
+        t: &Operand,
+        data: &[T],
+    ) -> Result<(), Error> {
+        // What is held back reads or writes device memory before the host does.
+        self.sync(mem)?;
+        match &self.engine {
+            Engine::Plan => Ok(()),
+            #[cfg(feature = "cpu")]
+            Engine::Cpu => super::cpu::write(mem, t, data),
+            #[cfg(feature = "wgpu")]
+            Engine::Wgpu(gpu) => gpu.write(mem, t, bytemuck::cast_slice(data)),
+        }
+    }
+
+    /// A copy of `t`'s values, after the operation held back. `plan` holds no data, which
+    /// is an error.
+    pub fn read<T: bytemuck::Pod>(&mut self, mem: &Memory, t: &Operand) -> Result<Vec<T>, Error> {
+        self.sync(mem)?;
+        match &self.engine {
+            Engine::Plan => Err(Error::Plan(format!(
+                "{}: the plan backing holds no data (steps are planned, not executed)",
+                t.label
+            ))),
+            #[cfg(feature = "cpu")]
+            Engine::Cpu => super::cpu::read(mem, t),
+            #[cfg(feature = "wgpu")]
+            Engine::Wgpu(gpu) => gpu.read_back(mem, t),
+        }
+    }
+
     /// Before `block` is freed: the held operation runs now if it uses the block.
     pub fn before_free(&mut self, mem: &Memory, block: BlockAddr) {
         if self.pending.as_ref().is_some_and(|op| op.uses(block))
@@ -119,7 +169,7 @@ impl Executor {
 
     /// The `wgpu` executor, if this is one.
     #[cfg(feature = "wgpu")]
-    pub fn wgpu(&self) -> Option<&super::gpu::GpuExecutor> {
+    pub fn wgpu(&self) -> Option<&GpuExecutor> {
         match &self.engine {
             Engine::Wgpu(g) => Some(g),
             _ => None,

@@ -11,8 +11,10 @@
 //! f32 (f64 when any operand is float64), as the cpu backing does.
 
 mod run;
+mod transfer;
 
 use crate::error::Error;
+use crate::segments::BufferStore;
 use gpumem_kernels::counters::Counter;
 use gpumem_kernels::gpu::Gpu;
 use gpumem_kernels::{Kernels, StepCache, WgpuCounters};
@@ -20,27 +22,48 @@ use std::cell::{OnceCell, RefCell};
 use std::rc::Rc;
 use std::sync::Arc;
 
+/// The kernels of one GPU, compiled at first use and shared by the devices given them, so
+/// that a fresh device on the same GPU does not compile the shaders again (seconds on
+/// lavapipe).
+#[derive(Clone, Debug, Default)]
+pub(crate) struct SharedKernels(Rc<OnceCell<Kernels>>);
+
+impl SharedKernels {
+    /// Kernels for `gpu` that plan with `limits`, compiled now (tests use tiny bindings to
+    /// exercise tensors processed in pieces).
+    #[cfg(any(test, feature = "testing"))]
+    pub fn with_limits(gpu: &Gpu, limits: gpumem_kernels::KernelLimits) -> Result<Self, Error> {
+        let kernels = Kernels::with_limits(&gpu.device, limits).map_err(building)?;
+        Ok(Self(Rc::new(OnceCell::from(kernels))))
+    }
+}
+
+fn building(e: gpumem_kernels::KernelError) -> Error {
+    Error::Device(format!("building the wgpu kernels: {e}"))
+}
+
 /// The kernels, the pending commands and what steps reuse, for one device.
 pub(crate) struct GpuExecutor {
     gpu: Rc<Gpu>,
-    /// The kernels, compiled on first use (seconds on lavapipe) and shared by every device
-    /// opened on the same store's GPU ([`crate::segments::BufferStore::fresh`]).
-    kernels: Rc<OnceCell<Kernels>>,
+    kernels: SharedKernels,
     /// Commands recorded since the last submission: a step's kernels go here and are
     /// submitted together when data next crosses to or from the host.
     pending: RefCell<Option<wgpu::CommandEncoder>>,
-    /// The bind groups, uniform ring and counters (shared with the device's segment store,
-    /// which drops a buffer's bind groups with the buffer).
+    /// The bind groups, uniform ring and counters (the segment store tells it of each
+    /// buffer it releases, whose bind groups go with the buffer).
     step: Arc<StepCache>,
     /// The buffer read-backs copy into, grown as needed and kept between steps.
     staging: RefCell<Option<wgpu::Buffer>>,
 }
 
 impl GpuExecutor {
-    /// The executor of a device over `store`: the store's GPU, the kernels compiled for it,
-    /// and the step cache of its buffers.
-    pub fn for_store(store: &crate::segments::BufferStore) -> Self {
-        let (gpu, kernels, step) = store.compute_handles();
+    /// The executor of a device over `store`: the store's GPU, `kernels` for it, and a
+    /// step cache of its buffers, which the store tells of every buffer it releases.
+    pub fn new(store: &mut BufferStore, kernels: SharedKernels) -> Self {
+        let gpu = Rc::clone(store.gpu());
+        let step = Arc::new(StepCache::new(gpu.info().backend));
+        let cache = Arc::clone(&step);
+        store.on_release(Box::new(move |buffer| cache.forget(buffer)));
         Self {
             gpu,
             kernels,
@@ -52,12 +75,12 @@ impl GpuExecutor {
 
     /// The kernels (compiling their pipelines the first time).
     pub fn kernels(&self) -> Result<&Kernels, Error> {
-        if let Some(k) = self.kernels.get() {
+        let cell = &self.kernels.0;
+        if let Some(k) = cell.get() {
             return Ok(k);
         }
-        let k = Kernels::new(&self.gpu.device)
-            .map_err(|e| Error::Device(format!("building the wgpu kernels: {e}")))?;
-        Ok(self.kernels.get_or_init(|| k))
+        let k = Kernels::new(&self.gpu.device).map_err(building)?;
+        Ok(cell.get_or_init(|| k))
     }
 
     /// The step cache (bind groups, uniform ring, counters).
@@ -161,49 +184,5 @@ impl GpuExecutor {
             "the GPU reported: {}",
             text.join("; ")
         )))
-    }
-}
-
-impl crate::Device {
-    /// Runs `f` with the wgpu executor (`None` on the other backings).
-    fn with_wgpu<R>(&self, f: impl FnOnce(&GpuExecutor) -> R) -> Option<R> {
-        self.borrow().exec.wgpu().map(f)
-    }
-
-    /// What the wgpu backing submitted, dispatched and created so far (`None` on the other
-    /// backings): subtract two snapshots for one step's work.
-    pub fn wgpu_counters(&self) -> Option<WgpuCounters> {
-        self.with_wgpu(GpuExecutor::counters)
-    }
-
-    /// Times the wgpu backing's kernels with timestamp queries from now on (each submission
-    /// then waits for the device); false where the adapter has none or the backing is not
-    /// wgpu. For benches.
-    pub fn time_kernels(&self) -> bool {
-        self.with_wgpu(GpuExecutor::time_kernels).unwrap_or(false)
-    }
-
-    /// Device time inside the timed kernels so far (see [`crate::Device::time_kernels`]).
-    pub fn kernel_time(&self) -> Option<gpumem_kernels::KernelTime> {
-        self.with_wgpu(GpuExecutor::kernel_time).flatten()
-    }
-
-    /// [`crate::Device::time_kernels`] with every dispatch in a timed pass of its own,
-    /// summed by kernel ([`crate::Device::kernel_profile`]): which kernels cost most (a pass
-    /// each costs more than the step's shared pass). For benches.
-    pub fn profile_kernels(&self) -> bool {
-        self.with_wgpu(GpuExecutor::profile_kernels)
-            .unwrap_or(false)
-    }
-
-    /// Device time per kernel while profiling (empty when not profiling).
-    pub fn kernel_profile(&self) -> Vec<gpumem_kernels::KernelShare> {
-        self.with_wgpu(GpuExecutor::kernel_profile)
-            .unwrap_or_default()
-    }
-
-    /// Bind groups the wgpu backing holds now (`None` on the other backings).
-    pub fn wgpu_cached_bind_groups(&self) -> Option<usize> {
-        self.with_wgpu(GpuExecutor::cached_bind_groups)
     }
 }

@@ -205,10 +205,9 @@ impl Mlp {
         }
         self.optim.steps += 1;
         let lr = self.config.optimizer.lr();
-        let params = self.params();
-        let imp = self.config.strategy.optimizer_impl;
         match self.config.optimizer {
             Optimizer::Sgd { momentum: 0.0, .. } => {
+                let params = self.params();
                 let pairs: Vec<(&Tensor, &Tensor)> = params
                     .iter()
                     .filter_map(|(_, _, p, g)| g.as_ref().map(|g| (*p, *g)))
@@ -216,97 +215,92 @@ impl Mlp {
                 // Nothing is allocated: every implementation updates the same values.
                 ops::sgd_foreach(&pairs, lr)
             }
-            Optimizer::Sgd { momentum, .. } => {
-                for ((_, _, p, g), state) in params.iter().zip(&self.optim.params) {
-                    let (Some(g), ParamState::Momentum(buf)) = (g, state) else {
-                        continue;
-                    };
-                    // The first step's buffer is a clone of the gradient already.
-                    if self.optim.steps > 1 {
-                        ops::scale(buf, momentum)?;
-                        ops::add(buf, g)?;
-                    }
-                    ops::sgd(p, buf, lr)?;
-                }
-                Ok(())
-            }
+            Optimizer::Sgd { momentum, .. } => self.momentum_update(lr, momentum),
             Optimizer::Adam {
                 beta1, beta2, eps, ..
-            } => {
-                let hp = AdamStep {
-                    lr,
-                    beta1,
-                    beta2,
-                    eps,
-                    step: self.optim.steps,
-                };
-                let scale = 1.0 / (1.0 - beta2.powi(self.optim.steps as i32)).sqrt();
-                // Only foreach and for-loop Adam allocate denominators; the update itself
-                // runs as one fused kernel, and each denominator holds what PyTorch's does.
-                let mut denoms = Vec::new();
-                let mut last: Option<Tensor> = None;
-                for ((i, bias, p, g), state) in params.iter().zip(&self.optim.params) {
-                    let (
-                        Some(g),
-                        ParamState::Adam {
-                            exp_avg,
-                            exp_avg_sq,
-                            ..
-                        },
-                    ) = (g, state)
-                    else {
-                        continue;
-                    };
-                    let label = |what: &str| {
-                        format!(
-                            "{} {what}",
-                            self.param_name(*i, if *bias { "bias" } else { "weight" })
-                        )
-                    };
-                    match imp {
-                        OptimizerImpl::Foreach => {
-                            ops::adam(p, g, exp_avg, exp_avg_sq, hp)?;
-                            let d = Tensor::new(
-                                &self.device,
-                                p.rows(),
-                                p.cols(),
-                                p.dtype(),
-                                Role::Temporary,
-                                &label("_foreach_sqrt"),
-                            )?;
-                            ops::adam_denom(exp_avg_sq, &d, scale, eps)?;
-                            denoms.push(d);
-                        }
-                        OptimizerImpl::ForLoop => {
-                            ops::adam(p, g, exp_avg, exp_avg_sq, hp)?;
-                            let root = Tensor::new(
-                                &self.device,
-                                p.rows(),
-                                p.cols(),
-                                p.dtype(),
-                                Role::Temporary,
-                                &label("sqrt"),
-                            )?;
-                            ops::adam_denom(exp_avg_sq, &root, 1.0, 0.0)?;
-                            let d = Tensor::new(
-                                &self.device,
-                                p.rows(),
-                                p.cols(),
-                                p.dtype(),
-                                Role::Temporary,
-                                &label("denom"),
-                            )?;
-                            ops::adam_denom(exp_avg_sq, &d, scale, eps)?;
-                            drop(root);
-                            last = Some(d);
-                        }
-                        OptimizerImpl::Fused => ops::adam(p, g, exp_avg, exp_avg_sq, hp)?,
-                    }
+            } => self.adam_update(AdamStep {
+                lr,
+                beta1,
+                beta2,
+                eps,
+                step: self.optim.steps,
+            }),
+        }
+    }
+
+    /// SGD with momentum: `buf = momentum·buf + g`, then `p -= lr·buf`.
+    fn momentum_update(&self, lr: f32, momentum: f32) -> Result<(), Error> {
+        for ((_, _, p, g), state) in self.params().iter().zip(&self.optim.params) {
+            let (Some(g), ParamState::Momentum(buf)) = (g, state) else {
+                continue;
+            };
+            // The first step's buffer is a clone of the gradient already.
+            if self.optim.steps > 1 {
+                ops::scale(buf, momentum)?;
+                ops::add(buf, g)?;
+            }
+            ops::sgd(p, buf, lr)?;
+        }
+        Ok(())
+    }
+
+    /// Adam. Only foreach and for-loop Adam allocate denominators; the update itself runs
+    /// as one fused kernel, and each denominator holds what PyTorch's does: foreach keeps
+    /// every parameter's until the end, the for-loop only the last one's.
+    fn adam_update(&self, hp: AdamStep) -> Result<(), Error> {
+        let scale = 1.0 / (1.0 - hp.beta2.powi(hp.step as i32)).sqrt();
+        let mut denoms = Vec::new();
+        let mut last: Option<Tensor> = None;
+        for ((i, bias, p, g), state) in self.params().iter().zip(&self.optim.params) {
+            let (
+                Some(g),
+                ParamState::Adam {
+                    exp_avg,
+                    exp_avg_sq,
+                    ..
+                },
+            ) = (g, state)
+            else {
+                continue;
+            };
+            let label = |what: &str| {
+                format!(
+                    "{} {what}",
+                    self.param_name(*i, if *bias { "bias" } else { "weight" })
+                )
+            };
+            ops::adam(p, g, exp_avg, exp_avg_sq, hp)?;
+            match self.config.strategy.optimizer_impl {
+                OptimizerImpl::Foreach => {
+                    let d = self.temporary_like(p, &label("_foreach_sqrt"))?;
+                    ops::adam_denom(exp_avg_sq, &d, scale, hp.eps)?;
+                    denoms.push(d);
                 }
-                drop((denoms, last));
-                Ok(())
+                OptimizerImpl::ForLoop => {
+                    let root = self.temporary_like(p, &label("sqrt"))?;
+                    ops::adam_denom(exp_avg_sq, &root, 1.0, 0.0)?;
+                    let d = self.temporary_like(p, &label("denom"))?;
+                    ops::adam_denom(exp_avg_sq, &d, scale, hp.eps)?;
+                    drop(root);
+                    last = Some(d);
+                }
+                OptimizerImpl::Fused => {}
             }
         }
+        drop((denoms, last));
+        Ok(())
+    }
+
+    /// A temporary of `p`'s shape and type, labelled `label`.
+    fn temporary_like(&self, p: &Tensor, label: &str) -> Result<Tensor, Error> {
+        Tensor::new(
+            &self.device,
+            p.rows(),
+            p.cols(),
+            p.dtype(),
+            Role::Temporary,
+            label,
+        )
     }
 
     /// The state made at the first step, parameter by parameter in PyTorch's order.

@@ -3,6 +3,7 @@
 
 #[cfg(feature = "wgpu")]
 use super::buffers::BufferStore;
+use super::driver::DriverMemory;
 #[cfg(feature = "cpu")]
 use super::host::HostStore;
 use crate::alloc::{SegmentStore, StoreError};
@@ -30,9 +31,52 @@ impl Backing {
         }
     }
 
-    /// Whether kernels run (false on `plan`, where steps are only planned).
-    pub fn executes(&self) -> bool {
+    /// Whether segments hold bytes, which run out where the backing's memory does (false
+    /// on `plan`: only a capacity makes it run out).
+    pub fn holds_data(&self) -> bool {
         !matches!(self, Backing::Plan)
+    }
+
+    /// The `cpu` backing's host memory, if this is it.
+    #[cfg(feature = "cpu")]
+    pub(crate) fn host(&self) -> Option<&HostStore> {
+        match self {
+            Backing::Cpu(s) => Some(s),
+            _ => None,
+        }
+    }
+
+    /// The `wgpu` backing's buffers, if this is it.
+    #[cfg(feature = "wgpu")]
+    pub(crate) fn buffers(&self) -> Option<&BufferStore> {
+        match self {
+            Backing::Wgpu(s) => Some(s),
+            _ => None,
+        }
+    }
+
+    /// The driver's own view of buffer memory on `wgpu` (`None` on the other backings, or
+    /// where the backend cannot report it).
+    pub fn driver_memory(&self) -> Option<DriverMemory> {
+        match self {
+            #[cfg(feature = "wgpu")]
+            Backing::Wgpu(s) => s.driver_memory(),
+            _ => None,
+        }
+    }
+}
+
+#[cfg(feature = "cpu")]
+impl From<HostStore> for Backing {
+    fn from(store: HostStore) -> Backing {
+        Backing::Cpu(store)
+    }
+}
+
+#[cfg(feature = "wgpu")]
+impl From<BufferStore> for Backing {
+    fn from(store: BufferStore) -> Backing {
+        Backing::Wgpu(store)
     }
 }
 

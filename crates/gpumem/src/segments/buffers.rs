@@ -1,36 +1,34 @@
 //! The `wgpu` backing's segments: wgpu buffers, split into several buffers when a segment
 //! is larger than the adapter's `max_buffer_size`.
 
+use super::driver::DriverMemory;
 use crate::alloc::{SegmentStore, StoreError};
 use crate::error::Error;
 use gpumem_kernels::gpu::Gpu;
-use gpumem_kernels::{KernelLimits, Kernels, StepCache};
-use std::cell::OnceCell;
 use std::collections::HashMap;
 use std::rc::Rc;
-use std::sync::Arc;
+
+/// How segment buffers are labelled, so the driver's report can tell them from wgpu's own.
+const SEGMENT_LABEL: &str = "gpumem segment";
+
+/// Told of each buffer the store lets go, before it goes: what keeps views of the store's
+/// buffers (the executor's bind groups) drops them with it, so none keeps a buffer alive.
+pub(crate) type OnRelease = Box<dyn Fn(&wgpu::Buffer)>;
 
 /// The buffers of one segment, in address order; every buffer but the last holds exactly
 /// `piece` bytes.
-/// How segment buffers are labelled, so the driver's report can tell them from wgpu's own.
-pub(crate) const SEGMENT_LABEL: &str = "gpumem segment";
-
-pub(crate) struct SegmentBuffers {
+struct SegmentBuffers {
     /// `None` for the unmapped pages of an expandable segment.
     pub buffers: Vec<Option<wgpu::Buffer>>,
     pub piece: u64,
 }
 
 pub struct BufferStore {
-    pub(crate) gpu: Rc<Gpu>,
-    pub(crate) segments: HashMap<u64, SegmentBuffers>,
-    /// The kernels compiled for this GPU, which the store never runs: it hands them to the
-    /// device's executor, and [`BufferStore::fresh`] to the next store, so that a fresh
-    /// device does not compile the shaders again (seconds on lavapipe).
-    kernels: Rc<OnceCell<Kernels>>,
-    /// The bind groups that bind this store's buffers, shared with the executor that
-    /// records with them: a released buffer's bind groups go with it.
-    step: Arc<StepCache>,
+    gpu: Rc<Gpu>,
+    segments: HashMap<u64, SegmentBuffers>,
+    /// Who hears of released buffers (see [`OnRelease`]); nobody until a device's
+    /// executor asks.
+    on_release: Option<OnRelease>,
     /// Bytes per buffer: the adapter's `max_buffer_size`, rounded down to the allocator's
     /// 512-byte granularity so no block starts mid-element.
     piece: u64,
@@ -55,50 +53,43 @@ impl BufferStore {
     /// to exercise segments made of several buffers).
     pub fn with_max_buffer(gpu: Rc<Gpu>, max_buffer: u64) -> Self {
         let piece = (max_buffer.min(gpu.limits().max_buffer_size) / 512 * 512).max(512);
-        let step = Arc::new(StepCache::new(gpu.info().backend));
         Self {
             gpu,
             segments: HashMap::new(),
-            kernels: Rc::new(OnceCell::new()),
-            step,
+            on_release: None,
             piece,
         }
     }
 
-    /// A new, empty store on the same GPU with the same buffer size, sharing the compiled
-    /// kernels (for a fresh device without compiling the shaders again).
+    /// A new, empty store on the same GPU with the same buffer size.
     pub fn fresh(&self) -> Self {
-        Self {
-            gpu: Rc::clone(&self.gpu),
-            segments: HashMap::new(),
-            kernels: Rc::clone(&self.kernels),
-            step: Arc::new(StepCache::new(self.gpu.info().backend)),
-            piece: self.piece,
-        }
-    }
-
-    /// Like [`BufferStore::with_max_buffer`], with kernels that plan with `limits` (tests
-    /// use tiny bindings to exercise tensors processed in pieces).
-    pub fn with_limits(gpu: Rc<Gpu>, max_buffer: u64, limits: KernelLimits) -> Result<Self, Error> {
-        let store = Self::with_max_buffer(gpu, max_buffer);
-        let kernels = Kernels::with_limits(&store.gpu.device, limits)
-            .map_err(|e| Error::Device(format!("building the wgpu kernels: {e}")))?;
-        let _ = store.kernels.set(kernels);
-        Ok(store)
+        Self::with_max_buffer(Rc::clone(&self.gpu), self.piece)
     }
 
     pub fn gpu(&self) -> &Rc<Gpu> {
         &self.gpu
     }
 
-    /// The kernels compiled for this GPU and the bind-group cache of this store's buffers,
-    /// for the device's executor.
-    pub(crate) fn compute_handles(&self) -> (Rc<Gpu>, Rc<OnceCell<Kernels>>, Arc<StepCache>) {
-        (
-            Rc::clone(&self.gpu),
-            Rc::clone(&self.kernels),
-            Arc::clone(&self.step),
-        )
+    /// From now on, tells `f` of each buffer released (replacing whoever was told before).
+    pub(crate) fn on_release(&mut self, f: OnRelease) {
+        self.on_release = Some(f);
+    }
+
+    /// The driver's own view of buffer memory, where the backend can report it.
+    pub(crate) fn driver_memory(&self) -> Option<DriverMemory> {
+        let report = self.gpu.device.generate_allocator_report()?;
+        let ours = || {
+            report
+                .allocations
+                .iter()
+                .filter(|a| a.name.starts_with(SEGMENT_LABEL))
+        };
+        Some(DriverMemory {
+            allocated: report.total_allocated_bytes,
+            reserved: report.total_reserved_bytes,
+            segments: ours().map(|a| a.size).sum(),
+            buffers: ours().count() as u64,
+        })
     }
 
     /// Creates one buffer, turning a driver out-of-memory or validation failure into an
@@ -155,9 +146,10 @@ impl SegmentStore for BufferStore {
         // Dropping a buffer frees it once the GPU has finished any work that uses it; the
         // bind groups that bind it go first, so none keeps it alive.
         if let Some(seg) = self.segments.remove(&id) {
-            for b in seg.buffers.iter().flatten() {
-                self.step.forget(b);
-            }
+            seg.buffers
+                .iter()
+                .flatten()
+                .for_each(|b| released(&self.on_release, b));
         }
     }
 
@@ -195,12 +187,19 @@ impl SegmentStore for BufferStore {
         let end = (end as usize).min(seg.buffers.len());
         for slot in seg.buffers.iter_mut().take(end).skip(first as usize) {
             if let Some(b) = slot.take() {
-                self.step.forget(&b);
+                released(&self.on_release, &b);
             }
         }
         while seg.buffers.last().is_some_and(Option::is_none) {
             seg.buffers.pop();
         }
+    }
+}
+
+/// Tells whoever asked (`on_release`) that `buffer` goes.
+fn released(on_release: &Option<OnRelease>, buffer: &wgpu::Buffer) {
+    if let Some(f) = on_release {
+        f(buffer);
     }
 }
 

@@ -8,8 +8,8 @@
 
 use super::error::SnapshotError;
 use super::format::{AllocatorSettings, Block, Frame, Frames, Segment, Snapshot, TraceEntry};
-use super::unpickle::P;
 pub use super::unpickle::describe;
+use super::unpickle::{Items, P, item};
 use std::cell::RefCell;
 use std::collections::HashMap;
 use std::rc::Rc;
@@ -22,15 +22,9 @@ pub struct Decoder {
     keep: Vec<Rc<RefCell<Vec<P>>>>,
 }
 
-type Items = [(P, P)];
-
-/// The value of `key` in a dict's items (the last, as Python keeps the last).
+/// The value of `key` in a dict's items ([`item`]), where None counts as absent.
 fn get<'a>(d: &'a Items, key: &str) -> Option<&'a P> {
-    d.iter()
-        .rev()
-        .find(|(k, _)| matches!(k, P::Str(s) if &**s == key))
-        .map(|(_, v)| v)
-        .filter(|v| !matches!(v, P::None))
+    item(d, key).filter(|v| !matches!(v, P::None))
 }
 
 fn bad(place: &str, why: String) -> SnapshotError {

@@ -4,7 +4,7 @@
 //! batch without recording again and to add the workspaces a GPU would take.
 
 use super::error::SnapshotError;
-use super::unpickle::{P, describe};
+use super::unpickle::{Items, P, describe, item};
 
 /// The recorder's description of its trace (written back under the same keys, so that a
 /// test can build a recorded snapshot without PyTorch).
@@ -67,15 +67,6 @@ impl Default for Affine {
     }
 }
 
-type Items = [(P, P)];
-
-fn get<'a>(d: &'a Items, key: &str) -> Option<&'a P> {
-    d.iter()
-        .rev()
-        .find(|(k, _)| matches!(k, P::Str(s) if &**s == key))
-        .map(|(_, v)| v)
-}
-
 fn bad(why: String) -> SnapshotError {
     SnapshotError::BadField {
         place: "recorder".to_string(),
@@ -84,7 +75,7 @@ fn bad(why: String) -> SnapshotError {
 }
 
 fn text(d: &Items, key: &str) -> Result<String, SnapshotError> {
-    match get(d, key) {
+    match item(d, key) {
         None | Some(P::None) => Ok(String::new()),
         Some(P::Str(s)) => Ok(s.to_string()),
         Some(o) => Err(bad(format!("'{key}' is {}, not a string", describe(o)))),
@@ -92,7 +83,7 @@ fn text(d: &Items, key: &str) -> Result<String, SnapshotError> {
 }
 
 fn count(d: &Items, key: &str) -> Result<u64, SnapshotError> {
-    match get(d, key) {
+    match item(d, key) {
         None | Some(P::None) => Ok(0),
         Some(P::Int(v)) => u64::try_from(*v).map_err(|_| bad(format!("'{key}' is negative ({v})"))),
         Some(o) => Err(bad(format!("'{key}' is {}, not an integer", describe(o)))),
@@ -100,7 +91,7 @@ fn count(d: &Items, key: &str) -> Result<u64, SnapshotError> {
 }
 
 fn texts(d: &Items, key: &str) -> Result<Vec<String>, SnapshotError> {
-    match get(d, key) {
+    match item(d, key) {
         None | Some(P::None) => Ok(Vec::new()),
         Some(P::List(l)) => l
             .borrow()
@@ -115,7 +106,7 @@ fn texts(d: &Items, key: &str) -> Result<Vec<String>, SnapshotError> {
 }
 
 fn places(d: &Items, key: &str) -> Result<Vec<usize>, SnapshotError> {
-    match get(d, key) {
+    match item(d, key) {
         None | Some(P::None) => Ok(Vec::new()),
         Some(P::List(l)) => l
             .borrow()
@@ -130,7 +121,7 @@ fn places(d: &Items, key: &str) -> Result<Vec<usize>, SnapshotError> {
 }
 
 fn ints(d: &Items, key: &str) -> Result<Vec<i64>, SnapshotError> {
-    match get(d, key) {
+    match item(d, key) {
         Some(P::List(l)) => l
             .borrow()
             .iter()
@@ -152,7 +143,7 @@ fn affine(v: Option<&P>) -> Result<Affine, SnapshotError> {
         return Ok(Affine::default());
     };
     let d = d.borrow();
-    let yes = matches!(get(&d, "affine"), Some(P::Bool(true)) | Some(P::Int(1)));
+    let yes = matches!(item(&d, "affine"), Some(P::Bool(true)) | Some(P::Int(1)));
     if !yes {
         return Ok(Affine::Not(text(&d, "reason")?));
     }
@@ -169,7 +160,7 @@ fn affine(v: Option<&P>) -> Result<Affine, SnapshotError> {
 
 /// The `recorder` entry of a snapshot's top-level dict, if it has one.
 pub fn recorded(d: &Items) -> Result<Option<Recorded>, SnapshotError> {
-    let Some(v) = get(d, "recorder") else {
+    let Some(v) = item(d, "recorder") else {
         return Ok(None);
     };
     let P::Dict(r) = v else {
@@ -181,7 +172,7 @@ pub fn recorded(d: &Items) -> Result<Option<Recorded>, SnapshotError> {
         torch: text(&r, "torch")?,
         batch: count(&r, "batch")?,
         steps: count(&r, "steps")?,
-        affine: affine(get(&r, "affine"))?,
+        affine: affine(item(&r, "affine"))?,
         not_in_trace: texts(&r, "not_in_trace")?,
         cuda_differences: texts(&r, "cuda_differences")?,
         cuda_host: places(&r, "cuda_host")?,

@@ -54,6 +54,17 @@ pub fn describe(v: &P) -> String {
     }
 }
 
+/// A dict's items, in the order written.
+pub type Items = [(P, P)];
+
+/// The value of `key` in a dict's items: the last one written, as Python keeps the last.
+pub fn item<'a>(d: &'a Items, key: &str) -> Option<&'a P> {
+    d.iter()
+        .rev()
+        .find(|(k, _)| matches!(k, P::Str(s) if &**s == key))
+        .map(|(_, v)| v)
+}
+
 /// Memo ids beyond this are refused rather than allocated for (Python numbers them from 0).
 const MAX_MEMO: usize = 1 << 28;
 /// How often (in bytes read) the progress callback hears of it.
@@ -253,137 +264,169 @@ impl Reader<'_> {
                 self.next_report = at + PROGRESS_EVERY;
             }
             let op = self.u8()?;
-            match op {
-                0x80 => {
-                    let p = self.u8()?;
-                    if !(2..=5).contains(&p) {
-                        return bad(format!("pickle protocol {p}; only 2 to 5 are read"));
-                    }
-                }
-                0x95 => {
-                    self.take(8)?; // FRAME: a length hint
-                }
-                b'.' => return self.pop(),
-                b'(' => self.marks.push(self.stack.len()),
-                b'}' => self.stack.push(P::Dict(Default::default())),
-                b']' => self.stack.push(P::List(Default::default())),
-                b')' => self.stack.push(P::Tuple(Rc::new([]))),
-                b'd' => {
-                    let items = self.pop_mark()?;
-                    self.stack.push(P::Dict(Default::default()));
-                    self.set_items(items)?;
-                }
-                b'l' => {
-                    let items = self.pop_mark()?;
-                    self.stack.push(P::List(Rc::new(RefCell::new(items))));
-                }
-                b't' => {
-                    let items = self.pop_mark()?;
-                    self.stack.push(P::Tuple(items.into()));
-                }
-                0x85 => self.tuple(1)?,
-                0x86 => self.tuple(2)?,
-                0x87 => self.tuple(3)?,
-                b'a' => {
-                    let v = self.pop()?;
-                    self.append(vec![v])?;
-                }
-                b'e' => {
-                    let items = self.pop_mark()?;
-                    self.append(items)?;
-                }
-                b's' => {
-                    let v = self.pop()?;
-                    let k = self.pop()?;
-                    self.set_items(vec![k, v])?;
-                }
-                b'u' => {
-                    let items = self.pop_mark()?;
-                    self.set_items(items)?;
-                }
-                b'N' => self.push(P::None),
-                0x88 => self.push(P::Bool(true)),
-                0x89 => self.push(P::Bool(false)),
-                b'J' => {
-                    let v = self.u32()? as i32;
-                    self.push(P::Int(v.into()));
-                }
-                b'K' => {
-                    let v = self.u8()?;
-                    self.push(P::Int(v.into()));
-                }
-                b'M' => {
-                    let n = self.len(2)?;
-                    self.push(P::Int(n as i64));
-                }
-                0x8a => {
-                    let n = self.len(1)?;
-                    self.long(n)?;
-                }
-                0x8b => {
-                    let n = self.len(4)?;
-                    self.long(n)?;
-                }
-                b'G' => {
-                    let b = self.take(8)?;
-                    let v = f64::from_be_bytes([b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7]]);
-                    self.push(P::Float(v));
-                }
-                0x8c => {
-                    let n = self.len(1)?;
-                    self.string(n)?;
-                }
-                b'X' => {
-                    let n = self.len(4)?;
-                    self.string(n)?;
-                }
-                0x8d => {
-                    let n = self.len(8)?;
-                    self.string(n)?;
-                }
-                b'C' | b'B' | 0x8e => {
-                    let width = match op {
-                        b'C' => 1,
-                        b'B' => 4,
-                        _ => 8,
-                    };
-                    let n = self.len(width)?;
-                    self.take(n)?;
-                    self.push(P::Bytes);
-                }
-                b'q' => {
-                    let id = self.u8()?;
-                    self.memo_put(id.into())?;
-                }
-                b'r' => {
-                    let id = self.u32()?;
-                    self.memo_put(id)?;
-                }
-                0x94 => {
-                    let id = u32::try_from(self.memo.len()).or_else(|_| bad("memo overflow"))?;
-                    self.memo_put(id)?;
-                }
-                b'h' => {
-                    let id = self.u8()?;
-                    self.memo_get(id.into())?;
-                }
-                b'j' => {
-                    let id = self.u32()?;
-                    self.memo_get(id)?;
-                }
-                other => {
-                    let name = if other.is_ascii_graphic() {
-                        format!("'{}'", other as char)
-                    } else {
-                        format!("{other:#04x}")
-                    };
-                    return bad(format!(
-                        "opcode {name} at byte {at} is not one of plain data (a class, a \
-                         tensor, or protocol 0/1 text?)"
-                    ));
-                }
+            if op == b'.' {
+                return self.pop();
+            }
+            if !(self.framing(op)? || self.container(op)? || self.value(op)? || self.memo(op)?) {
+                let name = if op.is_ascii_graphic() {
+                    format!("'{}'", op as char)
+                } else {
+                    format!("{op:#04x}")
+                };
+                return bad(format!(
+                    "opcode {name} at byte {at} is not one of plain data (a class, a \
+                     tensor, or protocol 0/1 text?)"
+                ));
             }
         }
+    }
+
+    /// PROTO, FRAME and MARK; false for any other opcode.
+    fn framing(&mut self, op: u8) -> Result<bool, UnpickleError> {
+        match op {
+            0x80 => {
+                let p = self.u8()?;
+                if !(2..=5).contains(&p) {
+                    return bad(format!("pickle protocol {p}; only 2 to 5 are read"));
+                }
+            }
+            0x95 => {
+                self.take(8)?; // FRAME: a length hint
+            }
+            b'(' => self.marks.push(self.stack.len()),
+            _ => return Ok(false),
+        }
+        Ok(true)
+    }
+
+    /// The opcodes that make or fill dicts, lists and tuples; false for any other.
+    fn container(&mut self, op: u8) -> Result<bool, UnpickleError> {
+        match op {
+            b'}' => self.stack.push(P::Dict(Default::default())),
+            b']' => self.stack.push(P::List(Default::default())),
+            b')' => self.stack.push(P::Tuple(Rc::new([]))),
+            b'd' => {
+                let items = self.pop_mark()?;
+                self.stack.push(P::Dict(Default::default()));
+                self.set_items(items)?;
+            }
+            b'l' => {
+                let items = self.pop_mark()?;
+                self.stack.push(P::List(Rc::new(RefCell::new(items))));
+            }
+            b't' => {
+                let items = self.pop_mark()?;
+                self.stack.push(P::Tuple(items.into()));
+            }
+            0x85 => self.tuple(1)?,
+            0x86 => self.tuple(2)?,
+            0x87 => self.tuple(3)?,
+            b'a' => {
+                let v = self.pop()?;
+                self.append(vec![v])?;
+            }
+            b'e' => {
+                let items = self.pop_mark()?;
+                self.append(items)?;
+            }
+            b's' => {
+                let v = self.pop()?;
+                let k = self.pop()?;
+                self.set_items(vec![k, v])?;
+            }
+            b'u' => {
+                let items = self.pop_mark()?;
+                self.set_items(items)?;
+            }
+            _ => return Ok(false),
+        }
+        Ok(true)
+    }
+
+    /// The opcodes of None, booleans, numbers, strings and bytes; false for any other.
+    fn value(&mut self, op: u8) -> Result<bool, UnpickleError> {
+        match op {
+            b'N' => self.push(P::None),
+            0x88 => self.push(P::Bool(true)),
+            0x89 => self.push(P::Bool(false)),
+            b'J' => {
+                let v = self.u32()? as i32;
+                self.push(P::Int(v.into()));
+            }
+            b'K' => {
+                let v = self.u8()?;
+                self.push(P::Int(v.into()));
+            }
+            b'M' => {
+                let n = self.len(2)?;
+                self.push(P::Int(n as i64));
+            }
+            0x8a => {
+                let n = self.len(1)?;
+                self.long(n)?;
+            }
+            0x8b => {
+                let n = self.len(4)?;
+                self.long(n)?;
+            }
+            b'G' => {
+                let b = self.take(8)?;
+                let v = f64::from_be_bytes([b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7]]);
+                self.push(P::Float(v));
+            }
+            0x8c => {
+                let n = self.len(1)?;
+                self.string(n)?;
+            }
+            b'X' => {
+                let n = self.len(4)?;
+                self.string(n)?;
+            }
+            0x8d => {
+                let n = self.len(8)?;
+                self.string(n)?;
+            }
+            b'C' | b'B' | 0x8e => {
+                let width = match op {
+                    b'C' => 1,
+                    b'B' => 4,
+                    _ => 8,
+                };
+                let n = self.len(width)?;
+                self.take(n)?;
+                self.push(P::Bytes);
+            }
+            _ => return Ok(false),
+        }
+        Ok(true)
+    }
+
+    /// The memo's opcodes; false for any other.
+    fn memo(&mut self, op: u8) -> Result<bool, UnpickleError> {
+        match op {
+            b'q' => {
+                let id = self.u8()?;
+                self.memo_put(id.into())?;
+            }
+            b'r' => {
+                let id = self.u32()?;
+                self.memo_put(id)?;
+            }
+            0x94 => {
+                let id = u32::try_from(self.memo.len()).or_else(|_| bad("memo overflow"))?;
+                self.memo_put(id)?;
+            }
+            b'h' => {
+                let id = self.u8()?;
+                self.memo_get(id.into())?;
+            }
+            b'j' => {
+                let id = self.u32()?;
+                self.memo_get(id)?;
+            }
+            _ => return Ok(false),
+        }
+        Ok(true)
     }
 }
 

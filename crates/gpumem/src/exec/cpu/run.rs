@@ -3,13 +3,10 @@
 use super::super::Memory;
 use super::super::op::{Op, Operand};
 use super::*;
-use crate::segments::Backing;
 
 /// Runs `op` on host memory, now.
 pub(crate) fn run(mem: &Memory, op: &Op) -> Result<(), Error> {
-    let Backing::Cpu(store) = mem.store() else {
-        return Err(Error::Device("not a cpu device".into()));
-    };
+    let store = host(mem)?;
     let v = |t: &Operand| HostView::resolve(mem, store, t);
     use Op::*;
     match op {

@@ -5,7 +5,7 @@ use crate::dtype::DType;
 use crate::error::Error;
 use crate::exec::Memory;
 use crate::exec::op::{AdamStep, Matmul, Op, Operand};
-use crate::segments::{Backing, BufferStore, parts};
+use crate::segments::{BufferStore, parts};
 use gpumem_kernels::{DType as KernelDType, Gemm, KernelError, Kernels, Matrix, Part};
 
 fn kernel_error(e: KernelError) -> Error {
@@ -19,6 +19,13 @@ fn kernel_error(e: KernelError) -> Error {
     }
 }
 
+/// The buffers of a `wgpu` device's memory.
+pub(super) fn store(mem: &Memory) -> Result<&BufferStore, Error> {
+    mem.store()
+        .buffers()
+        .ok_or_else(|| Error::Device("not a wgpu device".into()))
+}
+
 /// The segments and the placements of one device's tensors, for resolving operands.
 struct Views<'m> {
     mem: &'m Memory,
@@ -27,10 +34,10 @@ struct Views<'m> {
 
 impl<'m> Views<'m> {
     fn new(mem: &'m Memory) -> Result<Self, Error> {
-        let Backing::Wgpu(store) = mem.store() else {
-            return Err(Error::Device("not a wgpu device".into()));
-        };
-        Ok(Self { mem, store })
+        Ok(Self {
+            mem,
+            store: store(mem)?,
+        })
     }
 
     /// The parts of `t`'s bytes, as kernel views.

@@ -66,143 +66,175 @@ fn float64_step_kernels() {
     }
 }
 
+/// Rows and columns of the step kernels' activations.
+const R: usize = 37;
+const C: usize = 5;
+
 pub fn float64_step_kernels_on(ctx: &Ctx) {
     if !ctx.full.supports_f64() {
         eprintln!("no SHADER_F64 on this adapter: float64_step_kernels skipped");
         return;
     }
     for (name, k) in [("full", &ctx.full), ("tiny", &ctx.tiny)] {
-        let (r, c) = (37usize, 5usize);
-        let n = r * c;
         let mut rng = rng(6000);
-        let x = Host::random(&mut rng, n, F64);
-        let sx = Stored::of(ctx, &x, &cuts(true, &x, c));
-        let sy = Stored::of(ctx, &Host::from_f64(F64, vec![0.0; n]), &[]);
-        let (px, py) = (sx.parts(), sy.parts());
-        let (mx, my) = (mat(&px, r, c, F64), mat(&py, r, c, F64));
-        ctx.run(|e| {
-            k.relu(e, &mx, &my).expect("relu");
-            k.add(e, &my, &mx).expect("add");
-            k.scale(e, &my, 1.5).expect("scale");
-        });
-        let want: Vec<f64> = x.values.iter().map(|&v| (v.max(0.0) + v) * 1.5).collect();
-        assert_close_as(
-            &format!("{name} f64 relu/add/scale"),
-            F64,
-            &sy.values(ctx, F64),
-            &want,
-        );
-
-        // Softmax cross-entropy with exp and log written out in f64.
-        let logits = Host::from_f64(F64, x.values.iter().map(|v| v * 7.0).collect());
-        let classes: Vec<u32> = (0..r as u32).map(|i| i % c as u32).collect();
-        let sl = Stored::of(ctx, &logits, &cuts(true, &logits, c));
-        let slab = Stored::new(ctx, &classes, &[]);
-        let ss = Stored::of(ctx, &Host::from_f64(F64, vec![0.0; 2 * r]), &[]);
-        let sd = Stored::of(ctx, &Host::from_f64(F64, vec![0.0; n]), &[]);
-        let (pl, plab, ps, pd) = (sl.parts(), slab.parts(), ss.parts(), sd.parts());
-        ctx.run(|e| {
-            k.softmax_xent(
-                e,
-                &mat(&pl, r, c, F64),
-                &labels(&plab, r as u64),
-                &mat(&ps, r, 2, F64),
-                &mat(&pd, r, c, F64),
-                0.125,
-            )
-            .expect("softmax_xent")
-        });
-        let (mut stats, mut dl) = (Vec::new(), Vec::new());
-        for (row, &label) in classes.iter().enumerate() {
-            let z = &logits.values[row * c..(row + 1) * c];
-            let max = z.iter().cloned().fold(f64::NEG_INFINITY, f64::max);
-            let sum: f64 = z.iter().map(|v| (v - max).exp()).sum();
-            stats.push(sum.ln() + max - z[label as usize]);
-            let arg = z.iter().position(|&v| v == max).unwrap_or(0);
-            stats.push(if arg == label as usize { 1.0 } else { 0.0 });
-            for (j, v) in z.iter().enumerate() {
-                let onehot = if j == label as usize { 1.0 } else { 0.0 };
-                dl.push(((v - max).exp() / sum - onehot) * 0.125);
-            }
-        }
-        assert_close_as(
-            &format!("{name} f64 softmax stats"),
-            F64,
-            &ss.values(ctx, F64),
-            &stats,
-        );
-        assert_close_as(
-            &format!("{name} f64 softmax dlogits"),
-            F64,
-            &sd.values(ctx, F64),
-            &dl,
-        );
-
-        // Column sums and the optimizers.
-        let sb = Stored::of(ctx, &Host::from_f64(F64, vec![0.0; c]), &[]);
-        let pb = sb.parts();
-        let mb = mat(&pb, 1, c, F64);
-        ctx.run(|e| {
-            k.colsum(e, &mat(&pd, r, c, F64), &mb, false)
-                .expect("colsum")
-        });
-        let sums: Vec<f64> = (0..c)
-            .map(|j| (0..r).map(|i| dl[i * c + j]).sum())
-            .collect();
-        assert_close_as(
-            &format!("{name} f64 colsum"),
-            F64,
-            &sb.values(ctx, F64),
-            &sums,
-        );
-
-        let p0 = Host::random(&mut rng, n, F64);
-        let sp = Stored::of(ctx, &p0, &cuts(true, &p0, 1));
-        let sm = Stored::of(ctx, &Host::from_f64(F64, vec![0.0; n]), &[]);
-        let sv = Stored::of(ctx, &Host::from_f64(F64, vec![0.0; n]), &[]);
-        let (pp, pm, pv) = (sp.parts(), sm.parts(), sv.parts());
-        let (mp, mm, mv) = (
-            mat(&pp, n, 1, F64),
-            mat(&pm, n, 1, F64),
-            mat(&pv, n, 1, F64),
-        );
-        let mut p = p0.values.clone();
-        let (mut m, mut v) = (vec![0f64; n], vec![0f64; n]);
-        let (b1, b2) = (f64::from(0.9f32), f64::from(0.999f32));
-        let (lr, eps) = (f64::from(0.01f32), f64::from(1e-8f32));
-        for step in 1..=3u32 {
-            let h = Adam {
-                lr: 0.01,
-                beta1: 0.9,
-                beta2: 0.999,
-                eps: 1e-8,
-                step,
-            };
-            ctx.run(|e| {
-                k.adam(e, &mp, &mat(&px, n, 1, F64), &mm, &mv, &h)
-                    .expect("adam")
-            });
-            let bc1 = 1.0 - b1.powi(step as i32);
-            let bc2 = 1.0 - b2.powi(step as i32);
-            for j in 0..n {
-                let g = x.values[j];
-                m[j] = b1 * m[j] + (1.0 - b1) * g;
-                v[j] = b2 * v[j] + (1.0 - b2) * g * g;
-                p[j] -= lr * (m[j] / bc1) / ((v[j] / bc2).sqrt() + eps);
-            }
-        }
-        ctx.run(|e| k.sgd(e, &mp, &mat(&px, n, 1, F64), 0.5).expect("sgd"));
-        for (pj, xj) in p.iter_mut().zip(&x.values) {
-            *pj -= f64::from(0.5f32) * xj;
-        }
-        assert_close_as(
-            &format!("{name} f64 adam+sgd param"),
-            F64,
-            &sp.values(ctx, F64),
-            &p,
-        );
-        assert_close_as(&format!("{name} f64 adam v"), F64, &sv.values(ctx, F64), &v);
+        let x = Host::random(&mut rng, R * C, F64);
+        let sx = Stored::of(ctx, &x, &cuts(true, &x, C));
+        f64_elementwise(ctx, name, k, &x, &sx);
+        let (sd, dl) = f64_softmax_xent(ctx, name, k, &x);
+        f64_colsum(ctx, name, k, &sd, &dl);
+        f64_optimizers(ctx, name, k, &mut rng, &x, &sx);
     }
+}
+
+/// ReLU, add and scale of `x` (stored as `sx`).
+fn f64_elementwise(ctx: &Ctx, name: &str, k: &Kernels, x: &Host, sx: &Stored) {
+    let n = R * C;
+    let sy = Stored::of(ctx, &Host::from_f64(F64, vec![0.0; n]), &[]);
+    let (px, py) = (sx.parts(), sy.parts());
+    let (mx, my) = (mat(&px, R, C, F64), mat(&py, R, C, F64));
+    ctx.run(|e| {
+        k.relu(e, &mx, &my).expect("relu");
+        k.add(e, &my, &mx).expect("add");
+        k.scale(e, &my, 1.5).expect("scale");
+    });
+    let want: Vec<f64> = x.values.iter().map(|&v| (v.max(0.0) + v) * 1.5).collect();
+    assert_close_as(
+        &format!("{name} f64 relu/add/scale"),
+        F64,
+        &sy.values(ctx, F64),
+        &want,
+    );
+}
+
+/// Softmax cross-entropy of `7 x` with exp and log written out in f64; the gradient of the
+/// logits, stored and as expected.
+fn f64_softmax_xent(ctx: &Ctx, name: &str, k: &Kernels, x: &Host) -> (Stored, Vec<f64>) {
+    let (r, c, n) = (R, C, R * C);
+    let logits = Host::from_f64(F64, x.values.iter().map(|v| v * 7.0).collect());
+    let classes: Vec<u32> = (0..r as u32).map(|i| i % c as u32).collect();
+    let sl = Stored::of(ctx, &logits, &cuts(true, &logits, c));
+    let slab = Stored::new(ctx, &classes, &[]);
+    let ss = Stored::of(ctx, &Host::from_f64(F64, vec![0.0; 2 * r]), &[]);
+    let sd = Stored::of(ctx, &Host::from_f64(F64, vec![0.0; n]), &[]);
+    let (pl, plab, ps, pd) = (sl.parts(), slab.parts(), ss.parts(), sd.parts());
+    ctx.run(|e| {
+        k.softmax_xent(
+            e,
+            &mat(&pl, r, c, F64),
+            &labels(&plab, r as u64),
+            &mat(&ps, r, 2, F64),
+            &mat(&pd, r, c, F64),
+            0.125,
+        )
+        .expect("softmax_xent")
+    });
+    let (mut stats, mut dl) = (Vec::new(), Vec::new());
+    for (row, &label) in classes.iter().enumerate() {
+        let z = &logits.values[row * c..(row + 1) * c];
+        let max = z.iter().cloned().fold(f64::NEG_INFINITY, f64::max);
+        let sum: f64 = z.iter().map(|v| (v - max).exp()).sum();
+        stats.push(sum.ln() + max - z[label as usize]);
+        let arg = z.iter().position(|&v| v == max).unwrap_or(0);
+        stats.push(if arg == label as usize { 1.0 } else { 0.0 });
+        for (j, v) in z.iter().enumerate() {
+            let onehot = if j == label as usize { 1.0 } else { 0.0 };
+            dl.push(((v - max).exp() / sum - onehot) * 0.125);
+        }
+    }
+    assert_close_as(
+        &format!("{name} f64 softmax stats"),
+        F64,
+        &ss.values(ctx, F64),
+        &stats,
+    );
+    assert_close_as(
+        &format!("{name} f64 softmax dlogits"),
+        F64,
+        &sd.values(ctx, F64),
+        &dl,
+    );
+    (sd, dl)
+}
+
+/// Column sums of the logits' gradient `dl` (stored as `sd`).
+fn f64_colsum(ctx: &Ctx, name: &str, k: &Kernels, sd: &Stored, dl: &[f64]) {
+    let (r, c) = (R, C);
+    let pd = sd.parts();
+    let sb = Stored::of(ctx, &Host::from_f64(F64, vec![0.0; c]), &[]);
+    let pb = sb.parts();
+    let mb = mat(&pb, 1, c, F64);
+    ctx.run(|e| {
+        k.colsum(e, &mat(&pd, r, c, F64), &mb, false)
+            .expect("colsum")
+    });
+    let sums: Vec<f64> = (0..c)
+        .map(|j| (0..r).map(|i| dl[i * c + j]).sum())
+        .collect();
+    assert_close_as(
+        &format!("{name} f64 colsum"),
+        F64,
+        &sb.values(ctx, F64),
+        &sums,
+    );
+}
+
+/// Three Adam steps and one SGD step with `x` (stored as `sx`) as the gradient.
+fn f64_optimizers(
+    ctx: &Ctx,
+    name: &str,
+    k: &Kernels,
+    rng: &mut gpumem_kernels::testing::Rng,
+    x: &Host,
+    sx: &Stored,
+) {
+    let n = R * C;
+    let px = sx.parts();
+    let p0 = Host::random(rng, n, F64);
+    let sp = Stored::of(ctx, &p0, &cuts(true, &p0, 1));
+    let sm = Stored::of(ctx, &Host::from_f64(F64, vec![0.0; n]), &[]);
+    let sv = Stored::of(ctx, &Host::from_f64(F64, vec![0.0; n]), &[]);
+    let (pp, pm, pv) = (sp.parts(), sm.parts(), sv.parts());
+    let (mp, mm, mv) = (
+        mat(&pp, n, 1, F64),
+        mat(&pm, n, 1, F64),
+        mat(&pv, n, 1, F64),
+    );
+    let mut p = p0.values.clone();
+    let (mut m, mut v) = (vec![0f64; n], vec![0f64; n]);
+    let (b1, b2) = (f64::from(0.9f32), f64::from(0.999f32));
+    let (lr, eps) = (f64::from(0.01f32), f64::from(1e-8f32));
+    for step in 1..=3u32 {
+        let h = Adam {
+            lr: 0.01,
+            beta1: 0.9,
+            beta2: 0.999,
+            eps: 1e-8,
+            step,
+        };
+        ctx.run(|e| {
+            k.adam(e, &mp, &mat(&px, n, 1, F64), &mm, &mv, &h)
+                .expect("adam")
+        });
+        let bc1 = 1.0 - b1.powi(step as i32);
+        let bc2 = 1.0 - b2.powi(step as i32);
+        for j in 0..n {
+            let g = x.values[j];
+            m[j] = b1 * m[j] + (1.0 - b1) * g;
+            v[j] = b2 * v[j] + (1.0 - b2) * g * g;
+            p[j] -= lr * (m[j] / bc1) / ((v[j] / bc2).sqrt() + eps);
+        }
+    }
+    ctx.run(|e| k.sgd(e, &mp, &mat(&px, n, 1, F64), 0.5).expect("sgd"));
+    for (pj, xj) in p.iter_mut().zip(&x.values) {
+        *pj -= f64::from(0.5f32) * xj;
+    }
+    assert_close_as(
+        &format!("{name} f64 adam+sgd param"),
+        F64,
+        &sp.values(ctx, F64),
+        &p,
+    );
+    assert_close_as(&format!("{name} f64 adam v"), F64, &sv.values(ctx, F64), &v);
 }
 
 #[test]

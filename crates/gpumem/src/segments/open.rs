@@ -3,13 +3,14 @@
 //! request for a backing it left out with [`Error::NotBuilt`], never a panic.
 
 use super::Backing;
-use crate::device::Backend;
+use crate::backend::Backend;
 use crate::error::Error;
 
 /// The backing, its name, and why it was chosen.
-pub(super) type Opened = (Backing, String, String);
+pub(crate) type Opened = (Backing, String, String);
 
-pub(super) fn backing(backend: Backend) -> Result<Opened, Error> {
+/// Opens the backing `backend` names (`auto`: the one it finds).
+pub(crate) fn open(backend: Backend) -> Result<Opened, Error> {
     match backend {
         Backend::Plan => Ok((Backing::Plan, "plan".into(), "asked for".into())),
         Backend::Cpu => cpu("asked for".into()),
@@ -98,7 +99,7 @@ mod tests {
     /// `plan` is in every build.
     #[test]
     fn plan_always_opens() {
-        let (backing, name, _) = backing(Backend::Plan).expect("plan opens");
+        let (backing, name, _) = open(Backend::Plan).expect("plan opens");
         assert!(matches!(backing, Backing::Plan) && name == "plan");
     }
 }
