@@ -3,7 +3,7 @@
 
 use anyhow::Context;
 use clap::{CommandFactory, FromArgMatches, Parser};
-use demo::{DeviceArgs, ModelArgs, Output, SnapshotArgs, with_defaults};
+use cli::{DeviceArgs, ModelArgs, Output, SnapshotArgs, with_defaults};
 use gpumem::data::Dataset;
 use gpumem::device::DeviceInfo;
 use gpumem::estimate::{Estimate, estimate_on};
@@ -36,8 +36,8 @@ struct Cli {
 const LESSON_BATCH: u64 = 32;
 
 /// Runs the demo with `args`, the program's name first (as `std::env::args_os()` gives them);
-/// it prints through [`demo::Output`]. A command-line error (or `--help`) is returned as a
-/// `clap::Error`, which [`demo::run_main`] prints and exits with.
+/// it prints through [`cli::Output`]. A command-line error (or `--help`) is returned as a
+/// `clap::Error`, which [`cli::run_main`] prints and exits with.
 pub fn run(args: impl IntoIterator<Item = impl Into<OsString> + Clone>) -> anyhow::Result<()> {
     let cmd = SnapshotArgs::describe(
         with_defaults(Cli::command(), &[("batch", "full")]),
@@ -52,7 +52,7 @@ pub fn run(args: impl IntoIterator<Item = impl Into<OsString> + Clone>) -> anyho
     let device = Device::new(&cli.device.options(cli.device.backend))?;
     let info = device.info();
     out.line("Challenge 1 — the whole training set as one batch");
-    out.line(demo::device_line(&info));
+    out.line(cli::device_line(&info));
     out.line(cli.device.card_line());
     out.line(format!(
         "network: {} inputs → {} hidden layer(s) of {} (ReLU) → {} classes, {}, {} parameters",
@@ -110,7 +110,7 @@ fn full_batch(
     out: &Output,
 ) -> anyhow::Result<FullBatch> {
     let (heavy, why) =
-        demo::args::heavy_backend(cli.device.backend, info.backend, cli.device.device_memory);
+        cli::args::heavy_backend(cli.device.backend, info.backend, cli.device.device_memory);
     let heavy_options = cli.device.options(heavy);
     let whole = if rows >= cli.model.samples {
         " (the whole training set)"
@@ -141,7 +141,7 @@ fn full_batch(
         measure_step_on(&device, config, rows, cli.model.seed).context("running the full batch")?;
     // Written before anything else can fail: an out-of-memory is when it is wanted.
     if let Some(path) = cli.snapshot.write(&device)? {
-        out.line(demo::snapshot_args::written_line(path));
+        out.line(cli::snapshot_args::written_line(path));
     }
     let mut largest = None;
     match &attempt.oom {

@@ -2,7 +2,7 @@
 //! the card runs out, and compare with the lesson's "typically 5 hidden layers".
 
 use clap::{CommandFactory, FromArgMatches, Parser};
-use demo::{DeviceArgs, ModelArgs, Output, SnapshotArgs, with_defaults};
+use cli::{DeviceArgs, ModelArgs, Output, SnapshotArgs, with_defaults};
 use gpumem::estimate::{deepest_that_fits, estimate};
 use gpumem::measure::{Search, StepMemory, measure_step, measure_step_on, search_largest};
 use gpumem::mlp::MlpConfig;
@@ -32,8 +32,8 @@ struct Cli {
 const LESSON_LAYERS: u64 = 5;
 
 /// Runs the demo with `args`, the program's name first (as `std::env::args_os()` gives them);
-/// it prints through [`demo::Output`]. A command-line error (or `--help`) is returned as a
-/// `clap::Error`, which [`demo::run_main`] prints and exits with.
+/// it prints through [`cli::Output`]. A command-line error (or `--help`) is returned as a
+/// `clap::Error`, which [`cli::run_main`] prints and exits with.
 pub fn run(args: impl IntoIterator<Item = impl Into<OsString> + Clone>) -> anyhow::Result<()> {
     // The learning rate of the lesson's loop as the book shows it (`lesson_loop.py`); memory
     // does not depend on it, but the demo should not contradict the page.
@@ -59,9 +59,9 @@ pub fn run(args: impl IntoIterator<Item = impl Into<OsString> + Clone>) -> anyho
     cli.snapshot.check()?;
     let opened = Device::new(&cli.device.options(cli.device.backend))?.info();
     let (backend, why) =
-        demo::args::heavy_backend(cli.device.backend, opened.backend, cli.device.device_memory);
+        cli::args::heavy_backend(cli.device.backend, opened.backend, cli.device.device_memory);
     out.line("Challenge 2 — how deep before the card runs out?");
-    out.line(demo::device_line(&opened));
+    out.line(cli::device_line(&opened));
     out.line(cli.device.card_line());
     if let Some(why) = &why {
         out.line(format!("runs:    {why}"));
@@ -143,7 +143,7 @@ fn snapshot(
     if let Some(path) = cli.snapshot.write(&device)? {
         out.line(format!(
             "\n{} ({} hidden layers)",
-            demo::snapshot_args::written_line(path),
+            cli::snapshot_args::written_line(path),
             config.layers
         ));
     }
@@ -159,7 +159,7 @@ fn search_depths(
     out: Output,
 ) -> anyhow::Result<Search> {
     let max_layers = cli.model.layers;
-    let bar = demo::progress(
+    let bar = cli::progress(
         2 * (64 - max_layers.leading_zeros() as u64) + 2,
         "trying depths",
         out,

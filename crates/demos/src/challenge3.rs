@@ -12,7 +12,7 @@ mod watch;
 
 use clap::parser::ValueSource;
 use clap::{ArgMatches, CommandFactory, FromArgMatches, Parser, ValueEnum};
-use demo::{AllocatorArgs, DeviceArgs, ModelArgs, Output, SnapshotArgs, with_defaults};
+use cli::{AllocatorArgs, DeviceArgs, ModelArgs, Output, SnapshotArgs, with_defaults};
 use gpumem::size::MemorySpec;
 use gpumem::{Backend, Device, DeviceOptions};
 use std::ffi::OsString;
@@ -39,7 +39,7 @@ struct Cli {
     #[command(flatten)]
     snapshot: SnapshotArgs,
     /// Epochs to train.
-    #[arg(long, value_name = "N", default_value = "3", value_parser = demo::args::parse_positive)]
+    #[arg(long, value_name = "N", default_value = "3", value_parser = cli::args::parse_positive)]
     epochs: u64,
     /// Where to write the timeline chart (SVG) of allocated and reserved bytes.
     #[arg(
@@ -193,7 +193,7 @@ impl Setup {
         // The fragmentation runs need gigabytes: planned unless a hardware GPU or an explicit
         // backing was asked for. The others are small enough to execute on the cpu.
         let (backend, why) = match cli.scenario {
-            Scenario::Fragmentation => demo::args::heavy_backend(
+            Scenario::Fragmentation => cli::args::heavy_backend(
                 cli.device.backend,
                 opened.backend,
                 cli.device.device_memory,
@@ -279,7 +279,7 @@ impl Setup {
             self.epochs
         ));
         out.line(format!("allocator: {}", self.allocator.describe()));
-        for note in demo::alloc_args::notes(&self.allocator.config()) {
+        for note in cli::alloc_args::notes(&self.allocator.config()) {
             out.line(note);
         }
     }
@@ -291,8 +291,8 @@ fn given(m: &ArgMatches, id: &str) -> bool {
 }
 
 /// Runs the demo with `args`, the program's name first (as `std::env::args_os()` gives them);
-/// it prints through [`demo::Output`]. A command-line error (or `--help`) is returned as a
-/// `clap::Error`, which [`demo::run_main`] prints and exits with.
+/// it prints through [`cli::Output`]. A command-line error (or `--help`) is returned as a
+/// `clap::Error`, which [`cli::run_main`] prints and exits with.
 pub fn run(args: impl IntoIterator<Item = impl Into<OsString> + Clone>) -> anyhow::Result<()> {
     let setup = Setup::from_args(args)?;
     let out = Output::new(setup.json);
@@ -338,7 +338,7 @@ pub fn write_timeline(
     if let Some(snapshot) = &result.snapshot
         && let Some(path) = setup.snapshot.write_snapshot(snapshot)?
     {
-        Output::new(setup.json).line(demo::snapshot_args::written_line(path));
+        Output::new(setup.json).line(cli::snapshot_args::written_line(path));
     }
     Ok(setup.out.clone())
 }

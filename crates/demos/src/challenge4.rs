@@ -4,12 +4,12 @@
 //! strategies on a sample of the data. Ends with the cheapest combination that fits, the
 //! float32-vs-float64 comparison, and what mixed precision really saves.
 
-mod cli;
+mod flags;
 pub mod strategies;
 
 use clap::{CommandFactory, FromArgMatches};
-use cli::Cli;
-use demo::{Output, SnapshotArgs, with_defaults};
+use cli::{Output, SnapshotArgs, with_defaults};
+use flags::Cli;
 use gpumem::data::LESSON_TRAINING_EVENTS;
 use gpumem::device::DeviceInfo;
 use gpumem::fit::CHEAPEST_RULE;
@@ -21,8 +21,8 @@ use std::ffi::OsString;
 use strategies::{Row, Timing};
 
 /// Runs the demo with `args`, the program's name first (as `std::env::args_os()` gives them);
-/// it prints through [`demo::Output`]. A command-line error (or `--help`) is returned as a
-/// `clap::Error`, which [`demo::run_main`] prints and exits with.
+/// it prints through [`cli::Output`]. A command-line error (or `--help`) is returned as a
+/// `clap::Error`, which [`cli::run_main`] prints and exits with.
 pub fn run(args: impl IntoIterator<Item = impl Into<OsString> + Clone>) -> anyhow::Result<()> {
     let cmd = SnapshotArgs::describe(
         with_defaults(Cli::command(), &[("batch", "full")]),
@@ -141,7 +141,7 @@ impl<'a> Demo<'a> {
         let device = Device::new(&args.options(self.plan.card()))?;
         gpumem::measure::measure_step_on(&device, &self.base, self.rows, self.cli.model.seed)?;
         if let Some(path) = args.write(&device)? {
-            self.out.line(demo::snapshot_args::written_line(path));
+            self.out.line(cli::snapshot_args::written_line(path));
         }
         Ok(())
     }
@@ -227,7 +227,7 @@ impl<'a> Demo<'a> {
     /// (once per distinct effective strategy).
     fn plan_and_time(&self, table: &mut [Row]) -> anyhow::Result<strategies::Sample> {
         let cli = self.cli;
-        let bar = demo::progress(table.len() as u64, "planning and timing", self.out);
+        let bar = cli::progress(table.len() as u64, "planning and timing", self.out);
         let sample = strategies::Sample::new(
             cli.time_samples.min(cli.model.samples),
             cli.model.batch,

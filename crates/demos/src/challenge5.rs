@@ -3,12 +3,12 @@
 //! [`gpumem::parallel`], planned at full size on the `plan` backing; then the fewest cards
 //! each scheme needs.
 
-mod cli;
+mod flags;
 mod grid;
 
 use clap::{CommandFactory, FromArgMatches};
-use cli::Cli;
-use demo::{Output, with_defaults};
+use cli::{Output, with_defaults};
+use flags::Cli;
 use gpumem::measure::deepest_network;
 use gpumem::mlp::{MlpConfig, Optimizer};
 use gpumem::parallel::{Scheme, fewest_cards_by, measure_group};
@@ -18,8 +18,8 @@ use serde_json::json;
 use std::ffi::OsString;
 
 /// Runs the demo with `args`, the program's name first (as `std::env::args_os()` gives them);
-/// it prints through [`demo::Output`]. A command-line error (or `--help`) is returned as a
-/// `clap::Error`, which [`demo::run_main`] prints and exits with.
+/// it prints through [`cli::Output`]. A command-line error (or `--help`) is returned as a
+/// `clap::Error`, which [`cli::run_main`] prints and exits with.
 pub fn run(args: impl IntoIterator<Item = impl Into<OsString> + Clone>) -> anyhow::Result<()> {
     let cmd = with_defaults(Cli::command(), &[("hidden", "5000"), ("layers", "4096")])
         .mut_arg("layers", |a| {
@@ -126,7 +126,7 @@ fn measure_all(
     out: Output,
 ) -> anyhow::Result<Vec<Cell>> {
     let (schemes, counts) = (cli.schemes(), cli.card_counts());
-    let bar = demo::progress(
+    let bar = cli::progress(
         (schemes.len() * counts.len()) as u64,
         "planning groups",
         out,

@@ -8,8 +8,8 @@
 
 use super::runner::{self, Keep, RunResult, RunSpec};
 use super::{Setup, write_timeline};
-use demo::Output;
-use demo::alloc_args::describe;
+use cli::Output;
+use cli::alloc_args::describe;
 use gpumem::alloc::AllocatorConfig;
 use gpumem::size::format_bytes;
 use serde::Serialize;
@@ -322,7 +322,7 @@ fn print_expandable(e: &Attempt, out: Output) {
         e.maps,
         e.unmaps,
         format_bytes(e.peak_reserved),
-        demo::alloc_args::notes(&AllocatorConfig {
+        cli::alloc_args::notes(&AllocatorConfig {
             expandable_segments: true,
             ..Default::default()
         })

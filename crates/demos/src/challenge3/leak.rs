@@ -3,7 +3,7 @@
 
 use super::runner::{self, EPOCH_HEADERS, Keep, RunResult, RunSpec, epoch_rows};
 use super::{Setup, write_timeline};
-use demo::Output;
+use cli::Output;
 use gpumem::size::format_bytes;
 use serde_json::json;
 

@@ -2,7 +2,7 @@
 
 use super::strategies::Accumulation;
 use clap::Parser;
-use demo::{DeviceArgs, ModelArgs, SnapshotArgs};
+use cli::{DeviceArgs, ModelArgs, SnapshotArgs};
 use gpumem::mlp::{Checkpointing, Precision};
 
 /// Make a setup that does not fit the card fit it: mixed precision, gradient accumulation,
@@ -30,7 +30,7 @@ pub(crate) struct Cli {
     /// Rows of the synthetic data the timing runs train on (the full size would need tens of
     /// GiB of host memory on the cpu backing). Debug builds are slow: for realistic timings
     /// use `cargo run --release -p challenge4 -- --time-samples 20000`.
-    #[arg(long, value_name = "N", default_value = "256", value_parser = demo::args::parse_positive, allow_hyphen_values = true)]
+    #[arg(long, value_name = "N", default_value = "256", value_parser = cli::args::parse_positive, allow_hyphen_values = true)]
     pub(crate) time_samples: u64,
     /// Epochs each timing run trains on the sample.
     #[arg(long, value_name = "N", default_value = "1", value_parser = parse_epochs, allow_hyphen_values = true)]
@@ -61,7 +61,7 @@ fn parse_accumulation(s: &str) -> Result<Accumulation, String> {
     if s.trim().eq_ignore_ascii_case("auto") {
         return Ok(Accumulation::Auto);
     }
-    demo::args::parse_positive(s)
+    cli::args::parse_positive(s)
         .map(Accumulation::Steps)
         .map_err(|e| format!("micro-batches {e} (or `auto`)"))
 }
@@ -70,13 +70,13 @@ fn parse_checkpoint(s: &str) -> Result<Checkpointing, String> {
     if s.trim().eq_ignore_ascii_case("sqrt") {
         return Ok(Checkpointing::Sqrt);
     }
-    demo::args::parse_positive(s)
+    cli::args::parse_positive(s)
         .map(Checkpointing::Every)
         .map_err(|e| format!("layers per segment {e} (or `sqrt`)"))
 }
 
 fn parse_epochs(s: &str) -> Result<u64, String> {
-    let n = demo::args::parse_positive(s)?;
+    let n = cli::args::parse_positive(s)?;
     if n > 1000 {
         return Err(format!("at most 1000 timing epochs, got {n}"));
     }

@@ -1,6 +1,6 @@
-//! What the challenge demos share: their command-line flags, how they open the device,
-//! and how they print (tables for people, `--json` for programs, progress bars for long
-//! searches), and a demo's transcript when it runs from its library ([`capture`]).
+//! The command-line kit the challenge demos and `memviz` share: their flags, how they open
+//! the device, and how they print (tables for people, `--json` for programs, progress bars
+//! for long searches), and a demo's transcript when it runs from its library ([`capture`]).
 
 pub mod alloc_args;
 pub mod args;
