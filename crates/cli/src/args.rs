@@ -1,15 +1,18 @@
 //! Flags every challenge takes. Each challenge flattens these into its own `clap` parser
 //! and may change the defaults with [`with_defaults`].
 
+use crate::setup::ModelSetup;
 use clap::Args;
 use gpumem::alloc::OomMessage;
 use gpumem::cublas::{CublasWorkspace, WorkspaceRules};
 use gpumem::device::{Backend, DeviceOptions};
+use gpumem::estimate::StepSetup;
 use gpumem::lesson::Card;
 use gpumem::mlp::{MlpConfig, Optimizer, OptimizerImpl, ZeroGrad};
 use gpumem::size::MemorySpec;
 use gpumem::train::BatchSize;
 use gpumem::versions::{ComputeCapability, DEFAULT_COMPUTE_CAPABILITY, Rules, TorchVersion};
+use std::num::{IntErrorKind, NonZeroU64};
 
 /// Where to run and how much memory the card has.
 #[derive(Debug, Clone, Args)]
@@ -165,8 +168,8 @@ pub struct ModelArgs {
     pub batch: BatchSize,
 
     /// Events in the synthetic training set (the lesson's set had about 1.17 million).
-    #[arg(long, value_name = "N", default_value = "1173000", value_parser = parse_positive, allow_hyphen_values = true)]
-    pub samples: u64,
+    #[arg(long, value_name = "N", default_value = "1173000", value_parser = parse_count, allow_hyphen_values = true)]
+    pub samples: NonZeroU64,
 
     /// Optimizer: sgd (no state) or adam (two values of state per parameter).
     #[arg(long, value_name = "NAME", default_value = "sgd", value_parser = ["sgd", "adam"])]
@@ -231,9 +234,15 @@ impl ModelArgs {
         config
     }
 
-    /// The batch in rows for the training set.
-    pub fn batch_rows(&self) -> (u64, Option<String>) {
-        self.batch.resolve(self.samples)
+    /// The network at its batch, checked once: `--batch` resolved against the training set
+    /// (with a notice when it was larger), the network as [`ModelArgs::config`] makes it.
+    /// What a demo runs takes this and checks neither again.
+    pub fn setup(&self, device: &DeviceArgs) -> Result<ModelSetup, gpumem::Error> {
+        let (batch, notice) = self.batch.resolve(self.samples);
+        Ok(ModelSetup {
+            step: StepSetup::new(self.config(device), batch)?,
+            notice,
+        })
     }
 }
 
@@ -288,10 +297,16 @@ fn parse_batch(s: &str) -> Result<BatchSize, String> {
 
 /// A whole number of at least 1, with a message that says so.
 pub fn parse_positive(s: &str) -> Result<u64, String> {
+    parse_count(s).map(NonZeroU64::get)
+}
+
+/// [`parse_positive`] into a type that cannot be 0, for what later arithmetic divides by or
+/// resolves against.
+pub fn parse_count(s: &str) -> Result<NonZeroU64, String> {
     let t = s.trim();
-    match t.parse::<u64>() {
-        Ok(0) => Err("must be at least 1, got 0".into()),
+    match t.parse::<NonZeroU64>() {
         Ok(n) => Ok(n),
+        Err(e) if *e.kind() == IntErrorKind::Zero => Err("must be at least 1, got 0".into()),
         Err(_) if t.starts_with('-') => Err(format!("must be at least 1, got {t}")),
         Err(_) if !t.is_empty() && t.bytes().all(|b| b.is_ascii_digit()) => Err(format!(
             "{t} is too large to count (the limit is {})",

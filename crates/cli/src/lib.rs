@@ -5,6 +5,7 @@
 pub mod alloc_args;
 pub mod args;
 pub mod output;
+pub mod setup;
 pub mod snapshot_args;
 /// Helpers for the demos' own tests (the `testing` feature).
 #[cfg(feature = "testing")]
@@ -13,4 +14,5 @@ pub mod testing;
 pub use alloc_args::AllocatorArgs;
 pub use args::{DeviceArgs, ModelArgs, with_defaults};
 pub use output::{Output, capture, device_line, progress, run_main};
+pub use setup::ModelSetup;
 pub use snapshot_args::SnapshotArgs;

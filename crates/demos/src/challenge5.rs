@@ -39,8 +39,9 @@ pub fn run(args: impl IntoIterator<Item = impl Into<OsString> + Clone>) -> anyho
         });
     let cli = Cli::from_arg_matches(&cmd.try_get_matches_from(args)?)?;
     let out = Output::new(cli.json);
-    let (batch, notice) = cli.model.batch_rows();
-    cli.model.config(&cli.device).validate()?;
+    // The network at --layers, the deepest the search may try, checked once.
+    let setup = cli.model.setup(&cli.device)?;
+    let batch = setup.step.rows();
     let MemorySpec::Bytes(card_bytes) = cli.device.device_memory else {
         anyhow::bail!("--device-memory: the cards are planned, so they need a size (not native)");
     };
@@ -50,12 +51,12 @@ pub fn run(args: impl IntoIterator<Item = impl Into<OsString> + Clone>) -> anyho
         "cards:   {} each, planned on the plan backing (every allocation, no kernels)",
         format_bytes(card_bytes)
     ));
-    if let Some(n) = notice {
+    if let Some(n) = &setup.notice {
         out.line(format!("note:    {n}"));
     }
     let mut networks = Vec::new();
     let mut unfit = true;
-    for config in variants(&cli) {
+    for config in variants(setup.step.config(), cli.model.lr) {
         let (config, deepest) = one_layer_too_deep(&cli, &card, config, batch)?;
         let cells = measure_all(&cli, &card, &config, batch, out)?;
         print_network(&config, deepest, batch, &cells, out);
@@ -88,12 +89,12 @@ pub fn run(args: impl IntoIterator<Item = impl Into<OsString> + Clone>) -> anyho
     Ok(())
 }
 
-/// The network of the flags, and its Adam variant when it trains with SGD.
-fn variants(cli: &Cli) -> Vec<MlpConfig> {
-    let config = cli.model.config(&cli.device);
+/// The network of the flags, and its Adam variant at learning rate `lr` when it trains with
+/// SGD.
+fn variants(config: &MlpConfig, lr: f32) -> Vec<MlpConfig> {
     let adam = matches!(config.optimizer, Optimizer::Sgd { .. })
-        .then(|| config.clone().with_optimizer(Optimizer::adam(cli.model.lr)));
-    std::iter::once(config).chain(adam).collect()
+        .then(|| config.clone().with_optimizer(Optimizer::adam(lr)));
+    std::iter::once(config.clone()).chain(adam).collect()
 }
 
 /// `config` one hidden layer deeper than the deepest that fits one card (the engine's search,

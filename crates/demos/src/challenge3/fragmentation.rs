@@ -100,9 +100,9 @@ pub fn spec(
 ) -> RunSpec {
     RunSpec {
         options: setup.options(allocator),
-        config: setup.model.config(&setup.device),
-        samples: setup.model.samples,
-        batch: setup.batch(),
+        config: setup.step.config().clone(),
+        samples: setup.model.samples.get(),
+        batch: setup.step.batch(),
         epochs: setup.epochs,
         seed: setup.model.seed,
         keep: Keep::Last,
@@ -253,7 +253,7 @@ pub fn run(setup: &Setup, out: Output) -> anyhow::Result<()> {
         "scenario": "fragmentation",
         "device": setup.opened,
         "backend": setup.backend,
-        "config": setup.model.config(&setup.device),
+        "config": setup.step.config(),
         "run": base,
         "fragmented": oom.is_fragmentation(),
         "oom": oom,

@@ -42,7 +42,7 @@ pub fn run(setup: &Setup, out: Output) -> anyhow::Result<()> {
         "scenario": "train",
         "device": setup.opened,
         "backend": setup.backend,
-        "config": setup.model.config(&setup.device),
+        "config": setup.step.config(),
         "allocator": setup.allocator.config(),
         "run": result,
         "events": result.trace.events.len(),

@@ -4,6 +4,7 @@ use super::strategies::Accumulation;
 use clap::Parser;
 use cli::{DeviceArgs, ModelArgs, SnapshotArgs};
 use gpumem::mlp::{Checkpointing, Precision};
+use std::num::NonZeroU64;
 
 /// Make a setup that does not fit the card fit it: mixed precision, gradient accumulation,
 /// activation checkpointing and float32 instead of float64, alone and combined — their peak
@@ -30,8 +31,8 @@ pub(crate) struct Cli {
     /// Rows of the synthetic data the timing runs train on (the full size would need tens of
     /// GiB of host memory on the cpu backing). Debug builds are slow: for realistic timings
     /// use `cargo run --release -p challenge4 -- --time-samples 20000`.
-    #[arg(long, value_name = "N", default_value = "256", value_parser = cli::args::parse_positive, allow_hyphen_values = true)]
-    pub(crate) time_samples: u64,
+    #[arg(long, value_name = "N", default_value = "256", value_parser = cli::args::parse_count, allow_hyphen_values = true)]
+    pub(crate) time_samples: NonZeroU64,
     /// Epochs each timing run trains on the sample.
     #[arg(long, value_name = "N", default_value = "1", value_parser = parse_epochs, allow_hyphen_values = true)]
     pub(crate) time_epochs: u64,
