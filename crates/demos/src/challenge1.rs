@@ -3,11 +3,11 @@
 
 use anyhow::Context;
 use clap::{CommandFactory, FromArgMatches, Parser};
-use demo::{DeviceArgs, ModelArgs, Output, SnapshotArgs, with_defaults};
+use cli::{DeviceArgs, ModelArgs, Output, SnapshotArgs, with_defaults};
 use gpumem::data::Dataset;
 use gpumem::device::DeviceInfo;
-use gpumem::estimate::{Estimate, estimate_on};
-use gpumem::measure::{StepMemory, largest_batch, measure_step_on};
+use gpumem::estimate::{Estimate, StepSetup};
+use gpumem::measure::{StepMemory, largest_batch, measure_setup_on};
 use gpumem::mlp::{Batch, Mlp, MlpConfig};
 use gpumem::size::{MemorySpec, format_bytes};
 use gpumem::{Backend, Device};
@@ -36,8 +36,8 @@ struct Cli {
 const LESSON_BATCH: u64 = 32;
 
 /// Runs the demo with `args`, the program's name first (as `std::env::args_os()` gives them);
-/// it prints through [`demo::Output`]. A command-line error (or `--help`) is returned as a
-/// `clap::Error`, which [`demo::run_main`] prints and exits with.
+/// it prints through [`cli::Output`]. A command-line error (or `--help`) is returned as a
+/// `clap::Error`, which [`cli::run_main`] prints and exits with.
 pub fn run(args: impl IntoIterator<Item = impl Into<OsString> + Clone>) -> anyhow::Result<()> {
     let cmd = SnapshotArgs::describe(
         with_defaults(Cli::command(), &[("batch", "full")]),
@@ -45,14 +45,14 @@ pub fn run(args: impl IntoIterator<Item = impl Into<OsString> + Clone>) -> anyho
     );
     let cli = Cli::from_arg_matches(&cmd.try_get_matches_from(args)?)?;
     let out = Output::new(cli.json);
-    let config = cli.model.config(&cli.device);
-    config.validate()?;
+    let setup = cli.model.setup(&cli.device)?;
+    let config = setup.step.config();
     cli.snapshot.check()?;
 
     let device = Device::new(&cli.device.options(cli.device.backend))?;
     let info = device.info();
     out.line("Challenge 1 — the whole training set as one batch");
-    out.line(demo::device_line(&info));
+    out.line(cli::device_line(&info));
     out.line(cli.device.card_line());
     out.line(format!(
         "network: {} inputs → {} hidden layer(s) of {} (ReLU) → {} classes, {}, {} parameters",
@@ -65,21 +65,20 @@ pub fn run(args: impl IntoIterator<Item = impl Into<OsString> + Clone>) -> anyho
     ));
 
     // 1. A few ordinary steps, to show the network trains.
-    let warmup = warmup(&device, &cli, &out)?;
+    let warmup = warmup(&device, &cli, config, &out)?;
 
     // 2. The whole training set as one batch.
-    let (rows, notice) = cli.model.batch_rows();
-    if let Some(n) = notice {
+    if let Some(n) = &setup.notice {
         out.line(format!("note: {n}"));
     }
-    let full = full_batch(&cli, &info, &config, rows, &out)?;
+    let full = full_batch(&cli, &info, &setup.step, &out)?;
     out.json(&json!({
         "device": info,
         "card": cli.device.card,
         "config": config,
         "warmup": warmup,
         "attempt": {
-            "rows": rows,
+            "rows": setup.step.rows(),
             "backend": full.backend,
             "executed": full.attempt.executed,
             "estimate": full.estimate,
@@ -100,19 +99,19 @@ struct FullBatch {
     largest: Option<u64>,
 }
 
-/// One step of `rows` rows — on the plan backing unless the card is small enough to execute
-/// — with the equation beside it, and on out-of-memory the largest batch that fits.
+/// One step of `setup` — on the plan backing unless the card is small enough to execute —
+/// with the equation beside it, and on out-of-memory the largest batch that fits.
 fn full_batch(
     cli: &Cli,
     info: &DeviceInfo,
-    config: &MlpConfig,
-    rows: u64,
+    setup: &StepSetup,
     out: &Output,
 ) -> anyhow::Result<FullBatch> {
+    let (config, rows) = (setup.config(), setup.rows());
     let (heavy, why) =
-        demo::args::heavy_backend(cli.device.backend, info.backend, cli.device.device_memory);
+        cli::args::heavy_backend(cli.device.backend, info.backend, cli.device.device_memory);
     let heavy_options = cli.device.options(heavy);
-    let whole = if rows >= cli.model.samples {
+    let whole = if rows >= cli.model.samples.get() {
         " (the whole training set)"
     } else {
         ""
@@ -125,7 +124,7 @@ fn full_batch(
         }
         None => out.line(format!("backing: {heavy}, executed")),
     }
-    let e = estimate_on(config, rows, heavy_options.cublas)?;
+    let e = setup.estimate_on(heavy_options.cublas);
     out.line("What one training step needs, by the memory equation (gpumem::estimate):");
     let category_rows: Vec<Vec<String>> = e
         .categories()
@@ -138,10 +137,10 @@ fn full_batch(
     let device = Device::new(&cli.snapshot.options(heavy_options.clone()))
         .context("running the full batch")?;
     let attempt =
-        measure_step_on(&device, config, rows, cli.model.seed).context("running the full batch")?;
+        measure_setup_on(&device, setup, cli.model.seed).context("running the full batch")?;
     // Written before anything else can fail: an out-of-memory is when it is wanted.
     if let Some(path) = cli.snapshot.write(&device)? {
-        out.line(demo::snapshot_args::written_line(path));
+        out.line(cli::snapshot_args::written_line(path));
     }
     let mut largest = None;
     match &attempt.oom {
@@ -190,9 +189,13 @@ fn full_batch(
     })
 }
 
-/// Trains `--warmup-steps` steps at batch 32 on the opened device.
-fn warmup(device: &Device, cli: &Cli, out: &Output) -> anyhow::Result<serde_json::Value> {
-    let config = cli.model.config(&cli.device);
+/// Trains `--warmup-steps` steps of `config` at batch 32 on the opened device.
+fn warmup(
+    device: &Device,
+    cli: &Cli,
+    config: &MlpConfig,
+    out: &Output,
+) -> anyhow::Result<serde_json::Value> {
     let info = device.info();
     let steps = cli.warmup_steps;
     let done = if info.executes {
@@ -204,7 +207,7 @@ fn warmup(device: &Device, cli: &Cli, out: &Output) -> anyhow::Result<serde_json
         "{steps} training steps at batch {LESSON_BATCH} ({done} on {})",
         info.backend
     ));
-    let mut mlp = Mlp::new(device, &config, cli.model.seed).context("building the network")?;
+    let mut mlp = Mlp::new(device, config, cli.model.seed).context("building the network")?;
     let data = Dataset::generate((steps * LESSON_BATCH).max(1), cli.model.seed).train;
     let mut rows = Vec::new();
     let mut losses = Vec::new();

@@ -2,14 +2,15 @@
 //! the card runs out, and compare with the lesson's "typically 5 hidden layers".
 
 use clap::{CommandFactory, FromArgMatches, Parser};
-use demo::{DeviceArgs, ModelArgs, Output, SnapshotArgs, with_defaults};
-use gpumem::estimate::{deepest_that_fits, estimate};
-use gpumem::measure::{Search, StepMemory, measure_step, measure_step_on, search_largest};
+use cli::{DeviceArgs, ModelArgs, Output, SnapshotArgs, with_defaults};
+use gpumem::estimate::{StepSetup, deepest_that_fits};
+use gpumem::measure::{Search, StepMemory, measure_setup, measure_setup_on, search_largest};
 use gpumem::mlp::MlpConfig;
 use gpumem::size::format_bytes;
 use gpumem::{Device, DeviceOptions};
 use serde_json::json;
 use std::ffi::OsString;
+use std::num::NonZeroU64;
 
 /// By adding hidden layers, find how deep the network can be before it runs out of memory
 /// at batch size 32.
@@ -32,8 +33,8 @@ struct Cli {
 const LESSON_LAYERS: u64 = 5;
 
 /// Runs the demo with `args`, the program's name first (as `std::env::args_os()` gives them);
-/// it prints through [`demo::Output`]. A command-line error (or `--help`) is returned as a
-/// `clap::Error`, which [`demo::run_main`] prints and exits with.
+/// it prints through [`cli::Output`]. A command-line error (or `--help`) is returned as a
+/// `clap::Error`, which [`cli::run_main`] prints and exits with.
 pub fn run(args: impl IntoIterator<Item = impl Into<OsString> + Clone>) -> anyhow::Result<()> {
     // The learning rate of the lesson's loop as the book shows it (`lesson_loop.py`); memory
     // does not depend on it, but the demo should not contradict the page.
@@ -51,22 +52,23 @@ pub fn run(args: impl IntoIterator<Item = impl Into<OsString> + Clone>) -> anyho
     );
     let cli = Cli::from_arg_matches(&cmd.try_get_matches_from(args)?)?;
     let out = Output::new(cli.json);
-    let (batch, notice) = cli.model.batch_rows();
+    // The network at --layers, the deepest the search may try, checked once.
+    let setup = cli.model.setup(&cli.device)?;
+    let batch = setup.step.batch();
     // The search starts from one hidden layer and goes up to --layers.
     let max_layers = cli.model.layers;
-    let base = cli.model.config(&cli.device).with_layers(1);
-    cli.model.config(&cli.device).validate()?;
+    let base = setup.step.config().clone().with_layers(1);
     cli.snapshot.check()?;
     let opened = Device::new(&cli.device.options(cli.device.backend))?.info();
     let (backend, why) =
-        demo::args::heavy_backend(cli.device.backend, opened.backend, cli.device.device_memory);
+        cli::args::heavy_backend(cli.device.backend, opened.backend, cli.device.device_memory);
     out.line("Challenge 2 — how deep before the card runs out?");
-    out.line(demo::device_line(&opened));
+    out.line(cli::device_line(&opened));
     out.line(cli.device.card_line());
     if let Some(why) = &why {
         out.line(format!("runs:    {why}"));
     }
-    if let Some(n) = notice {
+    if let Some(n) = &setup.notice {
         out.line(format!("note:    {n}"));
     }
     out.line(format!(
@@ -106,7 +108,7 @@ pub fn run(args: impl IntoIterator<Item = impl Into<OsString> + Clone>) -> anyho
     let options = cli.device.options(backend);
     let predicted = card_bytes.and_then(|c| {
         let room = c.saturating_sub(options.allocator.context_memory);
-        deepest_that_fits(&base, batch, room, max_layers, options.cublas)
+        deepest_that_fits(&base, batch.get(), room, max_layers, options.cublas)
     });
     let compared = compare(&base, batch, deepest, predicted, card_bytes, out)?;
     out.json(&json!({
@@ -131,7 +133,7 @@ pub fn run(args: impl IntoIterator<Item = impl Into<OsString> + Clone>) -> anyho
 fn snapshot(
     cli: &Cli,
     config: &MlpConfig,
-    batch: u64,
+    batch: NonZeroU64,
     options: &DeviceOptions,
     out: Output,
 ) -> anyhow::Result<()> {
@@ -139,11 +141,15 @@ fn snapshot(
         return Ok(());
     }
     let device = Device::new(&cli.snapshot.options(options.clone()))?;
-    measure_step_on(&device, config, batch, cli.model.seed)?;
+    measure_setup_on(
+        &device,
+        &StepSetup::new(config.clone(), batch)?,
+        cli.model.seed,
+    )?;
     if let Some(path) = cli.snapshot.write(&device)? {
         out.line(format!(
             "\n{} ({} hidden layers)",
-            demo::snapshot_args::written_line(path),
+            cli::snapshot_args::written_line(path),
             config.layers
         ));
     }
@@ -154,24 +160,20 @@ fn snapshot(
 fn search_depths(
     cli: &Cli,
     base: &MlpConfig,
-    batch: u64,
+    batch: NonZeroU64,
     options: DeviceOptions,
     out: Output,
 ) -> anyhow::Result<Search> {
     let max_layers = cli.model.layers;
-    let bar = demo::progress(
+    let bar = cli::progress(
         2 * (64 - max_layers.leading_zeros() as u64) + 2,
         "trying depths",
         out,
     );
     let search = search_largest(max_layers, |layers| {
         bar.inc(1);
-        measure_step(
-            &options,
-            &base.clone().with_layers(layers),
-            batch,
-            cli.model.seed,
-        )
+        let setup = StepSetup::new(base.clone().with_layers(layers), batch)?;
+        measure_setup(&options, &setup, cli.model.seed)
     })?;
     bar.finish_and_clear();
     Ok(search)
@@ -257,13 +259,14 @@ struct Compared {
 /// remark.
 fn compare(
     base: &MlpConfig,
-    batch: u64,
+    batch: NonZeroU64,
     deepest: u64,
     predicted: Option<u64>,
     card_bytes: Option<u64>,
     out: Output,
 ) -> anyhow::Result<Compared> {
-    let at = |layers: u64| estimate(&base.clone().with_layers(layers), batch);
+    let at =
+        |layers: u64| StepSetup::new(base.clone().with_layers(layers), batch).map(|s| s.estimate());
     // One layer more, next to the deepest fit: the busiest moment is the one that decides.
     let below = deepest.saturating_sub(1).max(1);
     let (here, next) = (at(below)?, at(below + 1)?);

@@ -12,10 +12,12 @@ mod watch;
 
 use clap::parser::ValueSource;
 use clap::{ArgMatches, CommandFactory, FromArgMatches, Parser, ValueEnum};
-use demo::{AllocatorArgs, DeviceArgs, ModelArgs, Output, SnapshotArgs, with_defaults};
+use cli::{AllocatorArgs, DeviceArgs, ModelArgs, Output, SnapshotArgs, with_defaults};
+use gpumem::estimate::StepSetup;
 use gpumem::size::MemorySpec;
 use gpumem::{Backend, Device, DeviceOptions};
 use std::ffi::OsString;
+use std::num::NonZeroU64;
 use std::path::PathBuf;
 
 /// Watch memory while training: allocated vs reserved, the timeline, a leak, and a
@@ -39,7 +41,7 @@ struct Cli {
     #[command(flatten)]
     snapshot: SnapshotArgs,
     /// Epochs to train.
-    #[arg(long, value_name = "N", default_value = "3", value_parser = demo::args::parse_positive)]
+    #[arg(long, value_name = "N", default_value = "3", value_parser = cli::args::parse_positive)]
     epochs: u64,
     /// Where to write the timeline chart (SVG) of allocated and reserved bytes.
     #[arg(
@@ -66,9 +68,17 @@ struct Defaults {
     card: &'static str,
     hidden: u64,
     layers: u64,
-    batch: u64,
-    samples: u64,
+    batch: NonZeroU64,
+    samples: NonZeroU64,
     epochs: u64,
+}
+
+/// `n` rows, at least one: checked when the program is compiled.
+const fn rows(n: u64) -> NonZeroU64 {
+    match NonZeroU64::new(n) {
+        Some(rows) => rows,
+        None => panic!("a scenario's rows must be at least 1"),
+    }
 }
 
 impl Scenario {
@@ -89,8 +99,8 @@ impl Scenario {
                 card: gpumem::lesson::CARD_ARG,
                 hidden: 2000,
                 layers: 1,
-                batch: 32,
-                samples: 2000,
+                batch: const { rows(32) },
+                samples: const { rows(2000) },
                 epochs: 3,
             },
             // The lesson's network; a card the flat loop fits with room to spare, which the
@@ -99,8 +109,8 @@ impl Scenario {
                 card: "4MiB",
                 hidden: 2000,
                 layers: 1,
-                batch: 32,
-                samples: 20_000,
+                batch: const { rows(32) },
+                samples: const { rows(20_000) },
                 epochs: 8,
             },
             // Inputs chosen to show the failure: batches of 132 000 rows and a last one of
@@ -114,8 +124,8 @@ impl Scenario {
                 card: "1600MiB",
                 hidden: 700,
                 layers: 2,
-                batch: 132_000,
-                samples: 395_600,
+                batch: const { rows(132_000) },
+                samples: const { rows(395_600) },
                 epochs: 2,
             },
         }
@@ -130,6 +140,8 @@ pub struct Setup {
     pub json: bool,
     pub device: DeviceArgs,
     pub model: ModelArgs,
+    /// The network at its batch, as the flags and the scenario's defaults make it, checked.
+    pub step: StepSetup,
     pub allocator: AllocatorArgs,
     /// `--memory-snapshot`: written by [`write_timeline`] for the run it draws.
     pub snapshot: SnapshotArgs,
@@ -171,19 +183,14 @@ impl Setup {
         if !given(matches, "device_memory") {
             cli.device.device_memory = d.card.parse().map_err(anyhow::Error::msg)?;
         }
-        let set = |v: &mut u64, id: &str, default: u64| {
-            if !given(matches, id) {
-                *v = default;
-            }
-        };
-        set(&mut cli.model.hidden, "hidden", d.hidden);
-        set(&mut cli.model.layers, "layers", d.layers);
-        set(&mut cli.model.samples, "samples", d.samples);
-        set(&mut cli.epochs, "epochs", d.epochs);
-        if !given(matches, "batch") {
-            cli.model.batch = gpumem::train::BatchSize::Rows(d.batch);
-        }
-        cli.model.config(&cli.device).validate()?;
+        let model = &mut cli.model;
+        default_unless_given(matches, "hidden", &mut model.hidden, d.hidden);
+        default_unless_given(matches, "layers", &mut model.layers, d.layers);
+        default_unless_given(matches, "samples", &mut model.samples, d.samples);
+        default_unless_given(matches, "epochs", &mut cli.epochs, d.epochs);
+        let batch = gpumem::train::BatchSize::Rows(d.batch);
+        default_unless_given(matches, "batch", &mut model.batch, batch);
+        let step = cli.model.setup(&cli.device)?.step;
         cli.snapshot.check()?;
         let probe = DeviceOptions {
             allocator: cli.device.allocator.config(),
@@ -193,7 +200,7 @@ impl Setup {
         // The fragmentation runs need gigabytes: planned unless a hardware GPU or an explicit
         // backing was asked for. The others are small enough to execute on the cpu.
         let (backend, why) = match cli.scenario {
-            Scenario::Fragmentation => demo::args::heavy_backend(
+            Scenario::Fragmentation => cli::args::heavy_backend(
                 cli.device.backend,
                 opened.backend,
                 cli.device.device_memory,
@@ -219,6 +226,7 @@ impl Setup {
             snapshot: cli.snapshot,
             device: cli.device,
             model: cli.model,
+            step,
             epochs: cli.epochs,
             out: cli.out,
             backend,
@@ -238,7 +246,7 @@ impl Setup {
 
     /// Rows per batch, clamped to the training set.
     pub fn batch(&self) -> u64 {
-        self.model.batch_rows().0
+        self.step.rows()
     }
 
     pub fn card(&self) -> Option<u64> {
@@ -266,7 +274,7 @@ impl Setup {
                 "executed: kernels run, losses are real"
             }
         ));
-        let c = self.model.config(&self.device);
+        let c = self.step.config();
         out.line(format!(
             "network: {} inputs → {} hidden layer(s) of {} → {} classes, {}, batch {}, {} samples, {} epochs",
             c.inputs,
@@ -279,7 +287,7 @@ impl Setup {
             self.epochs
         ));
         out.line(format!("allocator: {}", self.allocator.describe()));
-        for note in demo::alloc_args::notes(&self.allocator.config()) {
+        for note in cli::alloc_args::notes(&self.allocator.config()) {
             out.line(note);
         }
     }
@@ -290,9 +298,16 @@ fn given(m: &ArgMatches, id: &str) -> bool {
     m.value_source(id) == Some(ValueSource::CommandLine)
 }
 
+/// Sets `value` to the scenario's `default` unless the user gave flag `id`.
+fn default_unless_given<T>(m: &ArgMatches, id: &str, value: &mut T, default: T) {
+    if !given(m, id) {
+        *value = default;
+    }
+}
+
 /// Runs the demo with `args`, the program's name first (as `std::env::args_os()` gives them);
-/// it prints through [`demo::Output`]. A command-line error (or `--help`) is returned as a
-/// `clap::Error`, which [`demo::run_main`] prints and exits with.
+/// it prints through [`cli::Output`]. A command-line error (or `--help`) is returned as a
+/// `clap::Error`, which [`cli::run_main`] prints and exits with.
 pub fn run(args: impl IntoIterator<Item = impl Into<OsString> + Clone>) -> anyhow::Result<()> {
     let setup = Setup::from_args(args)?;
     let out = Output::new(setup.json);
@@ -338,7 +353,7 @@ pub fn write_timeline(
     if let Some(snapshot) = &result.snapshot
         && let Some(path) = setup.snapshot.write_snapshot(snapshot)?
     {
-        Output::new(setup.json).line(demo::snapshot_args::written_line(path));
+        Output::new(setup.json).line(cli::snapshot_args::written_line(path));
     }
     Ok(setup.out.clone())
 }

@@ -4,25 +4,27 @@
 //! strategies on a sample of the data. Ends with the cheapest combination that fits, the
 //! float32-vs-float64 comparison, and what mixed precision really saves.
 
-mod cli;
+mod flags;
 pub mod strategies;
 
 use clap::{CommandFactory, FromArgMatches};
-use cli::Cli;
-use demo::{Output, SnapshotArgs, with_defaults};
+use cli::{Output, SnapshotArgs, with_defaults};
+use flags::Cli;
 use gpumem::data::LESSON_TRAINING_EVENTS;
 use gpumem::device::DeviceInfo;
+use gpumem::estimate::StepSetup;
 use gpumem::fit::CHEAPEST_RULE;
 use gpumem::mlp::{MlpConfig, Strategy};
 use gpumem::size::{MemorySpec, format_bytes};
 use gpumem::{Backend, Device};
 use serde_json::json;
 use std::ffi::OsString;
+use std::num::NonZeroU64;
 use strategies::{Row, Timing};
 
 /// Runs the demo with `args`, the program's name first (as `std::env::args_os()` gives them);
-/// it prints through [`demo::Output`]. A command-line error (or `--help`) is returned as a
-/// `clap::Error`, which [`demo::run_main`] prints and exits with.
+/// it prints through [`cli::Output`]. A command-line error (or `--help`) is returned as a
+/// `clap::Error`, which [`cli::run_main`] prints and exits with.
 pub fn run(args: impl IntoIterator<Item = impl Into<OsString> + Clone>) -> anyhow::Result<()> {
     let cmd = SnapshotArgs::describe(
         with_defaults(Cli::command(), &[("batch", "full")]),
@@ -38,8 +40,8 @@ pub fn run(args: impl IntoIterator<Item = impl Into<OsString> + Clone>) -> anyho
     // Every strategy, alone and combined: memory at full size, time on the sample.
     let k = strategies::micro_batches(
         &demo.plan,
-        &demo.base,
-        demo.rows,
+        demo.base(),
+        demo.rows(),
         cli.precision,
         cli.accumulation,
         cli.checkpoint,
@@ -47,8 +49,8 @@ pub fn run(args: impl IntoIterator<Item = impl Into<OsString> + Clone>) -> anyho
     // The recommended combinations are rows too: timed beside what they are chosen over.
     let (mut table, cheapest) = strategies::table(
         &demo.plan,
-        &demo.base,
-        demo.rows,
+        demo.base(),
+        demo.rows(),
         cli.precision,
         k,
         cli.checkpoint,
@@ -66,8 +68,9 @@ pub fn run(args: impl IntoIterator<Item = impl Into<OsString> + Clone>) -> anyho
     }
 
     // The sources' claims, measured.
-    let (base, rows) = (&demo.base, demo.rows);
-    let floats = strategies::float_comparison(&demo.plan, base, rows, cli.model.samples)?;
+    let (base, rows) = (demo.base(), demo.rows());
+    let samples = cli.model.samples.get();
+    let floats = strategies::float_comparison(&demo.plan, base, rows, samples)?;
     out.section("float32 against float64 (the field report: load features as float32)");
     out.table(
         &["term", "float32", "float64", "float64 / float32"],
@@ -121,9 +124,9 @@ pub fn run(args: impl IntoIterator<Item = impl Into<OsString> + Clone>) -> anyho
 struct Demo<'a> {
     cli: &'a Cli,
     out: Output,
-    base: MlpConfig,
+    /// The network at its batch, as the flags made it.
+    step: StepSetup,
     card: u64,
-    rows: u64,
     notice: Option<String>,
     opened: DeviceInfo,
     timing_backend: Backend,
@@ -131,6 +134,16 @@ struct Demo<'a> {
 }
 
 impl<'a> Demo<'a> {
+    /// The network as the flags made it, before any strategy.
+    fn base(&self) -> &MlpConfig {
+        self.step.config()
+    }
+
+    /// Rows per update.
+    fn rows(&self) -> u64 {
+        self.step.rows()
+    }
+
     /// With `--memory-snapshot`: the setup as given (no strategy), one step planned on the
     /// card, its snapshot written.
     fn snapshot(&self) -> anyhow::Result<()> {
@@ -139,31 +152,28 @@ impl<'a> Demo<'a> {
             return Ok(());
         }
         let device = Device::new(&args.options(self.plan.card()))?;
-        gpumem::measure::measure_step_on(&device, &self.base, self.rows, self.cli.model.seed)?;
+        gpumem::measure::measure_setup_on(&device, &self.step, self.cli.model.seed)?;
         if let Some(path) = args.write(&device)? {
-            self.out.line(demo::snapshot_args::written_line(path));
+            self.out.line(cli::snapshot_args::written_line(path));
         }
         Ok(())
     }
 
     fn open(cli: &'a Cli, out: Output) -> anyhow::Result<Demo<'a>> {
-        let base = cli.model.config(&cli.device);
-        base.validate()?;
+        let setup = cli.model.setup(&cli.device)?;
         let MemorySpec::Bytes(card) = cli.device.device_memory else {
             anyhow::bail!(
                 "challenge4 plans every strategy at full size on the plan backing, which needs \
                  a card size: give --device-memory a size (e.g. 16GiB) instead of native"
             );
         };
-        let (rows, notice) = cli.model.batch_rows();
         let opened = Device::new(&cli.device.options(cli.device.backend))?.info();
         Ok(Demo {
             cli,
             out,
-            base,
+            step: setup.step,
             card,
-            rows,
-            notice,
+            notice: setup.notice,
             timing_backend: opened.backend,
             opened,
             plan: strategies::Planner::with_options(card, &cli.device.options(Backend::Plan)),
@@ -172,7 +182,7 @@ impl<'a> Demo<'a> {
 
     /// The setup, where memory is planned and time measured; returns the notes it printed.
     fn header(&self) -> Vec<String> {
-        let (cli, out, base) = (self.cli, self.out, &self.base);
+        let (cli, out, base) = (self.cli, self.out, self.base());
         out.line("Challenge 4 — fitting more on the card");
         out.line(format!(
             "device:  {} card; memory planned at full size on the plan backing",
@@ -201,12 +211,12 @@ impl<'a> Demo<'a> {
             base.parameter_count(),
             cli.precision
         ));
-        let whole = if self.rows == cli.model.samples {
+        let whole = if self.rows() == cli.model.samples.get() {
             " (the whole training set)"
         } else {
             ""
         };
-        out.line(format!("batch:   {} rows{whole}", self.rows));
+        out.line(format!("batch:   {} rows{whole}", self.rows()));
         if let Some(n) = &self.notice {
             out.line(format!("note:    {n}"));
         }
@@ -227,7 +237,7 @@ impl<'a> Demo<'a> {
     /// (once per distinct effective strategy).
     fn plan_and_time(&self, table: &mut [Row]) -> anyhow::Result<strategies::Sample> {
         let cli = self.cli;
-        let bar = demo::progress(table.len() as u64, "planning and timing", self.out);
+        let bar = cli::progress(table.len() as u64, "planning and timing", self.out);
         let sample = strategies::Sample::new(
             cli.time_samples.min(cli.model.samples),
             cli.model.batch,
@@ -238,17 +248,17 @@ impl<'a> Demo<'a> {
         let executes = self.timing_backend != Backend::Plan;
         if executes {
             // One untimed run first, so that the first row does not pay the process's warm-up.
-            sample.warm_up(&timing, &self.base);
+            sample.warm_up(&timing, self.base());
         }
         let mut timed: Vec<(Strategy, Timing)> = Vec::new();
         for row in table.iter_mut() {
-            row.plan(&self.plan, &self.base, self.rows)?;
+            row.plan(&self.plan, self.base(), self.rows())?;
             if executes {
-                let key = row.effective(&self.base);
+                let key = row.effective(self.base());
                 let t = match timed.iter().find(|(s, _)| *s == key) {
                     Some((_, t)) => t.clone(),
                     None => {
-                        let t = sample.time(&timing, &self.base, key)?;
+                        let t = sample.time(&timing, self.base(), key)?;
                         timed.push((key, t.clone()));
                         t
                     }
@@ -265,7 +275,7 @@ impl<'a> Demo<'a> {
         let out = self.out;
         out.section(&format!(
             "Memory of one update of {} rows (planned at full size on the plan backing)",
-            self.rows
+            self.rows()
         ));
         out.table(
             &[
@@ -289,7 +299,7 @@ impl<'a> Demo<'a> {
              checkpointed segment twice: the backward pass recomputes a segment whole.",
         );
         if table.iter().any(|r| !r.checkpointing_has_effect) {
-            let layers = self.base.layers;
+            let layers = self.base().layers;
             out.line(format!(
                 "* With {layers} hidden layer{}, checkpointing has nothing to drop (no layer lies \
                  between two checkpoints): these rows are the same step without it.",
@@ -342,14 +352,14 @@ impl<'a> Demo<'a> {
 
     /// The rule's cheapest against the measurement: the fastest row that fits, on this backing.
     fn print_fastest(&self, table: &[Row], cheapest: &strategies::Cheapest) {
-        let line = strategies::fastest_line(table, cheapest, &self.base, self.timing_backend);
+        let line = strategies::fastest_line(table, cheapest, self.base(), self.timing_backend);
         if let Some(line) = line {
             self.out.line(format!("  {line}"));
         }
     }
 
     fn print_cheapest(&self, cheapest: &strategies::Cheapest) -> anyhow::Result<()> {
-        let (out, base, rows) = (self.out, &self.base, self.rows);
+        let (out, base, rows) = (self.out, self.base(), self.rows());
         out.section("The cheapest combination that fits");
         out.line(format!("\"Cheapest\": {CHEAPEST_RULE}."));
         match &cheapest.best {
@@ -373,7 +383,11 @@ impl<'a> Demo<'a> {
                 "Nothing fits: even one row per micro-batch with every strategy runs out. The \
                  model itself — parameters, gradients and optimizer state, {} — must shrink, or \
                  be split across cards (model parallelism).",
-                format_bytes(gpumem::estimate::estimate(base, 1)?.persistent())
+                format_bytes(
+                    StepSetup::new(base.clone(), NonZeroU64::MIN)?
+                        .estimate()
+                        .persistent()
+                )
             )),
         }
         Ok(())

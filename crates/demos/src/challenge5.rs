@@ -3,12 +3,12 @@
 //! [`gpumem::parallel`], planned at full size on the `plan` backing; then the fewest cards
 //! each scheme needs.
 
-mod cli;
+mod flags;
 mod grid;
 
 use clap::{CommandFactory, FromArgMatches};
-use cli::Cli;
-use demo::{Output, with_defaults};
+use cli::{Output, with_defaults};
+use flags::Cli;
 use gpumem::measure::deepest_network;
 use gpumem::mlp::{MlpConfig, Optimizer};
 use gpumem::parallel::{Scheme, fewest_cards_by, measure_group};
@@ -18,8 +18,8 @@ use serde_json::json;
 use std::ffi::OsString;
 
 /// Runs the demo with `args`, the program's name first (as `std::env::args_os()` gives them);
-/// it prints through [`demo::Output`]. A command-line error (or `--help`) is returned as a
-/// `clap::Error`, which [`demo::run_main`] prints and exits with.
+/// it prints through [`cli::Output`]. A command-line error (or `--help`) is returned as a
+/// `clap::Error`, which [`cli::run_main`] prints and exits with.
 pub fn run(args: impl IntoIterator<Item = impl Into<OsString> + Clone>) -> anyhow::Result<()> {
     let cmd = with_defaults(Cli::command(), &[("hidden", "5000"), ("layers", "4096")])
         .mut_arg("layers", |a| {
@@ -39,8 +39,9 @@ pub fn run(args: impl IntoIterator<Item = impl Into<OsString> + Clone>) -> anyho
         });
     let cli = Cli::from_arg_matches(&cmd.try_get_matches_from(args)?)?;
     let out = Output::new(cli.json);
-    let (batch, notice) = cli.model.batch_rows();
-    cli.model.config(&cli.device).validate()?;
+    // The network at --layers, the deepest the search may try, checked once.
+    let setup = cli.model.setup(&cli.device)?;
+    let batch = setup.step.rows();
     let MemorySpec::Bytes(card_bytes) = cli.device.device_memory else {
         anyhow::bail!("--device-memory: the cards are planned, so they need a size (not native)");
     };
@@ -50,12 +51,12 @@ pub fn run(args: impl IntoIterator<Item = impl Into<OsString> + Clone>) -> anyho
         "cards:   {} each, planned on the plan backing (every allocation, no kernels)",
         format_bytes(card_bytes)
     ));
-    if let Some(n) = notice {
+    if let Some(n) = &setup.notice {
         out.line(format!("note:    {n}"));
     }
     let mut networks = Vec::new();
     let mut unfit = true;
-    for config in variants(&cli) {
+    for config in variants(setup.step.config(), cli.model.lr) {
         let (config, deepest) = one_layer_too_deep(&cli, &card, config, batch)?;
         let cells = measure_all(&cli, &card, &config, batch, out)?;
         print_network(&config, deepest, batch, &cells, out);
@@ -88,12 +89,12 @@ pub fn run(args: impl IntoIterator<Item = impl Into<OsString> + Clone>) -> anyho
     Ok(())
 }
 
-/// The network of the flags, and its Adam variant when it trains with SGD.
-fn variants(cli: &Cli) -> Vec<MlpConfig> {
-    let config = cli.model.config(&cli.device);
+/// The network of the flags, and its Adam variant at learning rate `lr` when it trains with
+/// SGD.
+fn variants(config: &MlpConfig, lr: f32) -> Vec<MlpConfig> {
     let adam = matches!(config.optimizer, Optimizer::Sgd { .. })
-        .then(|| config.clone().with_optimizer(Optimizer::adam(cli.model.lr)));
-    std::iter::once(config).chain(adam).collect()
+        .then(|| config.clone().with_optimizer(Optimizer::adam(lr)));
+    std::iter::once(config.clone()).chain(adam).collect()
 }
 
 /// `config` one hidden layer deeper than the deepest that fits one card (the engine's search,
@@ -126,7 +127,7 @@ fn measure_all(
     out: Output,
 ) -> anyhow::Result<Vec<Cell>> {
     let (schemes, counts) = (cli.schemes(), cli.card_counts());
-    let bar = demo::progress(
+    let bar = cli::progress(
         (schemes.len() * counts.len()) as u64,
         "planning groups",
         out,

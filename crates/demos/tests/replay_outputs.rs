@@ -41,7 +41,7 @@ fn variants() -> (Vec<String>, Vec<(String, Vec<String>)>) {
 }
 
 fn demo(run: fn(Vec<String>) -> anyhow::Result<()>, args: Vec<String>) -> Value {
-    let (result, text) = demo::capture(|| run(args.clone()));
+    let (result, text) = cli::capture(|| run(args.clone()));
     result.unwrap_or_else(|e| panic!("{args:?}: {e}"));
     serde_json::from_str(&text).unwrap_or_else(|e| panic!("{args:?}: {e}\n{text}"))
 }

@@ -71,7 +71,7 @@ fn text_block(message: impl std::fmt::Display) -> String {
 /// instructor page's transcripts. Only for runs that print the same on every machine (on the
 /// `plan` backing, no timings).
 fn transcript(run: impl FnOnce() -> Result<()>) -> Result<String> {
-    let (result, text) = demo::capture(run);
+    let (result, text) = cli::capture(run);
     result?;
     Ok(text)
 }

@@ -160,7 +160,7 @@ fn monitoring_page_claims() {
     // cache's message.
     let run = |rows: u64| {
         let batch = rows.to_string();
-        let (result, text) = demo::capture(|| {
+        let (result, text) = cli::capture(|| {
             demos::challenge1::run(["challenge1", "--backend", "plan", "--batch", batch.as_str()])
         });
         result.unwrap();

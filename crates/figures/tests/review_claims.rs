@@ -327,7 +327,7 @@ fn data_parallelism_shrinks_only_the_batch_terms() {
 fn challenge3_default_run_asks_the_device_once() {
     let out = std::env::temp_dir().join(format!("c3-review-{}.svg", std::process::id()));
     let out_arg = out.to_string_lossy().to_string();
-    let (result, text) = demo::capture(|| {
+    let (result, text) = cli::capture(|| {
         demos::challenge3::run([
             "challenge3",
             "--backend",

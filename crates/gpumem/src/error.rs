@@ -1,7 +1,7 @@
 //! The engine's one error type. Each variant is a kind of failure a caller may act on
 //! differently: out of memory (a result to report), a setting to change, an adapter that
 //! cannot run something, a bug in how tensors were combined. Messages name settings, never a
-//! command-line flag: a CLI that knows its flags adds them (see `demo::run_main`).
+//! command-line flag: a CLI that knows its flags adds them (see `cli::run_main`).
 
 use crate::alloc::{ConfigError, OutOfMemory};
 

@@ -18,8 +18,11 @@
 
 mod ledger;
 mod schedule;
+mod setup;
 #[cfg(test)]
 mod tests;
+
+pub use setup::StepSetup;
 
 use crate::alloc::{LARGE_BUFFER, MIN_LARGE_ALLOC, ROUND_LARGE, SMALL_SIZE, round_size};
 use crate::cublas::WorkspaceRules;
@@ -194,23 +197,31 @@ pub fn estimate_on(
     batch: u64,
     workspaces: WorkspaceRules,
 ) -> Result<Estimate, Error> {
-    config.validate()?;
-    if batch == 0 {
-        return Err(Error::Setup(
-            "the batch size must be at least 1, got 0".into(),
-        ));
+    Ok(StepSetup::from_rows(config, batch)?.estimate_on(workspaces))
+}
+
+impl StepSetup {
+    /// What training this setup costs at its busiest moment on a tensors-only card.
+    pub fn estimate(&self) -> Estimate {
+        self.estimate_on(WorkspaceRules::NONE)
     }
-    let widest = config.hidden.max(config.inputs).max(config.classes).max(2);
-    let fits = batch
-        .checked_mul(widest * F32.max(LABEL))
-        .and_then(|row| row.checked_mul(config.layers + 4))
-        .is_some_and(|total| total < u64::MAX / 4);
-    if !fits {
-        return Err(Error::Setup(format!(
-            "a batch of {batch} rows at width {} needs more bytes than 64 bits can count",
-            config.hidden
-        )));
+
+    /// [`StepSetup::estimate`] on a card whose matrix products take `workspaces` through the
+    /// allocator.
+    pub fn estimate_on(&self, workspaces: WorkspaceRules) -> Estimate {
+        equation(self.config(), self.rows(), workspaces)
     }
+
+    /// The peak of the bytes the step's tensors ask for, before the allocator's rounding: what
+    /// PyTorch's MemTracker counts, and the engine's `peak_requested`.
+    pub fn requested_peak(&self) -> u64 {
+        let walk = two_steps(schedule::Walk::new(self.config()).raw(), |_| 0, self.rows());
+        walk.led.peak.iter().sum()
+    }
+}
+
+/// The equation for a setup [`StepSetup`] checked.
+fn equation(config: &MlpConfig, batch: u64, workspaces: WorkspaceRules) -> Estimate {
     let sp = config.strategy.precision.parameters().size();
     // Hidden-to-hidden weights between 1 and 10 MiB share 20 MiB segments; the last one
     // placed in each segment also takes the segment's leftover when it is 1 MiB or less.
@@ -248,7 +259,7 @@ pub fn estimate_on(
         + workspaces;
     // ANCHOR_END: sum
     let micro = micro_batches(batch, config.strategy.accumulation).len() as u64;
-    Ok(Estimate {
+    Estimate {
         parameters,
         gradients,
         optimizer_state,
@@ -261,15 +272,12 @@ pub fn estimate_on(
         // The walk plans up to three micro-batches of each of two steps; one update runs
         // them all.
         recomputed_layers: walk.recomputed / (2 * micro.min(3)) * micro,
-    })
+    }
 }
 
-/// The peak of the bytes the step's tensors ask for, before the allocator's rounding: what
-/// PyTorch's MemTracker counts, and the engine's `peak_requested`.
+/// [`StepSetup::requested_peak`] of `config` at `batch` rows, or why the setup is invalid.
 pub fn requested_peak(config: &MlpConfig, batch: u64) -> Result<u64, Error> {
-    estimate(config, batch)?;
-    let walk = two_steps(schedule::Walk::new(config).raw(), |_| 0, batch);
-    Ok(walk.led.peak.iter().sum())
+    Ok(StepSetup::from_rows(config, batch)?.requested_peak())
 }
 
 /// The model, then two steps: the second is the steady state (the optimizer's state exists,

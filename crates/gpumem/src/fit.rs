@@ -15,7 +15,7 @@
 
 use crate::device::{Backend, Device, DeviceOptions};
 use crate::error::Error;
-use crate::estimate::estimate;
+use crate::estimate::{StepSetup, estimate};
 use crate::measure::{StepMemory, measure_step};
 use crate::mlp::{Checkpointing, MlpConfig, Precision, Strategy};
 
@@ -51,14 +51,9 @@ pub fn measure_update(
     }
     // The whole batch is uploaded (the micro-batches are views of it); only the first two
     // micro-batches of each step are planned.
-    crate::measure::measure_steps(
-        &Device::new(options)?,
-        config,
-        batch,
-        seed,
-        Some(2),
-        &mut || {},
-    )
+    let device = Device::new(options)?;
+    let setup = StepSetup::from_rows(config, batch)?;
+    crate::measure::measure_steps(&device, &setup, seed, Some(2), &mut || {})
 }
 
 /// How many micro-batches the engine makes of `batch` rows when asked for `asked`.

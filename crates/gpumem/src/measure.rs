@@ -9,6 +9,7 @@ use crate::alloc::{OutOfMemory, Trace};
 use crate::data::Dataset;
 use crate::device::{Device, DeviceOptions};
 use crate::error::Error;
+use crate::estimate::StepSetup;
 use crate::mlp::{Batch, Mlp, MlpConfig};
 
 /// What one step on a fresh device used.
@@ -63,7 +64,7 @@ pub fn measure_step_on(
     batch: u64,
     seed: u64,
 ) -> Result<StepMemory, Error> {
-    measure_steps(device, config, batch, seed, None, &mut || {})
+    measure_setup_on(device, &StepSetup::from_rows(config, batch)?, seed)
 }
 
 /// [`measure_step_on`] with the allocator's events of the measurement, from building the
@@ -76,25 +77,43 @@ pub fn measure_step_traced(
     seed: u64,
 ) -> Result<(StepMemory, Trace), Error> {
     device.start_trace();
+    let setup = StepSetup::from_rows(config, batch)?;
     let mut trace = None;
-    let step = measure_steps(device, config, batch, seed, None, &mut || {
+    let step = measure_steps(device, &setup, seed, None, &mut || {
         trace = Some(device.take_trace());
     })?;
     Ok((step, trace.unwrap_or_else(|| device.take_trace())))
 }
 
-/// [`measure_step_on`], planning only the first `micro_batch_limit` micro-batches of each
+/// [`measure_step`] of a setup checked where it was made.
+pub fn measure_setup(
+    options: &DeviceOptions,
+    setup: &StepSetup,
+    seed: u64,
+) -> Result<StepMemory, Error> {
+    measure_setup_on(&Device::new(options)?, setup, seed)
+}
+
+/// [`measure_setup`] on a device the caller opened (it should be fresh).
+pub fn measure_setup_on(
+    device: &Device,
+    setup: &StepSetup,
+    seed: u64,
+) -> Result<StepMemory, Error> {
+    measure_steps(device, setup, seed, None, &mut || {})
+}
+
+/// [`measure_setup_on`], planning only the first `micro_batch_limit` micro-batches of each
 /// step when given.
 pub(crate) fn measure_steps(
     device: &Device,
-    config: &MlpConfig,
-    batch: u64,
+    setup: &StepSetup,
     seed: u64,
     micro_batch_limit: Option<u64>,
     // Called once the measurement is over, while the network still exists.
     done: &mut dyn FnMut(),
 ) -> Result<StepMemory, Error> {
-    crate::estimate::estimate(config, batch)?;
+    let (config, batch) = (setup.config(), setup.rows());
     let executed = device.info().executes;
     let snapshot = |oom: Option<OutOfMemory>, failed_in, model_allocated, loss| {
         let stats = device.memory_stats();

@@ -12,6 +12,7 @@ pub use epochs::{EpochReport, TrainOptions, train};
 use crate::data::{Dataset, Split, epoch_batches, rng};
 use crate::error::Error;
 use crate::mlp::{Batch, Mlp, StepOutputs, StepResult};
+use std::num::NonZeroU64;
 
 /// Where a loop's rows come from.
 #[derive(Debug, Clone, Copy)]
@@ -151,8 +152,9 @@ fn epoch_plan<'a>(
     }
 }
 
-/// Refuses rows the device cannot train on, an empty set and empty batches.
-fn check(mlp: &Mlp, rows: Rows<'_>, batch: u64) -> Result<(), Error> {
+/// Refuses rows the device cannot train on and an empty set; returns the set's rows. (The
+/// batch needs no check: [`BatchSize`] holds at least one row.)
+fn check(mlp: &Mlp, rows: Rows<'_>) -> Result<NonZeroU64, Error> {
     let executes = mlp.device().info().executes;
     match rows {
         Rows::Data(_) if !executes => {
@@ -168,15 +170,8 @@ fn check(mlp: &Mlp, rows: Rows<'_>, batch: u64) -> Result<(), Error> {
         }
         _ => {}
     }
-    if rows.available() == 0 {
-        return Err(Error::Setup("the training set is empty".into()));
-    }
-    if batch == 0 {
-        return Err(Error::Setup(
-            "the batch size must be at least 1, got 0".into(),
-        ));
-    }
-    Ok(())
+    NonZeroU64::new(rows.available())
+        .ok_or_else(|| Error::Setup("the training set is empty".into()))
 }
 
 /// Trains `mlp` on `rows` as `schedule` says, calling `observer` around every epoch and
@@ -188,8 +183,8 @@ pub fn run(
     schedule: &Schedule,
     observer: &mut impl Observer,
 ) -> Result<Vec<String>, Error> {
-    let (batch, notice) = schedule.batch.resolve(rows.available());
-    check(mlp, rows, batch)?;
+    let (batch, notice) = schedule.batch.resolve(check(mlp, rows)?);
+    let batch = batch.get();
     let mut shuffle = rng(schedule.seed);
     for epoch in 1..=schedule.epochs {
         observer.before_epoch(mlp, epoch)?;

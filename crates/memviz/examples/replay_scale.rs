@@ -7,11 +7,12 @@
 //! table: the median time of N runs, the slowest, and the peak resident memory (`VmHWM`).
 //! A benchmark, not a test: the numbers depend on the machine. The targets: ≤ 5 s, ≤ 1 GB.
 
-use anyhow::{Context, bail};
+mod measured;
+
+use anyhow::Context;
 use clap::Parser;
 use memviz::synthetic::{self, Shape};
 use std::path::PathBuf;
-use std::process::Command;
 use std::time::Instant;
 
 /// Time and peak memory of `memviz replay` on a snapshot of a real run's size.
@@ -28,17 +29,13 @@ struct Cli {
 }
 
 fn main() -> anyhow::Result<()> {
-    let args: Vec<String> = std::env::args().skip(1).collect();
-    if args.first().is_some_and(|a| a == "--measure") {
-        return measure(&args[1..]);
+    if let Some(args) = measured::child_args() {
+        return measure(&args);
     }
     let cli = Cli::parse();
     std::fs::create_dir_all(&cli.dir)?;
     let shape = Shape::REAL_RUN;
-    let made = cli.dir.join(format!(
-        "synthetic-{}-{}.pickle",
-        shape.events, shape.leaked
-    ));
+    let made = measured::snapshot_path(&cli.dir, &shape);
     if !made.exists() {
         synthetic::write(&made, &shape)
             .with_context(|| format!("cannot write {}", made.display()))?;
@@ -92,23 +89,19 @@ fn main() -> anyhow::Result<()> {
 
 /// One replay in a fresh process: (entries, seconds, peak KiB, fits).
 fn child(args: &[String]) -> anyhow::Result<(u64, f64, u64, bool)> {
-    let out = Command::new(std::env::current_exe()?)
-        .arg("--measure")
-        .args(args)
-        .output()?;
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    let Some(line) = stdout.lines().find_map(|l| l.strip_prefix("MEASURED ")) else {
-        bail!(
-            "the replay gave no result ({}): {}",
-            out.status,
-            String::from_utf8_lossy(&out.stderr).trim()
-        );
+    let v = measured::in_fresh_process(args)?;
+    let [entries, secs, fits, peak_kib] = v.as_slice() else {
+        anyhow::bail!("the replay's report is not four fields: {v:?}");
     };
-    let v: Vec<&str> = line.split_whitespace().collect();
-    Ok((v[0].parse()?, v[1].parse()?, v[2].parse()?, v[3] == "true"))
+    Ok((
+        entries.parse()?,
+        secs.parse()?,
+        peak_kib.parse()?,
+        fits == "true",
+    ))
 }
 
-/// The child: one `memviz replay`, then `MEASURED entries seconds peak_kib fits`.
+/// The child: one `memviz replay`, then its report: entries, seconds, fits (and the peak).
 fn measure(args: &[String]) -> anyhow::Result<()> {
     let t = Instant::now();
     let all = ["memviz", "replay"]
@@ -119,15 +112,9 @@ fn measure(args: &[String]) -> anyhow::Result<()> {
     let out = memviz::run(all)?;
     let secs = t.elapsed().as_secs_f64();
     let json: serde_json::Value = serde_json::from_str(&out)?;
-    let status = std::fs::read_to_string("/proc/self/status")?;
-    let peak_kib = status
-        .lines()
-        .find_map(|l| l.strip_prefix("VmHWM:"))
-        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
-        .context("no VmHWM in /proc/self/status")?;
-    println!(
-        "MEASURED {} {secs:.3} {peak_kib} {}",
-        json["trace_entries"], json["fits"]
-    );
-    Ok(())
+    measured::report(&[
+        json["trace_entries"].to_string(),
+        format!("{secs:.3}"),
+        json["fits"].to_string(),
+    ])
 }

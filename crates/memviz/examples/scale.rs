@@ -8,11 +8,12 @@
 //! prints a table: the time, the peak resident memory (the child's `VmHWM`) and the SVG's
 //! size. A benchmark, not a test: the numbers depend on the machine.
 
-use anyhow::{Context, bail};
+mod measured;
+
+use anyhow::Context;
 use clap::Parser;
 use memviz::synthetic::{self, Shape};
 use std::path::{Path, PathBuf};
-use std::process::Command;
 use std::time::Instant;
 
 /// memviz at the size of a real run: time and peak memory of reading, summarising and
@@ -36,10 +37,9 @@ struct Cli {
 }
 
 fn main() -> anyhow::Result<()> {
-    // The child's mode, before clap: everything after `--measure` is memviz's.
-    let args: Vec<String> = std::env::args().skip(1).collect();
-    if args.first().is_some_and(|a| a == "--measure") {
-        return measure(args[1..].to_vec());
+    // The child's mode, before clap: its arguments are memviz's.
+    if let Some(args) = measured::child_args() {
+        return measure(args);
     }
     let cli = Cli::parse();
     std::fs::create_dir_all(&cli.dir)
@@ -49,10 +49,7 @@ fn main() -> anyhow::Result<()> {
         leaked: cli.leaked,
         ..Shape::REAL_RUN
     };
-    let made_path = cli.dir.join(format!(
-        "synthetic-{}-{}.pickle",
-        shape.events, shape.leaked
-    ));
+    let made_path = measured::snapshot_path(&cli.dir, &shape);
     let t = Instant::now();
     let made = synthetic::write(&made_path, &shape)
         .with_context(|| format!("cannot write {}", made_path.display()))?;
@@ -105,25 +102,15 @@ fn child(file: &Path, dir: &Path, extra: &[&str]) -> anyhow::Result<Row> {
         file.file_stem()
             .map_or("out".into(), |n| n.to_string_lossy())
     ));
-    let exe = std::env::current_exe()?;
-    let out = Command::new(exe)
-        .arg("--measure")
-        .arg(file)
-        .arg("--svg")
-        .arg(&svg)
-        .arg("--json")
-        .args(extra)
-        .output()?;
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    let Some(line) = stdout.lines().find_map(|l| l.strip_prefix("MEASURED ")) else {
-        bail!(
-            "the run gave no result (status {}): {}",
-            out.status,
-            String::from_utf8_lossy(&out.stderr).trim()
-        );
-    };
-    let v: Vec<f64> = line
-        .split_whitespace()
+    let args = [
+        file.as_os_str(),
+        "--svg".as_ref(),
+        svg.as_os_str(),
+        "--json".as_ref(),
+    ];
+    let extra = extra.iter().map(|a| a.as_ref());
+    let v: Vec<f64> = measured::in_fresh_process(args.into_iter().chain(extra))?
+        .iter()
         .map(|x| x.parse().unwrap_or(0.0))
         .collect();
     Ok(Row {
@@ -134,7 +121,7 @@ fn child(file: &Path, dir: &Path, extra: &[&str]) -> anyhow::Result<Row> {
     })
 }
 
-/// The child: one memviz run, then `MEASURED events seconds peak_kib`.
+/// The child: one memviz run, then its report: events, seconds (and the peak).
 fn measure(args: Vec<String>) -> anyhow::Result<()> {
     let t = Instant::now();
     let out = memviz::run(std::iter::once("memviz".to_string()).chain(args))?;
@@ -143,12 +130,5 @@ fn measure(args: Vec<String>) -> anyhow::Result<()> {
     let events: u64 = json["devices"]
         .as_array()
         .map_or(0, |d| d.iter().filter_map(|d| d["events"].as_u64()).sum());
-    let status = std::fs::read_to_string("/proc/self/status")?;
-    let peak_kib = status
-        .lines()
-        .find_map(|l| l.strip_prefix("VmHWM:"))
-        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
-        .context("no VmHWM in /proc/self/status")?;
-    println!("MEASURED {events} {secs:.3} {peak_kib}");
-    Ok(())
+    measured::report(&[events.to_string(), format!("{secs:.3}")])
 }

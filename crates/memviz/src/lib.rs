@@ -99,7 +99,7 @@ pub fn run(args: impl IntoIterator<Item = impl Into<OsString> + Clone>) -> anyho
         return replay::run(rest);
     }
     let cli = Cli::try_parse_from(args)?;
-    let bar = demo::progress(0, "reading", demo::Output::new(cli.json));
+    let bar = cli::progress(0, "reading", cli::Output::new(cli.json));
     let snap = Snapshot::read_with_progress(&cli.file, &mut |at, total| {
         bar.set_length(total);
         bar.set_position(at);

@@ -4,7 +4,7 @@
 use std::process::ExitCode;
 
 fn main() -> ExitCode {
-    demo::run_main(|| {
+    cli::run_main(|| {
         print!("{}", memviz::run(std::env::args_os())?);
         Ok(())
     })

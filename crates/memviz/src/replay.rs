@@ -51,7 +51,7 @@ pub struct Cli {
     pub alloc_conf: Option<String>,
     /// torch.cuda.set_per_process_memory_fraction: the allocator may reserve at most this
     /// share of the card, from 0 to 1.
-    #[arg(long, value_name = "F", value_parser = demo::alloc_args::parse_memory_fraction, allow_hyphen_values = true)]
+    #[arg(long, value_name = "F", value_parser = cli::alloc_args::parse_memory_fraction, allow_hyphen_values = true)]
     pub memory_fraction: Option<f64>,
     /// The PyTorch to predict (`torch.__version__`): the error's words, and for a recorded
     /// trace the cuBLAS workspaces its matrix products take [default: the card's (none on
@@ -63,7 +63,7 @@ pub struct Cli {
     #[arg(long, value_name = "X.Y", default_value = "7.0", value_parser = parse_capability)]
     pub compute_capability: ComputeCapability,
     /// Replay at this batch (a recorded trace whose bytes are affine in the batch).
-    #[arg(long, value_name = "N", value_parser = demo::args::parse_positive, allow_hyphen_values = true)]
+    #[arg(long, value_name = "N", value_parser = cli::args::parse_positive, allow_hyphen_values = true)]
     pub batch: Option<u64>,
     /// Also search the largest batch that fits the card (a recorded, affine trace).
     #[arg(long)]
@@ -246,8 +246,8 @@ pub struct Replayed {
 
 /// Reads, plans and replays as `cli` asks.
 pub fn replay(cli: &Cli) -> Result<Replayed> {
-    let out = demo::Output::new(cli.json);
-    let bar = demo::progress(0, "reading", out);
+    let out = cli::Output::new(cli.json);
+    let bar = cli::progress(0, "reading", out);
     let snap = Snapshot::read_with_progress(&cli.file, &mut |at, total| {
         bar.set_length(total);
         bar.set_position(at);
@@ -277,7 +277,7 @@ pub fn replay(cli: &Cli) -> Result<Replayed> {
     if let Some(path) = &cli.memory_snapshot {
         check_writable(path)?;
     }
-    let bar = demo::progress(plan.ops.len() as u64, "replaying", out);
+    let bar = cli::progress(plan.ops.len() as u64, "replaying", out);
     let outcome = engine::run(
         &plan,
         batch,
@@ -290,7 +290,7 @@ pub fn replay(cli: &Cli) -> Result<Replayed> {
         s.write(path)?;
     }
     let largest = if cli.largest_batch {
-        let bar = demo::progress(0, "searching the largest batch", out);
+        let bar = cli::progress(0, "searching the largest batch", out);
         let found = largest::largest(&plan, &setup.card, &mut |runs, batch| {
             bar.set_position(runs as u64);
             bar.set_message(format!("searching the largest batch: trying {batch}"));

@@ -249,10 +249,18 @@ fn the_replayed_snapshot_reads_back_with_the_traces_names() {
     assert_eq!(summary.peak_requested as i64, 12 * GIB);
 }
 
+/// Each case is refused, its message saying `says`.
+fn assert_refused(cases: Vec<(&str, Snapshot, Vec<&str>, &str)>) {
+    for (name, snap, args, says) in cases {
+        let why = refused(&write(name, &snap), &args);
+        assert!(why.contains(says), "{name} {args:?}: {why}");
+    }
+}
+
 #[test]
-fn bad_input_is_refused_with_what_is_wrong() {
+fn bad_traces_are_refused_with_what_is_wrong() {
     let one = |t: Vec<TraceEntry>| recorded(t, 4, Affine::Not("by hand".into()));
-    let cases: Vec<(&str, Snapshot, Vec<&str>, &str)> = vec![
+    assert_refused(vec![
         (
             "never.pickle",
             one(vec![e("free_completed", 0x10, 512, "x")]),
@@ -281,6 +289,13 @@ fn bad_input_is_refused_with_what_is_wrong() {
             vec![],
             "second time",
         ),
+    ]);
+}
+
+#[test]
+fn bad_flags_are_refused_with_what_is_wrong() {
+    let one = |t: Vec<TraceEntry>| recorded(t, 4, Affine::Not("by hand".into()));
+    assert_refused(vec![
         (
             "notaffine.pickle",
             one(vec![e("alloc", 0x10, 512, "x")]),
@@ -329,11 +344,11 @@ fn bad_input_is_refused_with_what_is_wrong() {
             vec!["--memory-snapshot", "/no/such/folder/x.pickle"],
             "does not exist",
         ),
-    ];
-    for (name, snap, args, says) in cases {
-        let why = refused(&write(name, &snap), &args);
-        assert!(why.contains(says), "{name} {args:?}: {why}");
-    }
+    ]);
+}
+
+#[test]
+fn traces_the_replay_cannot_take_as_they_are_are_refused() {
     // Several devices: pick one.
     let two = Snapshot {
         device_traces: vec![

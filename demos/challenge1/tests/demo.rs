@@ -1,6 +1,6 @@
 //! The instructor's demo, run as a program: defaults, JSON, help and bad input.
 
-use demo::testing::{Demo, SHARED_REFUSALS, text};
+use cli::testing::{Demo, SHARED_REFUSALS, text};
 use std::process::Output;
 
 const DEMO: Demo = Demo(env!("CARGO_BIN_EXE_challenge1"));
@@ -91,7 +91,7 @@ fn bad_input_is_a_clear_error() {
 fn no_adapter_is_a_clear_error_and_auto_falls_back() {
     let env = [("WGPU_BACKEND", "dx12")];
     let o = DEMO.run_with_env(&["--backend", "wgpu"], &env);
-    demo::testing::assert_refused(&o, &["--backend", "wgpu"], "no wgpu adapter found");
+    cli::testing::assert_refused(&o, &["--backend", "wgpu"], "no wgpu adapter found");
     let o = DEMO.run_with_env(&["--backend", "auto", "--warmup-steps", "1"], &env);
     let t = text(&o);
     assert!(o.status.success(), "{t}");

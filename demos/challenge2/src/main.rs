@@ -4,5 +4,5 @@
 use std::process::ExitCode;
 
 fn main() -> ExitCode {
-    demo::run_main(|| demos::challenge2::run(std::env::args_os()))
+    cli::run_main(|| demos::challenge2::run(std::env::args_os()))
 }

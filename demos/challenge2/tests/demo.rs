@@ -1,7 +1,7 @@
 //! The instructor's demo, run as a program: defaults, agreement with the memory equation
 //! and across backings, JSON, help and bad input.
 
-use demo::testing::{Demo, SHARED_REFUSALS, text};
+use cli::testing::{Demo, SHARED_REFUSALS, text};
 use std::process::Output;
 
 const DEMO: Demo = Demo(env!("CARGO_BIN_EXE_challenge2"));

@@ -1,7 +1,7 @@
 //! The instructor's demo, run as a program: the timeline SVG against the recorded trace, the
 //! leak against the fixed loop, the fragmentation and its remedies, help and bad input.
 
-use demo::testing::{Demo, text};
+use cli::testing::{Demo, text};
 use std::process::Output;
 
 const DEMO: Demo = Demo(env!("CARGO_BIN_EXE_challenge3"));

@@ -1,7 +1,7 @@
 //! The instructor's demo, run as a program: defaults, JSON, the strategies' numbers, help and
 //! bad input.
 
-use demo::testing::{Demo, SHARED_REFUSALS, assert_refused, text};
+use cli::testing::{Demo, SHARED_REFUSALS, assert_refused, text};
 use gpumem::size::format_bytes;
 use serde_json::Value;
 use std::process::Output;

@@ -1,6 +1,6 @@
 //! The instructor's demo, run as a program: defaults, JSON, help and bad input.
 
-use demo::testing::{Demo, SHARED_REFUSALS, text};
+use cli::testing::{Demo, SHARED_REFUSALS, text};
 use serde_json::Value;
 
 const DEMO: Demo = Demo(env!("CARGO_BIN_EXE_challenge5"));
@@ -200,6 +200,6 @@ fn a_card_too_small_for_every_scheme_is_refused_after_the_table() {
         "1,2",
     ];
     let o = DEMO.run(&args);
-    demo::testing::assert_refused(&o, &args, "no scheme fits these networks on up to 2 cards");
+    cli::testing::assert_refused(&o, &args, "no scheme fits these networks on up to 2 cards");
     assert!(text(&o).contains("first to run out"), "{}", text(&o));
 }

@@ -8,8 +8,8 @@
 
 use super::runner::{self, Keep, RunResult, RunSpec};
 use super::{Setup, write_timeline};
-use demo::Output;
-use demo::alloc_args::describe;
+use cli::Output;
+use cli::alloc_args::describe;
 use gpumem::alloc::AllocatorConfig;
 use gpumem::size::format_bytes;
 use serde::Serialize;
@@ -100,9 +100,9 @@ pub fn spec(
 ) -> RunSpec {
     RunSpec {
         options: setup.options(allocator),
-        config: setup.model.config(&setup.device),
-        samples: setup.model.samples,
-        batch: setup.batch(),
+        config: setup.step.config().clone(),
+        samples: setup.model.samples.get(),
+        batch: setup.step.batch(),
         epochs: setup.epochs,
         seed: setup.model.seed,
         keep: Keep::Last,
@@ -253,7 +253,7 @@ pub fn run(setup: &Setup, out: Output) -> anyhow::Result<()> {
         "scenario": "fragmentation",
         "device": setup.opened,
         "backend": setup.backend,
-        "config": setup.model.config(&setup.device),
+        "config": setup.step.config(),
         "run": base,
         "fragmented": oom.is_fragmentation(),
         "oom": oom,
@@ -322,7 +322,7 @@ fn print_expandable(e: &Attempt, out: Output) {
         e.maps,
         e.unmaps,
         format_bytes(e.peak_reserved),
-        demo::alloc_args::notes(&AllocatorConfig {
+        cli::alloc_args::notes(&AllocatorConfig {
             expandable_segments: true,
             ..Default::default()
         })

@@ -3,7 +3,7 @@
 
 use super::runner::{self, EPOCH_HEADERS, Keep, RunResult, RunSpec, epoch_rows};
 use super::{Setup, write_timeline};
-use demo::Output;
+use cli::Output;
 use gpumem::size::format_bytes;
 use serde_json::json;
 
@@ -11,9 +11,9 @@ use serde_json::json;
 pub fn spec(setup: &Setup, keep: Keep) -> RunSpec {
     RunSpec {
         options: setup.options(setup.allocator.config()),
-        config: setup.model.config(&setup.device),
-        samples: setup.model.samples,
-        batch: setup.batch(),
+        config: setup.step.config().clone(),
+        samples: setup.model.samples.get(),
+        batch: setup.step.batch(),
         epochs: setup.epochs,
         seed: setup.model.seed,
         keep,
@@ -111,7 +111,7 @@ pub fn run(setup: &Setup, out: Output) -> anyhow::Result<()> {
         "scenario": "leak",
         "device": setup.opened,
         "backend": setup.backend,
-        "config": setup.model.config(&setup.device),
+        "config": setup.step.config(),
         "allocator": setup.allocator.config(),
         "leaky": leaky,
         "fixed": fixed,

@@ -11,6 +11,7 @@ use gpumem::size::format_bytes;
 use gpumem::train::{self, BatchSize, EpochTotals, Observer, Progress, Rows, Schedule};
 use gpumem::{Device, DeviceOptions, Error};
 use serde::Serialize;
+use std::num::NonZeroU64;
 
 /// What the loop keeps of each step's outputs (`y_pred` and the loss, on the device).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -31,7 +32,7 @@ pub struct RunSpec {
     pub options: DeviceOptions,
     pub config: MlpConfig,
     pub samples: u64,
-    pub batch: u64,
+    pub batch: NonZeroU64,
     pub epochs: u64,
     pub seed: u64,
     pub keep: Keep,

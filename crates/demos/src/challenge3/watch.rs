@@ -4,7 +4,7 @@
 use super::leak;
 use super::runner::{self, EPOCH_HEADERS, Keep, epoch_rows};
 use super::{Setup, write_timeline};
-use demo::Output;
+use cli::Output;
 use gpumem::size::format_bytes;
 use serde_json::json;
 
@@ -12,7 +12,7 @@ pub fn run(setup: &Setup, out: Output) -> anyhow::Result<()> {
     setup.header(out, "watching allocated and reserved memory");
     // The leak scenario's loop, keeping nothing: the plain training loop, traced.
     let spec = leak::spec(setup, Keep::Nothing);
-    let bar = demo::progress(1, "training", out);
+    let bar = cli::progress(1, "training", out);
     let result = runner::run(&spec)?;
     bar.finish_and_clear();
     out.section("After each epoch (the allocator's figures)");
@@ -42,7 +42,7 @@ pub fn run(setup: &Setup, out: Output) -> anyhow::Result<()> {
         "scenario": "train",
         "device": setup.opened,
         "backend": setup.backend,
-        "config": setup.model.config(&setup.device),
+        "config": setup.step.config(),
         "allocator": setup.allocator.config(),
         "run": result,
         "events": result.trace.events.len(),

@@ -27,7 +27,7 @@ pub fn measure() -> Result<Record> {
             let argv = std::iter::once("challenge4".to_string())
                 .chain(args.iter().cloned())
                 .chain(std::iter::once("--json".to_string()));
-            let (result, text) = demo::capture(|| demos::challenge4::run(argv));
+            let (result, text) = cli::capture(|| demos::challenge4::run(argv));
             if let Err(e) = result {
                 eprintln!("  skipped: {e:#}");
                 continue;

@@ -24,7 +24,7 @@ pub fn challenge3_leak() -> Result<String> {
     if let Some(f) = &fixed.failure {
         return Err(anyhow!("the fixed loop ran out of memory: {}", f.oom));
     }
-    let per_epoch = spec.samples.div_ceil(spec.batch);
+    let per_epoch = spec.samples.div_ceil(spec.batch.get());
     let mut out = format!(
         "The lesson's network (one hidden layer of {}, SGD) at batch {} over {} rows — {} steps \
          an epoch — for {} epochs on a {} card, every step planned on the `plan` backing:\n\n\
@@ -93,7 +93,7 @@ pub fn challenge3_leak() -> Result<String> {
 /// Challenge 3's fragmented cache: the failing run, then each remedy on a fresh card.
 pub fn challenge3_fragmentation() -> Result<String> {
     let setup = epochs::fragmentation_setup()?;
-    let (hidden, samples, batch) = (setup.model.hidden, setup.model.samples, setup.batch());
+    let (hidden, samples, batch) = (setup.model.hidden, setup.model.samples.get(), setup.batch());
     let Fragmentation { base, remedies } = epochs::fragmentation_runs()?;
     let failure = base
         .failure

@@ -52,7 +52,7 @@ pub fn context_run(form: OomMessage) -> Result<(OutOfMemory, String)> {
         .chain(context_args(form)?)
         .chain(["--json".to_string()])
         .collect();
-    let (result, text) = demo::capture(|| demos::challenge1::run(args));
+    let (result, text) = cli::capture(|| demos::challenge1::run(args));
     result?;
     let json: serde_json::Value = serde_json::from_str(&text).context("challenge 1's JSON")?;
     let attempt = &json["attempt"];

@@ -54,6 +54,15 @@ pub(crate) fn planned_micro_batches(rows: u64, parts: u64, limit: Option<u64>) -
     }
 }
 
+/// The rows of `batch`, or why a step cannot take it: the one check of an empty batch that
+/// reaches the network (its data, or a planned count, straight from a caller of the step).
+fn rows_of(batch: Batch<'_>) -> Result<u64, Error> {
+    match batch.rows() {
+        0 => Err(Error::Shape("a batch needs at least one row".into())),
+        rows => Ok(rows),
+    }
+}
+
 /// Device tensors a step handed back: the loop's `y_pred` and `loss`. They hold device
 /// memory until dropped: keep them in a `Vec` and memory grows every step.
 #[derive(Debug)]
@@ -100,10 +109,7 @@ pub(crate) struct Pending {
 impl Mlp {
     /// The batch on the device: `x` (rows × inputs) and `y` (int64 labels).
     pub(super) fn upload(&self, batch: Batch<'_>) -> Result<(Tensor, Tensor), Error> {
-        let rows = batch.rows();
-        if rows == 0 {
-            return Err(Error::Shape("a batch needs at least one row".into()));
-        }
+        let rows = rows_of(batch)?;
         let dtype = self.precision().data();
         let x = Tensor::new(
             &self.device,
@@ -155,10 +161,7 @@ impl Mlp {
     /// of every micro-batch. A multi-card scheme reduces the gradients before
     /// [`Mlp::finish_step`].
     pub(crate) fn forward_backward(&mut self, batch: Batch<'_>) -> Result<Pending, Error> {
-        let rows = batch.rows();
-        if rows == 0 {
-            return Err(Error::Shape("a batch needs at least one row".into()));
-        }
+        let rows = rows_of(batch)?;
         self.pass = Pass::Optimizer;
         self.zero_grad()?;
         self.pass = Pass::Forward;

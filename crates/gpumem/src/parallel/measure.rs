@@ -98,7 +98,7 @@ pub fn measure_group_with(
             "a batch of {batch} rows cannot give each of {cards} cards a row"
         )));
     }
-    crate::estimate::estimate(config, batch)?;
+    crate::estimate::StepSetup::from_rows(config, batch)?;
     let devices = (0..cards)
         .map(|_| Device::new(options))
         .collect::<Result<Vec<_>, _>>()?;

@@ -99,7 +99,7 @@ mod tests {
         TrainOptions {
             schedule: Schedule {
                 epochs,
-                batch: BatchSize::Rows(4),
+                batch: BatchSize::Rows(std::num::NonZeroU64::new(4).unwrap()),
                 seed: 0,
                 max_steps_per_epoch: None,
             },

@@ -64,7 +64,7 @@ impl Observer for Recorder {
 fn schedule(epochs: u64, batch: u64) -> Schedule {
     Schedule {
         epochs,
-        batch: BatchSize::Rows(batch),
+        batch: BatchSize::Rows(NonZeroU64::new(batch).unwrap()),
         seed: 0,
         max_steps_per_epoch: None,
     }
@@ -173,7 +173,7 @@ fn oversized_batches_are_clamped_and_epochs_cut_short() {
 }
 
 #[test]
-fn rows_must_suit_the_backing_and_batches_hold_rows() {
+fn rows_must_suit_the_backing_and_the_set_hold_rows() {
     let data = Dataset::generate(10, 0);
     let (_dev, mut planned) = planned_mlp(1 << 30);
     let cpu = Device::cpu(64 << 20);
@@ -186,12 +186,7 @@ fn rows_must_suit_the_backing_and_batches_hold_rows() {
     for e in cases {
         assert!(matches!(e, Err(Error::Plan(_))), "{e:?}");
     }
-    let cases = [
-        run(&mut planned, Rows::Planned(0), &schedule(1, 4), &mut r),
-        run(&mut planned, Rows::Planned(10), &schedule(1, 0), &mut r),
-    ];
-    for e in cases {
-        assert!(matches!(e, Err(Error::Setup(_))), "{e:?}");
-    }
+    let e = run(&mut planned, Rows::Planned(0), &schedule(1, 4), &mut r);
+    assert!(matches!(e, Err(Error::Setup(_))), "{e:?}");
     assert!(r.calls.is_empty(), "{:?}", r.calls);
 }

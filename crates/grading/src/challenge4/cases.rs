@@ -14,23 +14,49 @@ use rand::RngExt;
 /// Setups and settings for `peak_bytes`: fixed ones the book talks about, then random ones
 /// from `rng`, at least [`PER_PART`] in each part of the equation (see [`super::equation`]).
 pub(super) fn equation_cases(rng: &mut impl rand::Rng) -> Vec<EquationCase> {
+    let odd = Setup::lesson(500, 7, 99_999, Opt::Adam);
+    // The core's term cases before its general ones; going further, the general ones first
+    // (their hint is the part's rule, which a first miss there most likely lacks).
+    let (core_terms, further_terms): (Vec<_>, Vec<_>) = term_cases(odd)
+        .into_iter()
+        .partition(|(_, s, _)| part_of(s) == CORE);
+    let term = |(setup, s, hint): (Setup, Settings, &'static str)| (setup, s, Some(hint));
+    let mut cases: Vec<EquationCase> = core_terms
+        .into_iter()
+        .map(term)
+        .chain(
+            general_cases(odd)
+                .into_iter()
+                .map(|(setup, s)| (setup, s, None)),
+        )
+        .chain(further_terms.into_iter().map(term))
+        .collect();
+    for part in PARTS {
+        // The core most: a learner's test passes on it alone.
+        let want = if part == CORE { 2 * PER_PART } else { PER_PART };
+        let mut tries = 0;
+        while cases.iter().filter(|(_, s, _)| part_of(s) == part).count() < want && tries < 1000 {
+            tries += 1;
+            cases.push(random_case(rng, part));
+        }
+    }
+    cases
+}
+
+/// `precision` and `checkpointing` over `batch` rows in `steps` micro-batches.
+fn split(precision: Precision, batch: u64, steps: u64, checkpointing: Checkpointing) -> Settings {
+    Settings::split(batch, steps, precision, checkpointing)
+}
+
+/// Each term of the equation larger than the tolerance somewhere, with the term as hint;
+/// the core's are graded first, so a learner's first miss names what the answer lacks (the
+/// batch's late, as the kept activations weigh as much there; the output bias's last, as
+/// the features are 0.4 % of that tiny step).
+fn term_cases(odd: Setup) -> Vec<(Setup, Settings, &'static str)> {
     use Checkpointing::{Every, Off, Sqrt};
     use Precision::{Float32, Float64, Mixed};
-    let s = |precision, batch: u64, steps: u64, checkpointing| {
-        Settings::split(batch, steps, precision, checkpointing)
-    };
-    let lesson = Setup::lesson(2000, 1, FULL, Opt::Sgd);
-    let wide = Setup::lesson(5000, 5, 32, Opt::Adam);
-    let deep = Setup::lesson(1000, 16, 200_000, Opt::Sgd);
-    let odd = Setup::lesson(500, 7, 99_999, Opt::Adam);
-    // A wide model at a small batch: autocast's float16 copies of the weights cost more
-    // than mixed precision saves on the activations.
-    let copies = Setup::lesson(5000, 2, 32, Opt::Sgd);
-    // Each term of the equation larger than the tolerance somewhere, with the term as hint;
-    // the core's are graded first, so a learner's first miss names what the answer lacks (the
-    // batch's late, as the kept activations weigh as much there; the output bias's last, as
-    // the features are 0.4 % of that tiny step).
-    let terms = vec![
+    let s = split;
+    vec![
         // The first layer and its bias: one layer at one row, Adam.
         (
             Setup::lesson(5000, 1, 1, Opt::Adam),
@@ -129,8 +155,22 @@ pub(super) fn equation_cases(rng: &mut impl rand::Rng) -> Vec<EquationCase> {
             s(Mixed, 32, 2, Every(2)),
             AUTOCAST_CACHE,
         ),
-    ];
-    let general = vec![
+    ]
+}
+
+/// One case of each part of the equation on the setups the book talks about (`odd`: seven
+/// layers of 500 at an odd batch, Adam).
+fn general_cases(odd: Setup) -> Vec<(Setup, Settings)> {
+    use Checkpointing::{Every, Off, Sqrt};
+    use Precision::{Float32, Float64, Mixed};
+    let s = split;
+    let lesson = Setup::lesson(2000, 1, FULL, Opt::Sgd);
+    let wide = Setup::lesson(5000, 5, 32, Opt::Adam);
+    let deep = Setup::lesson(1000, 16, 200_000, Opt::Sgd);
+    // A wide model at a small batch: autocast's float16 copies of the weights cost more
+    // than mixed precision saves on the activations.
+    let copies = Setup::lesson(5000, 2, 32, Opt::Sgd);
+    vec![
         // The core: float32, the whole batch or micro-batches.
         (lesson, Settings::plain(FULL)),
         (lesson, s(Float32, FULL, 2, Off)),
@@ -145,48 +185,34 @@ pub(super) fn equation_cases(rng: &mut impl rand::Rng) -> Vec<EquationCase> {
         (wide, s(Mixed, 32, 1, Off)),
         (copies, s(Mixed, 32, 1, Off)),
         (deep, s(Mixed, 200_000, 3, Every(3))),
-    ];
-    // The core's term cases before its general ones; going further, the general ones first
-    // (their hint is the part's rule, which a first miss there most likely lacks).
-    let (core_terms, further_terms): (Vec<_>, Vec<_>) =
-        terms.into_iter().partition(|(_, s, _)| part_of(s) == CORE);
-    let term = |(setup, s, hint): (Setup, Settings, &'static str)| (setup, s, Some(hint));
-    let mut cases: Vec<EquationCase> = core_terms
-        .into_iter()
-        .map(term)
-        .chain(general.into_iter().map(|(setup, s)| (setup, s, None)))
-        .chain(further_terms.into_iter().map(term))
-        .collect();
-    for part in PARTS {
-        // The core most: a learner's test passes on it alone.
-        let want = if part == CORE { 2 * PER_PART } else { PER_PART };
-        let mut tries = 0;
-        while cases.iter().filter(|(_, s, _)| part_of(s) == part).count() < want && tries < 1000 {
-            tries += 1;
-            let layers = rng.random_range(1..=20u64);
-            let optimizer = if rng.random_bool(0.5) {
-                Opt::Adam
-            } else {
-                Opt::Sgd
-            };
-            let batch = 10f64.powf(rng.random_range(2.0..5.7)) as u64;
-            let setup = Setup::lesson(rng.random_range(200..=6000), layers, batch, optimizer);
-            let steps = rng.random_range(1..=8u64).min(batch);
-            let checkpointing = match rng.random_range(0..2u32) {
-                0 => Sqrt,
-                _ => Every(rng.random_range(1..=layers)),
-            };
-            let (precision, checkpointing) = match part {
-                CORE => (Float32, Off),
-                FLOAT64 => (Float64, Off),
-                CHECKPOINTING => (Float32, checkpointing),
-                MIXED => (Mixed, Off),
-                _ => ([Mixed, Float64][rng.random_range(0..2usize)], checkpointing),
-            };
-            cases.push((setup, s(precision, batch, steps, checkpointing), None));
-        }
-    }
-    cases
+    ]
+}
+
+/// A random setup from `rng` with settings in `part` of the equation.
+fn random_case(rng: &mut impl rand::Rng, part: &'static str) -> EquationCase {
+    use Checkpointing::{Every, Off, Sqrt};
+    use Precision::{Float32, Float64, Mixed};
+    let layers = rng.random_range(1..=20u64);
+    let optimizer = if rng.random_bool(0.5) {
+        Opt::Adam
+    } else {
+        Opt::Sgd
+    };
+    let batch = 10f64.powf(rng.random_range(2.0..5.7)) as u64;
+    let setup = Setup::lesson(rng.random_range(200..=6000), layers, batch, optimizer);
+    let steps = rng.random_range(1..=8u64).min(batch);
+    let checkpointing = match rng.random_range(0..2u32) {
+        0 => Sqrt,
+        _ => Every(rng.random_range(1..=layers)),
+    };
+    let (precision, checkpointing) = match part {
+        CORE => (Float32, Off),
+        FLOAT64 => (Float64, Off),
+        CHECKPOINTING => (Float32, checkpointing),
+        MIXED => (Mixed, Off),
+        _ => ([Mixed, Float64][rng.random_range(0..2usize)], checkpointing),
+    };
+    (setup, split(precision, batch, steps, checkpointing), None)
 }
 
 /// A `peak_bytes` case: the setup, the settings, and the term it is built to test (its hint),

@@ -118,13 +118,52 @@ fn peak_bytes<const E: u8>(setup: Setup, settings: Settings) -> u64 {
 fn core<const E: u8>(setup: Setup, settings: Settings) -> u64 {
     let on = |m: M| E == m as u8;
     let off = |m: M, x: u64| if on(m) { 0 } else { x };
+    let model = core_model::<E>(setup);
+    let (state, update_temporaries) = core_state::<E>(setup.optimizer, model.parameters);
+    let rows = settings.micro_batch;
+    let activation = if on(M::ActivationWholeBatch) {
+        setup.batch
+    } else {
+        rows
+    } * setup.width
+        * 4;
+    let accumulating = if on(M::NotAccumulating) {
+        false
+    } else {
+        on(M::AlwaysAccumulating) || settings.accumulation_steps > 1
+    };
+    let top = core_top::<E>(setup.layers, &model, activation, accumulating);
+    let bottom = core_bottom::<E>(setup.layers, &model, activation, accumulating);
+    let update = off(M::UpdateGradientsOff, model.parameters) + update_temporaries;
+    let (top, bottom) = (off(M::NoTop, top), off(M::NoBottom, bottom));
+    let busiest = if on(M::MinForMax) {
+        top.min(bottom).max(update)
+    } else {
+        top.max(bottom).max(update)
+    };
+    off(M::ParametersOff, model.parameters)
+        + off(M::StateOff, state)
+        + core_batch::<E>(setup, rows)
+        + busiest
+}
+
+/// The core's layers in bytes (float32), with the edits of its terms.
+struct CoreModel {
+    first: u64,
+    hidden: u64,
+    output: u64,
+    parameters: u64,
+}
+
+fn core_model<const E: u8>(setup: Setup) -> CoreModel {
+    let on = |m: M| E == m as u8;
+    let off = |m: M, x: u64| if on(m) { 0 } else { x };
     let Setup {
         inputs,
         width,
         layers,
         classes,
-        batch,
-        optimizer,
+        ..
     } = setup;
     let first = (inputs + u64::from(!on(M::InputBiasOff))) * width * 4;
     let hidden = (width + u64::from(!on(M::HiddenBiasOff))) * width * 4;
@@ -137,8 +176,18 @@ fn core<const E: u8>(setup: Setup, settings: Settings) -> u64 {
     } else {
         layers - 1
     };
-    let parameters = first + hidden_layers * hidden + output;
-    let (state, update_temporaries) = match optimizer {
+    CoreModel {
+        first,
+        hidden,
+        output,
+        parameters: first + hidden_layers * hidden + output,
+    }
+}
+
+/// The optimizer's state and its update's temporaries (Adam's square roots).
+fn core_state<const E: u8>(optimizer: Opt, parameters: u64) -> (u64, u64) {
+    let on = |m: M| E == m as u8;
+    match optimizer {
         Opt::Sgd => (0, 0),
         Opt::Adam => (
             if on(M::AdamStateOneCopy) {
@@ -146,10 +195,21 @@ fn core<const E: u8>(setup: Setup, settings: Settings) -> u64 {
             } else {
                 2 * parameters
             },
-            off(M::NoSquareRoots, parameters),
+            if on(M::NoSquareRoots) { 0 } else { parameters },
         ),
-    };
-    let rows = settings.micro_batch;
+    }
+}
+
+/// The batch: features, labels and one micro-batch's y_pred of `rows` rows.
+fn core_batch<const E: u8>(setup: Setup, rows: u64) -> u64 {
+    let on = |m: M| E == m as u8;
+    let off = |m: M, x: u64| if on(m) { 0 } else { x };
+    let Setup {
+        inputs,
+        classes,
+        batch,
+        ..
+    } = setup;
     let label = if on(M::Labels4) {
         4
     } else if on(M::Labels16) {
@@ -163,27 +223,27 @@ fn core<const E: u8>(setup: Setup, settings: Settings) -> u64 {
         batch
     };
     let y_rows = if on(M::YPredWholeBatch) { batch } else { rows };
-    let batch_bytes = off(
+    off(
         M::BatchOff,
         feature_rows * off(M::FeaturesOff, inputs * 4)
             + batch * label
             + off(M::YPredOff, y_rows * classes * 4),
-    );
-    let activation = if on(M::ActivationWholeBatch) {
-        batch
-    } else {
-        rows
-    } * width
-        * 4;
-    let accumulating = if on(M::NotAccumulating) {
-        false
-    } else {
-        on(M::AlwaysAccumulating) || settings.accumulation_steps > 1
-    };
+    )
+}
+
+/// The top of the backward pass: the gradients so far, the kept activations and what is made.
+fn core_top<const E: u8>(
+    layers: u64,
+    model: &CoreModel,
+    activation: u64,
+    accumulating: bool,
+) -> u64 {
+    let on = |m: M| E == m as u8;
+    let off = |m: M, x: u64| if on(m) { 0 } else { x };
     let made_at_top = if layers > 1 && !on(M::TopMadeFirstLayer) {
-        hidden
+        model.hidden
     } else {
-        first
+        model.first
     };
     let kept = if on(M::TopOneLess) {
         layers
@@ -193,122 +253,170 @@ fn core<const E: u8>(setup: Setup, settings: Settings) -> u64 {
         layers + 1
     };
     let top_gradients = if accumulating || on(M::GradientsWithActivations) {
-        parameters
+        model.parameters
     } else {
-        off(M::TopOutputOff, output)
+        off(M::TopOutputOff, model.output)
     };
-    let top = top_gradients
+    top_gradients
         + kept * activation
         + if on(M::TopMadeOff) {
             activation
         } else {
             activation.max(made_at_top)
-        };
-    let bottom = if layers > 1 {
-        let above = if accumulating || on(M::BottomAboveEverything) {
-            parameters
-        } else {
-            parameters - first - hidden
-        };
-        let three = if on(M::BottomOneLess) {
-            2
-        } else if on(M::BottomOneMore) {
-            4
-        } else {
-            3
-        };
-        above
-            + three * activation
-            + if on(M::BottomMadeOff) {
-                activation
-            } else {
-                activation.max(hidden)
-            }
+        }
+}
+
+/// The bottom of the backward pass, at hidden layer 1 (none with one hidden layer).
+fn core_bottom<const E: u8>(
+    layers: u64,
+    model: &CoreModel,
+    activation: u64,
+    accumulating: bool,
+) -> u64 {
+    let on = |m: M| E == m as u8;
+    if layers <= 1 {
+        return 0;
+    }
+    let above = if accumulating || on(M::BottomAboveEverything) {
+        model.parameters
     } else {
-        0
+        model.parameters - model.first - model.hidden
     };
-    let update = off(M::UpdateGradientsOff, parameters) + update_temporaries;
-    let (top, bottom) = (off(M::NoTop, top), off(M::NoBottom, bottom));
-    let busiest = if on(M::MinForMax) {
-        top.min(bottom).max(update)
+    let three = if on(M::BottomOneLess) {
+        2
+    } else if on(M::BottomOneMore) {
+        4
     } else {
-        top.max(bottom).max(update)
+        3
     };
-    off(M::ParametersOff, parameters) + off(M::StateOff, state) + batch_bytes + busiest
+    above
+        + three * activation
+        + if on(M::BottomMadeOff) {
+            activation
+        } else {
+            activation.max(model.hidden)
+        }
 }
 
 /// The reference's going-further equation, with the edits of its terms.
 fn going_further<const E: u8>(setup: Setup, settings: Settings) -> u64 {
     let on = |m: M| E == m as u8;
+    let step = Further::<E>::new(setup, settings);
     let Setup {
         inputs,
-        width,
-        layers,
         classes,
         batch,
         optimizer,
+        ..
     } = setup;
-    let mixed = settings.precision == Precision::Mixed;
-    let (param, act) = match settings.precision {
-        Precision::Float32 => (4, 4),
-        Precision::Mixed => (
-            if on(M::MixedParamHalf) { 2 } else { 4 },
-            if on(M::MixedActFour) { 4 } else { 2 },
-        ),
-        Precision::Float64 => (
-            if on(M::F64ParamFour) { 4 } else { 8 },
-            if on(M::F64ActFour) { 4 } else { 8 },
-        ),
-    };
-    let first = (inputs + 1) * width * param;
-    let hidden = (width + 1) * width * param;
-    let output = (width + 1) * classes * param;
-    let parameters = first + (layers - 1) * hidden + output;
+    let parameters = step.parameters;
     let (state, update_temporaries) = match optimizer {
         Opt::Sgd => (0, 0),
         Opt::Adam if on(M::FurtherStateOneCopy) => (parameters, parameters),
         Opt::Adam => (2 * parameters, parameters),
     };
-    let rows = settings.micro_batch;
     let feature_bytes = match settings.precision {
         Precision::Float64 if on(M::F64FeaturesFour) => 4,
         Precision::Mixed if on(M::MixedFeaturesHalf) => 2,
-        _ => param,
+        _ => step.param,
     };
-    let y_bytes = if mixed && on(M::MixedYPredFour) {
+    let y_bytes = if step.mixed && on(M::MixedYPredFour) {
         4
     } else {
-        act
+        step.act
     };
     let features = batch * (inputs * feature_bytes + 8);
-    let always = parameters + state + features + rows * classes * y_bytes;
-    let activation = rows * width * act;
-    let g = match settings.checkpointing {
-        Checkpointing::Off => layers,
-        Checkpointing::Every(k) | Checkpointing::Each(k) => k.clamp(1, layers),
-        Checkpointing::Sqrt if on(M::SqrtFloor) => ((layers as f64).sqrt() as u64).max(1),
-        Checkpointing::Sqrt => (layers as f64).sqrt().ceil() as u64,
-    };
-    let n = if on(M::SegmentsFloor) {
-        (layers / g).max(1)
-    } else {
-        layers.div_ceil(g)
-    };
-    let last = layers - (n - 1) * g;
-    let accumulating = settings.accumulation_steps > 1 && !on(M::FurtherNotAccumulating);
-    let gradients = |made: u64| if accumulating { parameters } else { made };
-    let copies = |count: u64| {
-        if !mixed || on(M::CopiesOff) {
-            0
-        } else if on(M::CopiesWhole) {
-            count * hidden
-        } else {
-            count * hidden / 2
+    let always = parameters + state + features + settings.micro_batch * classes * y_bytes;
+    let mut busiest = step.backward(setup.layers, settings.checkpointing);
+    if !on(M::FurtherUpdateOff) {
+        busiest = busiest.max(parameters + update_temporaries);
+    }
+    always + busiest
+}
+
+/// The going-further step's sizes in bytes, with the edits of its terms: what its moments in
+/// the backward pass are made of.
+struct Further<const E: u8> {
+    mixed: bool,
+    /// Bytes of a parameter and of an activation value.
+    param: u64,
+    act: u64,
+    first: u64,
+    hidden: u64,
+    output: u64,
+    parameters: u64,
+    /// A micro-batch × width activation.
+    activation: u64,
+    accumulating: bool,
+}
+
+impl<const E: u8> Further<E> {
+    fn on(m: M) -> bool {
+        E == m as u8
+    }
+
+    fn new(setup: Setup, settings: Settings) -> Self {
+        let on = Self::on;
+        let Setup {
+            inputs,
+            width,
+            layers,
+            classes,
+            ..
+        } = setup;
+        let (param, act) = match settings.precision {
+            Precision::Float32 => (4, 4),
+            Precision::Mixed => (
+                if on(M::MixedParamHalf) { 2 } else { 4 },
+                if on(M::MixedActFour) { 4 } else { 2 },
+            ),
+            Precision::Float64 => (
+                if on(M::F64ParamFour) { 4 } else { 8 },
+                if on(M::F64ActFour) { 4 } else { 8 },
+            ),
+        };
+        let first = (inputs + 1) * width * param;
+        let hidden = (width + 1) * width * param;
+        let output = (width + 1) * classes * param;
+        Further {
+            mixed: settings.precision == Precision::Mixed,
+            param,
+            act,
+            first,
+            hidden,
+            output,
+            parameters: first + (layers - 1) * hidden + output,
+            activation: settings.micro_batch * width * act,
+            accumulating: settings.accumulation_steps > 1 && !on(M::FurtherNotAccumulating),
         }
-    };
-    let backward_at = |held: u64, made: u64, layer: u64, saved: u64, opens: bool| {
-        let w = if layer == 0 { first } else { hidden };
-        let tensors = if mixed {
+    }
+
+    fn gradients(&self, made: u64) -> u64 {
+        if self.accumulating {
+            self.parameters
+        } else {
+            made
+        }
+    }
+
+    /// Autocast's float16 copies of `count` hidden layers' weights.
+    fn copies(&self, count: u64) -> u64 {
+        if !self.mixed || Self::on(M::CopiesOff) {
+            0
+        } else if Self::on(M::CopiesWhole) {
+            count * self.hidden
+        } else {
+            count * self.hidden / 2
+        }
+    }
+
+    /// The backward pass at `layer` holding `held` activations, the gradients `made` so far
+    /// and `saved` copies; `opens` when the layer opens a segment.
+    fn backward_at(&self, held: u64, made: u64, layer: u64, saved: u64, opens: bool) -> u64 {
+        let on = Self::on;
+        let activation = self.activation;
+        let w = if layer == 0 { self.first } else { self.hidden };
+        let tensors = if self.mixed {
             let freed = if on(M::FreedOneLess) { 1 } else { 2 } + u64::from(opens);
             let half = (held * activation).max((held - 1) * activation + w / 2);
             if on(M::MadeHalfOnly) {
@@ -319,76 +427,106 @@ fn going_further<const E: u8>(setup: Setup, settings: Settings) -> u64 {
         } else {
             (held * activation).max((held - 1) * activation + w)
         };
-        gradients(made) + saved + tensors
-    };
-    let hidden_in = |from: u64, to: u64| to.saturating_sub(from.max(1));
-    // Checkpointing's kept inputs (one per earlier segment) at the top, one off.
-    let kept_top = if on(M::CkptTopOneLess) && n > 1 {
-        n + last
-    } else if on(M::CkptTopOneMore) && n > 1 {
-        n + 2 + last
-    } else {
-        n + 1 + last
-    };
-    let mut busiest = backward_at(
-        kept_top,
-        output,
-        layers - 1,
-        copies(hidden_in((n - 1) * g, layers)),
-        n > 1 && last == 1,
-    );
-    if n > 1 {
-        let top = backward_at(
+        self.gradients(made) + saved + tensors
+    }
+
+    /// The busiest moment of the backward pass of `layers` hidden layers checkpointed as
+    /// `checkpointing` (the update's is the caller's).
+    fn backward(&self, layers: u64, checkpointing: Checkpointing) -> u64 {
+        let on = Self::on;
+        let (g, n, last) = segments::<E>(layers, checkpointing);
+        // Checkpointing's kept inputs (one per earlier segment) at the top, one off.
+        let kept_top = if on(M::CkptTopOneLess) && n > 1 {
+            n + last
+        } else if on(M::CkptTopOneMore) && n > 1 {
+            n + 2 + last
+        } else {
+            n + 1 + last
+        };
+        let mut busiest = self.backward_at(
+            kept_top,
+            self.output,
+            layers - 1,
+            self.copies(hidden_in((n - 1) * g, layers)),
+            n > 1 && last == 1,
+        );
+        if n > 1 {
+            busiest = busiest.max(self.segment_edges(g, n, last));
+        }
+        if layers > 1 && !on(M::FurtherBottomOff) {
+            let above = self.parameters - self.first - self.hidden;
+            let bottom = self.backward_at(4, above, 1, self.copies(1), g == 1);
+            busiest = busiest.max(bottom);
+        }
+        if self.mixed && !on(M::CastCacheOff) {
+            let held = match checkpointing {
+                Checkpointing::Each(_) if last > 1 => n + 2,
+                Checkpointing::Each(_) => n + 1,
+                _ => n + last,
+            };
+            let cache = if on(M::CastCacheWhole) {
+                self.parameters
+            } else {
+                self.parameters / 2
+            };
+            busiest = busiest.max(self.gradients(0) + held * self.activation + cache);
+        }
+        busiest
+    }
+
+    /// With `n` > 1 segments of `g` layers (the last of `last`): the highest and the lowest
+    /// checkpointed segment's recomputation, the larger (0 where an edit drops it).
+    fn segment_edges(&self, g: u64, n: u64, last: u64) -> u64 {
+        let on = Self::on;
+        let top = self.backward_at(
             if on(M::CkptHighestOneLess) {
                 n + g - 1
             } else {
                 n + g
             },
-            output + last * hidden,
+            self.output + last * self.hidden,
             (n - 1) * g - 1,
-            copies(hidden_in((n - 2) * g, (n - 1) * g)),
+            self.copies(hidden_in((n - 2) * g, (n - 1) * g)),
             g == 1,
         );
-        let bottom = backward_at(
+        let bottom = self.backward_at(
             if on(M::CkptLowestOneLess) {
                 g + 1
             } else {
                 g + 2
             },
-            parameters - first - (g - 1) * hidden,
+            self.parameters - self.first - (g - 1) * self.hidden,
             g - 1,
-            copies(g - 1),
+            self.copies(g - 1),
             g == 1,
         );
-        if !on(M::CkptHighestOff) {
-            busiest = busiest.max(top);
-        }
-        if !on(M::CkptLowestOff) {
-            busiest = busiest.max(bottom);
-        }
+        let top = if on(M::CkptHighestOff) { 0 } else { top };
+        let bottom = if on(M::CkptLowestOff) { 0 } else { bottom };
+        top.max(bottom)
     }
-    if layers > 1 && !on(M::FurtherBottomOff) {
-        let above = parameters - first - hidden;
-        let bottom = backward_at(4, above, 1, copies(1), g == 1);
-        busiest = busiest.max(bottom);
-    }
-    if mixed && !on(M::CastCacheOff) {
-        let held = match settings.checkpointing {
-            Checkpointing::Each(_) if last > 1 => n + 2,
-            Checkpointing::Each(_) => n + 1,
-            _ => n + last,
-        };
-        let cache = if on(M::CastCacheWhole) {
-            parameters
-        } else {
-            parameters / 2
-        };
-        busiest = busiest.max(gradients(0) + held * activation + cache);
-    }
-    if !on(M::FurtherUpdateOff) {
-        busiest = busiest.max(parameters + update_temporaries);
-    }
-    always + busiest
+}
+
+/// Hidden layers (from 1) among layers `from..to`.
+fn hidden_in(from: u64, to: u64) -> u64 {
+    to.saturating_sub(from.max(1))
+}
+
+/// Checkpointing's segments of `layers` hidden layers: layers a segment, segments, and the
+/// last segment's layers.
+fn segments<const E: u8>(layers: u64, checkpointing: Checkpointing) -> (u64, u64, u64) {
+    let on = |m: M| E == m as u8;
+    let g = match checkpointing {
+        Checkpointing::Off => layers,
+        Checkpointing::Every(k) | Checkpointing::Each(k) => k.clamp(1, layers),
+        Checkpointing::Sqrt if on(M::SqrtFloor) => ((layers as f64).sqrt() as u64).max(1),
+        Checkpointing::Sqrt => (layers as f64).sqrt().ceil() as u64,
+    };
+    let n = if on(M::SegmentsFloor) {
+        (layers / g).max(1)
+    } else {
+        layers.div_ceil(g)
+    };
+    (g, n, layers - (n - 1) * g)
 }
 
 /// The reference's `choose_settings` on this edit's `peak_bytes`, with its own edits.

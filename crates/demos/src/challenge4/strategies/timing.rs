@@ -8,6 +8,7 @@ use gpumem::size::format_bytes;
 use gpumem::train::BatchSize;
 use gpumem::{Backend, Device};
 use serde::Serialize;
+use std::num::NonZeroU64;
 use std::time::{Duration, Instant};
 
 /// What a timing run measured, or why it could not run.
@@ -46,7 +47,7 @@ impl Timing {
 /// The sample the timing runs train on.
 #[derive(Debug)]
 pub struct Sample {
-    pub rows: u64,
+    pub rows: NonZeroU64,
     pub batch: BatchSize,
     pub epochs: u64,
     seed: u64,
@@ -54,19 +55,19 @@ pub struct Sample {
 }
 
 impl Sample {
-    pub fn new(rows: u64, batch: BatchSize, epochs: u64, seed: u64) -> Sample {
+    pub fn new(rows: NonZeroU64, batch: BatchSize, epochs: u64, seed: u64) -> Sample {
         Sample {
             rows,
             batch,
             epochs,
             seed,
-            data: Dataset::generate(rows, seed),
+            data: Dataset::generate(rows.get(), seed),
         }
     }
 
     /// Rows per batch on the sample (the whole sample for `full`).
     pub fn batch_rows(&self) -> u64 {
-        self.batch.resolve(self.rows).0
+        self.batch.resolve(self.rows).0.get()
     }
 
     /// Trains `strategy` on the sample on a fresh device of `options` and times it.
@@ -109,8 +110,11 @@ impl Sample {
         let (mut busy, mut loss, mut seen, mut recomputed) = (Duration::ZERO, 0f64, 0u64, 0u64);
         for _ in 0..self.epochs {
             (loss, seen) = (0.0, 0);
-            let batches =
-                epoch_batches(self.rows as usize, self.batch_rows() as usize, &mut shuffle);
+            let batches = epoch_batches(
+                self.rows.get() as usize,
+                self.batch_rows() as usize,
+                &mut shuffle,
+            );
             for indices in batches {
                 let part = self.data.train.gather(&indices);
                 let start = Instant::now();

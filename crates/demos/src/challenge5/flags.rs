@@ -1,7 +1,7 @@
 //! Challenge 5's command line: the flags and how each value is read.
 
 use clap::Parser;
-use demo::{DeviceArgs, ModelArgs};
+use cli::{DeviceArgs, ModelArgs};
 use gpumem::parallel::Scheme;
 
 /// Train the network Challenge 2 found one layer too deep for one card (and its Adam variant)
@@ -34,7 +34,7 @@ pub(crate) struct Cli {
 pub(crate) const MOST_CARDS: usize = 1024;
 
 fn parse_cards(s: &str) -> Result<usize, String> {
-    let n = demo::args::parse_positive(s).map_err(|e| format!("cards {e}"))?;
+    let n = cli::args::parse_positive(s).map_err(|e| format!("cards {e}"))?;
     if n > MOST_CARDS as u64 {
         return Err(format!("at most {MOST_CARDS} cards, got {n}"));
     }

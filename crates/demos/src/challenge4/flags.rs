@@ -2,8 +2,9 @@
 
 use super::strategies::Accumulation;
 use clap::Parser;
-use demo::{DeviceArgs, ModelArgs, SnapshotArgs};
+use cli::{DeviceArgs, ModelArgs, SnapshotArgs};
 use gpumem::mlp::{Checkpointing, Precision};
+use std::num::NonZeroU64;
 
 /// Make a setup that does not fit the card fit it: mixed precision, gradient accumulation,
 /// activation checkpointing and float32 instead of float64, alone and combined — their peak
@@ -30,8 +31,8 @@ pub(crate) struct Cli {
     /// Rows of the synthetic data the timing runs train on (the full size would need tens of
     /// GiB of host memory on the cpu backing). Debug builds are slow: for realistic timings
     /// use `cargo run --release -p challenge4 -- --time-samples 20000`.
-    #[arg(long, value_name = "N", default_value = "256", value_parser = demo::args::parse_positive, allow_hyphen_values = true)]
-    pub(crate) time_samples: u64,
+    #[arg(long, value_name = "N", default_value = "256", value_parser = cli::args::parse_count, allow_hyphen_values = true)]
+    pub(crate) time_samples: NonZeroU64,
     /// Epochs each timing run trains on the sample.
     #[arg(long, value_name = "N", default_value = "1", value_parser = parse_epochs, allow_hyphen_values = true)]
     pub(crate) time_epochs: u64,
@@ -61,7 +62,7 @@ fn parse_accumulation(s: &str) -> Result<Accumulation, String> {
     if s.trim().eq_ignore_ascii_case("auto") {
         return Ok(Accumulation::Auto);
     }
-    demo::args::parse_positive(s)
+    cli::args::parse_positive(s)
         .map(Accumulation::Steps)
         .map_err(|e| format!("micro-batches {e} (or `auto`)"))
 }
@@ -70,13 +71,13 @@ fn parse_checkpoint(s: &str) -> Result<Checkpointing, String> {
     if s.trim().eq_ignore_ascii_case("sqrt") {
         return Ok(Checkpointing::Sqrt);
     }
-    demo::args::parse_positive(s)
+    cli::args::parse_positive(s)
         .map(Checkpointing::Every)
         .map_err(|e| format!("layers per segment {e} (or `sqrt`)"))
 }
 
 fn parse_epochs(s: &str) -> Result<u64, String> {
-    let n = demo::args::parse_positive(s)?;
+    let n = cli::args::parse_positive(s)?;
     if n > 1000 {
         return Err(format!("at most 1000 timing epochs, got {n}"));
     }

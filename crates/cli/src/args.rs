@@ -1,15 +1,18 @@
 //! Flags every challenge takes. Each challenge flattens these into its own `clap` parser
 //! and may change the defaults with [`with_defaults`].
 
+use crate::setup::ModelSetup;
 use clap::Args;
 use gpumem::alloc::OomMessage;
 use gpumem::cublas::{CublasWorkspace, WorkspaceRules};
 use gpumem::device::{Backend, DeviceOptions};
+use gpumem::estimate::StepSetup;
 use gpumem::lesson::Card;
 use gpumem::mlp::{MlpConfig, Optimizer, OptimizerImpl, ZeroGrad};
 use gpumem::size::MemorySpec;
 use gpumem::train::BatchSize;
 use gpumem::versions::{ComputeCapability, DEFAULT_COMPUTE_CAPABILITY, Rules, TorchVersion};
+use std::num::{IntErrorKind, NonZeroU64};
 
 /// Where to run and how much memory the card has.
 #[derive(Debug, Clone, Args)]
@@ -165,8 +168,8 @@ pub struct ModelArgs {
     pub batch: BatchSize,
 
     /// Events in the synthetic training set (the lesson's set had about 1.17 million).
-    #[arg(long, value_name = "N", default_value = "1173000", value_parser = parse_positive, allow_hyphen_values = true)]
-    pub samples: u64,
+    #[arg(long, value_name = "N", default_value = "1173000", value_parser = parse_count, allow_hyphen_values = true)]
+    pub samples: NonZeroU64,
 
     /// Optimizer: sgd (no state) or adam (two values of state per parameter).
     #[arg(long, value_name = "NAME", default_value = "sgd", value_parser = ["sgd", "adam"])]
@@ -231,9 +234,15 @@ impl ModelArgs {
         config
     }
 
-    /// The batch in rows for the training set.
-    pub fn batch_rows(&self) -> (u64, Option<String>) {
-        self.batch.resolve(self.samples)
+    /// The network at its batch, checked once: `--batch` resolved against the training set
+    /// (with a notice when it was larger), the network as [`ModelArgs::config`] makes it.
+    /// What a demo runs takes this and checks neither again.
+    pub fn setup(&self, device: &DeviceArgs) -> Result<ModelSetup, gpumem::Error> {
+        let (batch, notice) = self.batch.resolve(self.samples);
+        Ok(ModelSetup {
+            step: StepSetup::new(self.config(device), batch)?,
+            notice,
+        })
     }
 }
 
@@ -288,10 +297,16 @@ fn parse_batch(s: &str) -> Result<BatchSize, String> {
 
 /// A whole number of at least 1, with a message that says so.
 pub fn parse_positive(s: &str) -> Result<u64, String> {
+    parse_count(s).map(NonZeroU64::get)
+}
+
+/// [`parse_positive`] into a type that cannot be 0, for what later arithmetic divides by or
+/// resolves against.
+pub fn parse_count(s: &str) -> Result<NonZeroU64, String> {
     let t = s.trim();
-    match t.parse::<u64>() {
-        Ok(0) => Err("must be at least 1, got 0".into()),
+    match t.parse::<NonZeroU64>() {
         Ok(n) => Ok(n),
+        Err(e) if *e.kind() == IntErrorKind::Zero => Err("must be at least 1, got 0".into()),
         Err(_) if t.starts_with('-') => Err(format!("must be at least 1, got {t}")),
         Err(_) if !t.is_empty() && t.bytes().all(|b| b.is_ascii_digit()) => Err(format!(
             "{t} is too large to count (the limit is {})",
@@ -363,144 +378,4 @@ pub fn heavy_backend(
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn positive_numbers_explain_themselves() {
-        assert_eq!(parse_positive("5000"), Ok(5000));
-        assert!(parse_positive("0").unwrap_err().contains("at least 1"));
-        assert!(parse_positive("-1").unwrap_err().contains("at least 1"));
-        assert!(
-            parse_positive("99999999999999999999")
-                .unwrap_err()
-                .contains("too large")
-        );
-        assert!(
-            parse_positive("ten")
-                .unwrap_err()
-                .contains("not a whole number")
-        );
-        assert!(parse_lr("0").is_err());
-        assert!(parse_lr("nan").is_err());
-        assert!(parse_lr("inf").is_err());
-        assert_eq!(parse_lr("0.01"), Ok(0.01));
-        assert!(parse_momentum("-0.5").unwrap_err().contains("at least 0"));
-        assert!(parse_momentum("nan").unwrap_err().contains("finite"));
-        assert!(parse_momentum("fast").unwrap_err().contains("not a number"));
-        assert_eq!(parse_momentum("0.9"), Ok(0.9));
-        let e = parse_optimizer_impl("vectorised").unwrap_err();
-        assert!(e.contains("foreach, for-loop or fused"), "{e}");
-        assert_eq!(parse_optimizer_impl("fused"), Ok(OptimizerImpl::Fused));
-        assert!(
-            parse_zero_grad("maybe")
-                .unwrap_err()
-                .contains("none or zero")
-        );
-        assert_eq!(parse_zero_grad("zero"), Ok(ZeroGrad::Zero));
-        assert_eq!(parse_context_memory("0.72GiB"), Ok(773_094_113));
-        assert!(
-            parse_context_memory("-1GiB")
-                .unwrap_err()
-                .contains("cannot be negative")
-        );
-        let e = parse_oom_message("2.0").unwrap_err();
-        assert!(e.contains("lesson") && e.contains("current"), "{e}");
-    }
-
-    #[test]
-    fn device_flags_reach_the_device_options() {
-        use clap::Parser;
-        #[derive(Parser)]
-        struct Cli {
-            #[command(flatten)]
-            device: DeviceArgs,
-        }
-        let parse = |args: &[&str]| {
-            let all = std::iter::once("t").chain(args.iter().copied());
-            Cli::try_parse_from(all)
-                .unwrap()
-                .device
-                .options(Backend::Plan)
-        };
-        let o = parse(&["--context-memory", "1GiB", "--oom-message", "current"]);
-        assert_eq!(
-            (o.allocator.context_memory, o.oom_message),
-            (1 << 30, OomMessage::Current)
-        );
-        let d = parse(&[]);
-        assert_eq!(
-            (d.allocator.context_memory, d.oom_message),
-            (0, OomMessage::Lesson)
-        );
-        assert!(d.cublas.is_none());
-        // The lesson's card: its outside memory, PyTorch 1.12's (no) workspaces, each flag
-        // changing one.
-        let l = parse(&["--card", "lesson"]);
-        assert_eq!(l.allocator.context_memory, 773_094_113);
-        assert!(l.cublas.is_none());
-        // A version's workspaces on either card, sized by the compute capability.
-        let t = parse(&["--card", "lesson", "--torch", "2.11.0+cu130"]);
-        assert_eq!((t.cublas.cublas, t.cublas.lt), (8_519_680, 1 << 20));
-        assert_eq!(t.oom_message, OomMessage::Current);
-        let h = parse(&["--torch", "2.11", "--compute-capability", "9.0"]);
-        assert_eq!(h.cublas.cublas, 32 << 20);
-        let m = parse(&["--torch", "2.11", "--oom-message", "lesson"]);
-        assert_eq!(m.oom_message, OomMessage::Lesson);
-        let l = parse(&[
-            "--card",
-            "lesson",
-            "--context-memory",
-            "0",
-            "--cublas-workspace",
-            ":16:8",
-        ]);
-        assert_eq!((l.allocator.context_memory, l.cublas.cublas), (0, 131_072));
-        assert!(
-            parse(&["--card", "lesson", "--cublas-workspace", "off"])
-                .cublas
-                .is_none()
-        );
-        // On the ideal card a size means a workspace through the allocator, as
-        // TORCH_CUBLAS_WORKSPACE_CACHE=1 does.
-        let i = parse(&["--cublas-workspace", "8MiB"]);
-        assert_eq!((i.cublas.cublas, i.cublas.lt), (8 << 20, 0));
-        assert!(parse_cublas_workspace("0").unwrap_err().contains("off"));
-        assert!(parse_card("big").unwrap_err().contains("ideal or lesson"));
-        assert!(parse_torch("1.9").unwrap_err().contains("1.12"));
-        assert!(parse_torch("latest").unwrap_err().contains("2.11"));
-        assert!(parse_capability("H100").unwrap_err().contains("9.0"));
-    }
-
-    #[test]
-    fn the_version_sets_what_the_flags_leave_open() {
-        use clap::Parser;
-        #[derive(Parser)]
-        struct Cli {
-            #[command(flatten)]
-            device: DeviceArgs,
-            #[command(flatten)]
-            model: ModelArgs,
-        }
-        let config = |args: &[&str]| {
-            let all = std::iter::once("t").chain(args.iter().copied());
-            let cli = Cli::try_parse_from(all).unwrap();
-            let c = cli.model.config(&cli.device);
-            (c.strategy.zero_grad, c.strategy.optimizer_impl)
-        };
-        let modern = (ZeroGrad::SetToNone, OptimizerImpl::Foreach);
-        let old = (ZeroGrad::Zero, OptimizerImpl::ForLoop);
-        assert_eq!(config(&[]), modern);
-        assert_eq!(config(&["--card", "lesson"]), old);
-        assert_eq!(config(&["--torch", "1.13"]), old);
-        assert_eq!(config(&["--card", "lesson", "--torch", "2.0"]), modern);
-        assert_eq!(
-            config(&["--card", "lesson", "--zero-grad", "none"]),
-            (ZeroGrad::SetToNone, OptimizerImpl::ForLoop)
-        );
-        assert_eq!(
-            config(&["--torch", "2.11", "--optimizer-impl", "for-loop"]),
-            (ZeroGrad::SetToNone, OptimizerImpl::ForLoop)
-        );
-    }
-}
+mod tests;
