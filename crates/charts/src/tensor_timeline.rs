@@ -117,6 +117,35 @@ fn column_steps(
         .collect()
 }
 
+/// Each coloured band's name, where the band is tall and wide enough to hold it; returns how
+/// many were drawn.
+fn draw_names(
+    plot: &mut Chart<'_, '_, RangedCoordf64>,
+    t: &Timeline,
+    placed: &[Placed],
+    colored: &[bool],
+    scaled: &impl Fn(u64) -> f64,
+    (px_per_step, px_per_unit): (f64, f64),
+) -> Result<usize> {
+    let mut labels = 0;
+    for (k, p) in placed.iter().enumerate() {
+        let band = &t.bands[p.band];
+        if !colored[k] || scaled(band.bytes) * px_per_unit < LABEL_MIN_PX {
+            continue;
+        }
+        if let Some((x, below)) = label_at(p, &band.name, px_per_step) {
+            let y = scaled(below) + scaled(band.bytes) / 2.0;
+            let style = font(LABEL_PX).pos(plotters::style::text_anchor::Pos::new(
+                plotters::style::text_anchor::HPos::Center,
+                plotters::style::text_anchor::VPos::Center,
+            ));
+            plot.draw_series(std::iter::once(Text::new(band.name.clone(), (x, y), style)))?;
+            labels += 1;
+        }
+    }
+    Ok(labels)
+}
+
 /// Renders `chart` as laid out in `l` (from [`layout()`] on the same timeline).
 pub fn render(chart: &TensorTimelineChart<'_>, l: &Layout) -> Result<String> {
     let t = chart.timeline;
@@ -171,21 +200,14 @@ pub fn render(chart: &TensorTimelineChart<'_>, l: &Layout) -> Result<String> {
         if l.summarised > 0 {
             draw_rest(&mut plot, l, &scaled, (x_range.start, x_range.end, y_max))?;
         }
-        for (k, p) in placed.iter().enumerate() {
-            let band = &t.bands[p.band];
-            if !colored[k] || scaled(band.bytes) * px_per_unit < LABEL_MIN_PX {
-                continue;
-            }
-            if let Some((x, below)) = label_at(p, &band.name, px_per_step) {
-                let y = scaled(below) + scaled(band.bytes) / 2.0;
-                let style = font(LABEL_PX).pos(plotters::style::text_anchor::Pos::new(
-                    plotters::style::text_anchor::HPos::Center,
-                    plotters::style::text_anchor::VPos::Center,
-                ));
-                plot.draw_series(std::iter::once(Text::new(band.name.clone(), (x, y), style)))?;
-                labels += 1;
-            }
-        }
+        labels = draw_names(
+            &mut plot,
+            t,
+            placed,
+            &colored,
+            &scaled,
+            (px_per_step, px_per_unit),
+        )?;
         if let Some(cap) = chart.capacity {
             // Labelled right of the legend, which sits top left.
             let label_x = x_range.start + 0.65 * (x_range.end - x_range.start);

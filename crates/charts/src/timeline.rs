@@ -122,6 +122,31 @@ fn clear_of(
     })
 }
 
+/// Phase boundaries: thin vertical lines, the phase's name beside each. A name is left out
+/// when the next phase starts too close for it (a model built in a handful of events before
+/// the first epoch); its line stays.
+fn draw_phases(
+    plot: &mut Chart<'_, '_, RangedCoordf64>,
+    phases: &[(usize, String)],
+    events_per_px: f64,
+    marker_top: f64,
+) -> Result<()> {
+    for (i, (start, name)) in phases.iter().enumerate() {
+        let x = *start as f64;
+        plot.draw_series(std::iter::once(PathElement::new(
+            [(x, 0.0), (x, marker_top)],
+            INK.mix(0.35).stroke_width(1),
+        )))?;
+        let room = phases
+            .get(i + 1)
+            .map_or(f64::INFINITY, |next| (next.0 as f64 - x) / events_per_px);
+        if room >= PHASE_LABEL_PX {
+            note(plot, (x, marker_top), (4, -4), name, &INK)?;
+        }
+    }
+    Ok(())
+}
+
 /// Renders `chart` as an SVG document.
 pub fn timeline_svg(chart: &TimelineChart<'_>) -> Result<String> {
     let pts = points(chart.trace, MAX_BUCKETS);
@@ -157,25 +182,13 @@ pub fn timeline_svg(chart: &TimelineChart<'_>) -> Result<String> {
         if let Some(cap) = chart.capacity {
             capacity_line_in(&mut plot, (cap, "the card's"), per_unit, (0.0, x_max), 0.0)?;
         }
-        // Phase boundaries: thin vertical lines, the phase's name beside each.
-        // A name is left out when the next phase starts too close for it (a model built in a
-        // handful of events before the first epoch); its line stays.
         let (width, height) = plot.plotting_area().dim_in_pixel();
-        let events_per_px = x_max / f64::from(width.max(1));
-        for (i, (start, name)) in chart.phases.iter().enumerate() {
-            let x = *start as f64;
-            plot.draw_series(std::iter::once(PathElement::new(
-                [(x, 0.0), (x, marker_top)],
-                INK.mix(0.35).stroke_width(1),
-            )))?;
-            let room = chart
-                .phases
-                .get(i + 1)
-                .map_or(f64::INFINITY, |next| (next.0 as f64 - x) / events_per_px);
-            if room >= PHASE_LABEL_PX {
-                note(&mut plot, (x, marker_top), (4, -4), name, &INK)?;
-            }
-        }
+        draw_phases(
+            &mut plot,
+            chart.phases,
+            x_max / f64::from(width.max(1)),
+            marker_top,
+        )?;
         // Steps: each value holds until the next event.
         let steps_of = |pick: fn(&Point) -> u64| {
             let mut line = Vec::with_capacity(pts.len() * 2 + 1);

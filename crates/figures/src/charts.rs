@@ -44,30 +44,3 @@ fn capacity_line<X: Ranged<ValueType = f64>>(
         label_x,
     )
 }
-
-/// Every chart's file stem and alt text, in the order the book shows them.
-pub fn alts() -> Result<Vec<(&'static str, String)>> {
-    Ok(vec![
-        ("memory_vs_batch", batch::alt_memory_vs_batch()?),
-        ("memory_vs_batch_log", batch_log::alt_memory_vs_batch_log()?),
-        (
-            "memory_vs_batch_reserved",
-            batch::alt_memory_vs_batch_reserved()?,
-        ),
-        ("memory_vs_width", width::alt_memory_vs_width()),
-        ("memory_vs_depth", depth::alt_memory_vs_depth()?),
-        ("alloc_timeline", timeline::ALT_ALLOC_TIMELINE.to_string()),
-        ("leak_timeline", timeline::alt_leak_timeline()?),
-        (
-            "step_tensor_timeline",
-            crate::snapshots::alt_step_tensor_timeline()?,
-        ),
-        (
-            "fragmentation_tensor_timeline",
-            crate::snapshots::alt_fragmentation_tensor_timeline()?,
-        ),
-        ("challenge4_strategies", strategies::alt(0)?),
-        ("challenge4_deep", strategies::alt(1)?),
-        ("per_card", per_card::alt_per_card()?),
-    ])
-}

@@ -3,16 +3,11 @@
 use crate::artifacts::ARTIFACTS;
 use anyhow::{Context, Result};
 use std::collections::BTreeSet;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 /// The folders this crate owns inside the book's `src/`: every file in them is generated, so
 /// a file there that no artifact produces is stale too.
 pub const OWNED_DIRS: [&str; 3] = ["figures", "generated", crate::quizzes::DIR];
-
-/// The book's `src/` folder in this repository.
-pub fn book_src() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../src")
-}
 
 /// Renders every artifact, in registry order: `(path, contents)`.
 pub fn render_all() -> Result<Vec<(&'static str, String)>> {

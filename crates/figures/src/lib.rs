@@ -11,7 +11,9 @@
 //! times, which are measured by `cargo run --release -p figures -- --measure` and rendered
 //! from the record it keeps ([`measured`]).
 
+pub mod alts;
 pub mod artifacts;
+pub mod book;
 pub mod charts;
 pub mod data;
 pub mod epochs;
@@ -21,6 +23,7 @@ pub mod measured;
 pub mod pages;
 pub mod quizzes;
 pub mod reading;
+pub mod schemes;
 pub mod session;
 pub mod snapshots;
 pub mod tape;

@@ -4,7 +4,8 @@
 
 use anyhow::Context;
 use figures::ARTIFACTS;
-use figures::files::{book_src, stale, write_all};
+use figures::book::book_src;
+use figures::files::{stale, write_all};
 use std::process::ExitCode;
 use std::time::Instant;
 

@@ -80,7 +80,7 @@ fn transcript(run: impl FnOnce() -> Result<()>) -> Result<String> {
 pub fn figure_alts() -> Result<String> {
     let mut out =
         String::from("Alt text of the book's figures (from `crates/figures/src/alts.rs`):\n\n");
-    for (name, alt) in crate::charts::alts()? {
+    for (name, alt) in crate::alts::alts()? {
         writeln!(out, "- `{name}.svg`: {alt}")?;
     }
     Ok(out)

@@ -281,7 +281,7 @@ pub fn core_totals(pages: &[Page]) -> (usize, usize) {
 /// change to one, a second `cargo run -p figures` brings the counts up to date (the test of
 /// committed files says when).
 pub fn reading_times() -> Result<String> {
-    let pages = pages(&crate::files::book_src())?;
+    let pages = pages(&crate::book::book_src())?;
     let mut out = String::new();
     for p in &pages {
         writeln!(out, "<!-- ANCHOR: {} -->", p.anchor())?;
@@ -406,7 +406,7 @@ mod tests {
 
     #[test]
     fn every_page_of_the_book_is_read_and_has_words() {
-        let pages = pages(&crate::files::book_src()).unwrap();
+        let pages = pages(&crate::book::book_src()).unwrap();
         assert!(pages.len() >= 15, "{pages:?}");
         assert!(pages.iter().all(|p| p.words > 0), "{pages:?}");
         assert!(pages.iter().any(|p| p.part == CORE_PART));
@@ -416,7 +416,7 @@ mod tests {
     /// rendered words and 10 quiz questions.
     #[test]
     fn the_core_is_within_its_words_and_questions() {
-        let pages = pages(&crate::files::book_src()).unwrap();
+        let pages = pages(&crate::book::book_src()).unwrap();
         within_bounds(&pages).unwrap();
     }
 }

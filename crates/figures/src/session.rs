@@ -162,7 +162,7 @@ fn table(
 
 /// `generated/session_plans.md`: the core session (anchor `core`) and the full day (`day`).
 pub fn session_plans() -> Result<String> {
-    let reading = crate::reading::pages(&crate::files::book_src())?;
+    let reading = crate::reading::pages(&crate::book::book_src())?;
     let mut out = String::from("<!-- ANCHOR: core -->\n");
     table(&mut out, CORE, 0, &reading)?;
     writeln!(
@@ -200,7 +200,7 @@ mod tests {
     /// the core session covers exactly the lesson's part.
     #[test]
     fn the_plans_cover_the_lesson_and_going_further_once() {
-        let pages = crate::reading::pages(&crate::files::book_src()).unwrap();
+        let pages = crate::reading::pages(&crate::book::book_src()).unwrap();
         let core: Vec<&str> = CORE.iter().flat_map(|b| b.pages.iter().copied()).collect();
         let rest: Vec<&str> = REST_OF_DAY
             .iter()

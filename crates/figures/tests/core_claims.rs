@@ -7,12 +7,12 @@ use gpumem::mlp::Optimizer;
 use std::path::PathBuf;
 
 fn root() -> PathBuf {
-    figures::files::book_src().parent().unwrap().to_path_buf()
+    figures::book::book_src().parent().unwrap().to_path_buf()
 }
 
 /// A page of the book, its line breaks as spaces.
 fn page(name: &str) -> String {
-    std::fs::read_to_string(figures::files::book_src().join(format!("{name}.md")))
+    std::fs::read_to_string(figures::book::book_src().join(format!("{name}.md")))
         .unwrap()
         .split_whitespace()
         .collect::<Vec<_>>()
@@ -127,7 +127,7 @@ fn a_layer_in_blocks_is_a_little_more_than_its_raw_bytes() {
 fn five_copies_name_the_adam_implementation() {
     for name in ["networks", "challenge-2", "fitting-more"] {
         let raw =
-            std::fs::read_to_string(figures::files::book_src().join(format!("{name}.md"))).unwrap();
+            std::fs::read_to_string(figures::book::book_src().join(format!("{name}.md"))).unwrap();
         for para in raw.split("\n\n") {
             let p = para.split_whitespace().collect::<Vec<_>>().join(" ");
             if p.contains("five copies") || p.contains("against five") {
@@ -160,7 +160,7 @@ fn core_pages_say_what_measured() {
 /// (not a `file://` page), and the optional PyTorch scripts.
 #[test]
 fn setup_builds_five_challenges_and_serves_the_book() {
-    let summary = std::fs::read_to_string(figures::files::book_src().join("SUMMARY.md")).unwrap();
+    let summary = std::fs::read_to_string(figures::book::book_src().join("SUMMARY.md")).unwrap();
     let challenges = summary.matches("(challenge-").count();
     assert_eq!(challenges, 5);
     let text = page("setup");
@@ -182,10 +182,9 @@ fn setup_builds_five_challenges_and_serves_the_book() {
 #[test]
 fn the_first_page_uses_no_allocator_internals() {
     let text = page("memory-equation");
-    let alt = std::fs::read_to_string(
-        figures::files::book_src().join("generated/alt_memory_vs_batch.md"),
-    )
-    .unwrap();
+    let alt =
+        std::fs::read_to_string(figures::book::book_src().join("generated/alt_memory_vs_batch.md"))
+            .unwrap();
     let prose = text
         .replace(
             "Its fine print (reserved memory, segments) is explained on",
@@ -232,7 +231,7 @@ fn challenge2_demo_says_what_its_page_says() {
         .unwrap()
         .trim();
     let demo =
-        std::fs::read_to_string(figures::files::book_src().join("generated/demo_challenge2.txt"))
+        std::fs::read_to_string(figures::book::book_src().join("generated/demo_challenge2.txt"))
             .unwrap();
     assert!(demo.contains(&format!("sgd (lr {lr})")), "{demo}");
     let sgd = figures::data::deepest_fit(gpumem::mlp::Optimizer::LESSON).unwrap();

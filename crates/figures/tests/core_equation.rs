@@ -63,7 +63,7 @@ mod s1;
 mod s2;
 
 fn book(path: &str) -> String {
-    std::fs::read_to_string(figures::files::book_src().join(path)).unwrap()
+    std::fs::read_to_string(figures::book::book_src().join(path)).unwrap()
 }
 
 #[test]

@@ -1,6 +1,7 @@
 //! The committed figures and numbers are what the engine produces today, byte for byte.
 
-use figures::files::{book_src, render_all, stale};
+use figures::book::book_src;
+use figures::files::{render_all, stale};
 use std::sync::OnceLock;
 
 /// Rendered once for all the tests of this file (the tests run in parallel threads).

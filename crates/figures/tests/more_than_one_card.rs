@@ -1,7 +1,7 @@
 //! Claims of the multi-card page (`more-than-one-card.md`), checked on the engine's runs.
 
 use figures::pages::deepspeed::{self, zero2_bytes, zero3_bytes};
-use figures::pages::more_than_one_card::{CARD_COUNTS, cell, fewest, setup};
+use figures::schemes::{CARD_COUNTS, cell, fewest, setup};
 use gpumem::parallel::Scheme;
 
 /// Bytes of one float32 value: a weight, its gradient, one of Adam's moments.
@@ -178,7 +178,7 @@ fn deepspeed_s_zero3_figure_is_framed_as_construction() {
 
 /// The page, its lines joined.
 fn page() -> String {
-    let path = figures::files::book_src().join("more-than-one-card.md");
+    let path = figures::book::book_src().join("more-than-one-card.md");
     let text = std::fs::read_to_string(path).unwrap();
     text.split_whitespace().collect::<Vec<_>>().join(" ")
 }

@@ -225,7 +225,7 @@ fn mixed_precision_claims() {
 /// source names the GPU lesson's episode.
 #[test]
 fn the_lessons_source_is_the_gpu_lesson() {
-    let src = figures::files::book_src();
+    let src = figures::book::book_src();
     for page in std::fs::read_dir(&src).unwrap() {
         let path = page.unwrap().path();
         if path.extension().is_none_or(|e| e != "md") {
@@ -324,7 +324,7 @@ fn evaluation_without_autograd_keeps_no_activations() {
 /// is nested under the lesson page that leads to it.
 #[test]
 fn the_settings_are_explained_before_challenge_3_uses_them() {
-    let summary = std::fs::read_to_string(figures::files::book_src().join("SUMMARY.md")).unwrap();
+    let summary = std::fs::read_to_string(figures::book::book_src().join("SUMMARY.md")).unwrap();
     let lines: Vec<&str> = summary.lines().collect();
     let at = |page: &str| lines.iter().position(|l| l.contains(page)).unwrap();
     let (settings, c3) = (at("(after-a-few-epochs.md)"), at("(challenge-3.md)"));
@@ -344,7 +344,7 @@ fn the_settings_are_explained_before_challenge_3_uses_them() {
 /// do (and the introduction says).
 #[test]
 fn lesson_pages_open_with_questions_and_objectives() {
-    let src = figures::files::book_src();
+    let src = figures::book::book_src();
     for page in [
         "memory-equation",
         "mini-batching",
@@ -417,7 +417,7 @@ fn accumulating_into_live_gradients_costs_the_gradients() {
     let ratio = c.extra() as f64 / c.all_gradients as f64;
     assert!((0.9..1.05).contains(&ratio), "{ratio} {c:?}");
     let page = |name: &str| {
-        let path = figures::files::book_src().join(format!("{name}.md"));
+        let path = figures::book::book_src().join(format!("{name}.md"));
         let text = std::fs::read_to_string(path).unwrap();
         text.split_whitespace().collect::<Vec<_>>().join(" ")
     };
@@ -426,7 +426,7 @@ fn accumulating_into_live_gradients_costs_the_gradients() {
     assert!(fitting.contains("{{#include generated/accumulation_cost.md}}"));
     assert!(!fitting.contains("costs nothing extra"));
     assert!(page("challenge-4").contains("Accumulating is not free"));
-    let quiz = figures::files::book_src().join("generated/quizzes/fitting-more.toml");
+    let quiz = figures::book::book_src().join("generated/quizzes/fitting-more.toml");
     assert!(
         !std::fs::read_to_string(quiz)
             .unwrap()

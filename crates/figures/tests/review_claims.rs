@@ -7,12 +7,12 @@ use gpumem::mlp::MlpConfig;
 
 /// The text of one page of the book.
 fn page(name: &str) -> String {
-    std::fs::read_to_string(figures::files::book_src().join(format!("{name}.md"))).unwrap()
+    std::fs::read_to_string(figures::book::book_src().join(format!("{name}.md"))).unwrap()
 }
 
 /// A generated file of the book.
 fn generated(name: &str) -> String {
-    std::fs::read_to_string(figures::files::book_src().join("generated").join(name)).unwrap()
+    std::fs::read_to_string(figures::book::book_src().join("generated").join(name)).unwrap()
 }
 
 /// Inside the caching allocator ("Does it hold?"): the table's setups run "from a toy of a few neurons to the
@@ -63,7 +63,7 @@ fn challenge1_activations_at_the_peak_are_the_hidden_output_and_y_pred() {
 #[test]
 fn the_lessons_key_point_is_always_in_quotation_marks() {
     const QUOTE: &str = "Memory limits will depend on both allocated and reserved memory";
-    for entry in std::fs::read_dir(figures::files::book_src()).unwrap() {
+    for entry in std::fs::read_dir(figures::book::book_src()).unwrap() {
         let path = entry.unwrap().path();
         if path.extension().is_none_or(|e| e != "md") {
             continue;
@@ -236,7 +236,7 @@ fn introduction_claims_only_what_is_compared_with_pytorch() {
 fn no_page_types_the_cards_capacity() {
     let capacity = generated("card_capacity.md");
     let plain = capacity.replace('\u{a0}', " ");
-    for entry in std::fs::read_dir(figures::files::book_src()).unwrap() {
+    for entry in std::fs::read_dir(figures::book::book_src()).unwrap() {
         let path = entry.unwrap().path();
         if path.extension().is_none_or(|e| e != "md") {
             continue;
@@ -358,7 +358,7 @@ fn challenge3_default_run_asks_the_device_once() {
 /// Setup: the Rust version it asks for is the workspace's `rust-version`.
 #[test]
 fn setup_asks_for_the_workspaces_rust_version() {
-    let manifest = figures::files::book_src().join("../Cargo.toml");
+    let manifest = figures::book::book_src().join("../Cargo.toml");
     let manifest = std::fs::read_to_string(manifest).unwrap();
     let version = manifest
         .lines()

@@ -10,7 +10,7 @@ use gpumem::role::Role;
 /// A page's text with its line breaks and indents as single spaces.
 fn page(name: &str) -> String {
     let text =
-        std::fs::read_to_string(figures::files::book_src().join(format!("{name}.md"))).unwrap();
+        std::fs::read_to_string(figures::book::book_src().join(format!("{name}.md"))).unwrap();
     text.split_whitespace().collect::<Vec<_>>().join(" ")
 }
 

@@ -5,6 +5,7 @@ use super::{capacity_line, note};
 use crate::data::{self, LESSON_WIDTH, batch_sizes, equation, measure};
 use crate::style::palette::{BLUE, GREEN, ORANGE, PURPLE, SKY, VERMILION, YELLOW};
 use crate::style::{INK, TITLE_PX, font, gib, grouped, legend, mesh, rows_label, svg};
+use ::charts::Chart;
 use anyhow::{Result, anyhow};
 use gpumem::data::LESSON_TRAINING_EVENTS as FULL;
 use gpumem::estimate::Estimate;
@@ -96,37 +97,63 @@ pub fn memory_vs_batch_reserved() -> Result<String> {
     chart(true)
 }
 
+/// The chart's axes: batch size on a log scale, GiB.
+type BatchChart<'a, 'b> = Chart<'a, 'b, LogCoord<f64>>;
+
+/// What the chart draws, from the engine's runs.
+struct Runs {
+    /// The equation's terms at each batch size of the curve.
+    curve: Vec<(u64, Estimate)>,
+    /// The planned peak reserved at the same sizes, in GiB.
+    reserved: Vec<(f64, f64)>,
+    /// The planned peak allocated at the marked sizes.
+    measured: Vec<(u64, u64)>,
+    /// The whole training set as one batch: the equation, and the planned peak reserved.
+    full: Estimate,
+    full_reserved: u64,
+    largest: Option<data::LargestBatch>,
+}
+
+impl Runs {
+    fn of(config: &MlpConfig) -> Result<Runs> {
+        let sizes = batch_sizes(24);
+        let curve = sizes
+            .iter()
+            .map(|&b| Ok((b, equation(config, b)?)))
+            .collect::<Result<_>>()?;
+        // Reserved is measured, not predicted: the equation counts allocated bytes only.
+        let reserved = sizes
+            .iter()
+            .map(|&b| {
+                Ok((
+                    b as f64,
+                    gib(measure(&planning_unlimited(), config, b)?.peak_reserved),
+                ))
+            })
+            .collect::<Result<_>>()?;
+        let measured = batch_sizes(1)
+            .into_iter()
+            .map(|b| Ok((b, measure(&planning_unlimited(), config, b)?.peak_allocated)))
+            .collect::<Result<_>>()?;
+        Ok(Runs {
+            curve,
+            reserved,
+            measured,
+            full: equation(config, FULL)?,
+            full_reserved: measure(&planning_unlimited(), config, FULL)?.peak_reserved,
+            largest: data::largest_batch_on_card(LESSON_WIDTH)?,
+        })
+    }
+}
+
 fn chart(with_reserved: bool) -> Result<String> {
-    let config = MlpConfig::lesson(LESSON_WIDTH);
-    let sizes = batch_sizes(24);
-    let curve: Vec<(u64, Estimate)> = sizes
-        .iter()
-        .map(|&b| Ok((b, equation(&config, b)?)))
-        .collect::<Result<_>>()?;
-    // Reserved is measured, not predicted: the equation counts allocated bytes only.
-    let reserved: Vec<(f64, f64)> = sizes
-        .iter()
-        .map(|&b| {
-            Ok((
-                b as f64,
-                gib(measure(&planning_unlimited(), &config, b)?.peak_reserved),
-            ))
-        })
-        .collect::<Result<_>>()?;
-    let measured: Vec<(u64, u64)> = batch_sizes(1)
-        .into_iter()
-        .map(|b| {
-            Ok((
-                b,
-                measure(&planning_unlimited(), &config, b)?.peak_allocated,
-            ))
-        })
-        .collect::<Result<_>>()?;
-    let full = equation(&config, FULL)?;
-    let full_reserved = measure(&planning_unlimited(), &config, FULL)?.peak_reserved;
-    let largest = data::largest_batch_on_card(LESSON_WIDTH)?;
+    let runs = Runs::of(&MlpConfig::lesson(LESSON_WIDTH))?;
     // Both variants share the reserved chart's axis, so the two read alike side by side.
-    let top = reserved.iter().map(|p| p.1).fold(gib(CARD_BYTES), f64::max);
+    let top = runs
+        .reserved
+        .iter()
+        .map(|p| p.1)
+        .fold(gib(CARD_BYTES), f64::max);
     let alt = if with_reserved {
         alt_memory_vs_batch_reserved()?
     } else {
@@ -154,130 +181,163 @@ fn chart(with_reserved: bool) -> Result<String> {
                 .y_label_formatter(&|y| format!("{y:.0}")),
         )
         .draw()?;
-
-        // Stacked: each area is the sum of its category and those below; the tallest is drawn
-        // first so each smaller one covers the part below it.
-        for top in (0..CATEGORIES.len()).rev() {
-            let (name, _, color) = CATEGORIES[top];
-            let stack = curve.iter().map(|(b, e)| {
-                let bytes: u64 = CATEGORIES[..=top].iter().map(|(_, f, _)| f(e)).sum();
-                (*b as f64, gib(bytes))
-            });
-            let area = chart
-                .draw_series(AreaSeries::new(stack, 0.0, color.mix(0.9)).border_style(color))?;
-            // Parameters, gradients and optimizer state are too small to see at any batch
-            // size here: the note at the top says so instead of three legend entries.
-            if top >= PERSISTENT {
-                area.label(name).legend(move |(x, y)| {
-                    Rectangle::new([(x, y - 7), (x + 20, y + 7)], color.filled())
-                });
-            }
-        }
-
+        draw_stack(&mut chart, &runs.curve)?;
         if with_reserved {
-            chart
-                .draw_series(DashedLineSeries::new(
-                    reserved.iter().copied(),
-                    7,
-                    4,
-                    INK.stroke_width(2),
-                ))?
-                .label("peak reserved (planned)")
-                .legend(|(x, y)| {
-                    DashedPathElement::new([(x, y), (x + 22, y)], 5, 3, INK.stroke_width(2))
-                });
+            draw_reserved(&mut chart, &runs.reserved)?;
         }
-        chart
-            .draw_series(
-                measured
-                    .iter()
-                    .map(|&(b, peak)| Circle::new((b as f64, gib(peak)), 5, INK.stroke_width(2))),
-            )?
-            .label(if with_reserved {
-                "peak allocated (planned)"
-            } else {
-                "a planned step's peak"
-            })
-            .legend(|(x, y)| Circle::new((x + 10, y), 5, INK.stroke_width(2)));
+        draw_measured(&mut chart, &runs.measured, with_reserved)?;
         capacity_line(&mut chart, x0, x1, 1.5)?;
-
-        // Challenge 1: the whole training set as one batch.
-        let full_at = (FULL as f64, gib(full.peak_allocated));
-        chart.draw_series(std::iter::once(Cross::new(
-            full_at,
-            9,
-            VERMILION.stroke_width(4),
-        )))?;
-        let mut lines = vec![format!("all {} rows at once:", grouped(FULL))];
-        if with_reserved {
-            lines.push(format!("{} allocated,", format_bytes(full.peak_allocated)));
-            lines.push(format!("{} reserved", format_bytes(full_reserved)));
-        } else {
-            lines.push(format!("{} at the peak", format_bytes(full.peak_allocated)));
+        draw_full(&mut chart, &runs, with_reserved)?;
+        if let Some(largest) = &runs.largest {
+            draw_largest(&mut chart, largest, with_reserved)?;
         }
-        for (line, text) in lines.iter().enumerate() {
-            note(
-                &mut chart,
-                full_at,
-                (-205, 20 * line as i32 - 96),
-                text,
-                &INK,
-            )?;
-        }
-        if let Some(largest) = &largest {
-            let b = largest.rows;
-            let top = if with_reserved {
-                largest.step.peak_reserved
-            } else {
-                largest.step.peak_allocated
-            };
-            let at = (b as f64, gib(top));
-            chart.draw_series(std::iter::once(TriangleMarker::new(at, 8, BLUE.filled())))?;
-            note(&mut chart, at, (-215, 8), "largest batch that fits:", &INK)?;
-            note(
-                &mut chart,
-                at,
-                (-215, 28),
-                &format!("{} rows", grouped(b)),
-                &INK,
-            )?;
-        }
-        // At the full batch's peak (the top of the backward pass) only the output layer's
-        // gradients exist: the note says so, rather than a sum that looks like "gradients
-        // double the model" and is not.
-        if full.gradients >= full.parameters {
-            return Err(anyhow!("every gradient exists at the full batch's peak"));
-        }
-        note(
-            &mut chart,
-            (x0, y_max),
-            (12, 10),
-            &format!(
-                "parameters {}; gradients at the peak {} (the output layer's only)",
-                format_bytes(full.parameters),
-                format_bytes(full.gradients)
-            ),
-            &INK,
-        )?;
-
-        // The legend sits left, where every series is still ~0: under the capacity line when
-        // there is room for it there, else above it, under the note at the top.
-        let (_, height) = chart.plotting_area().dim_in_pixel();
-        let capacity_y = ((1.0 - gib(CARD_BYTES) / y_max) * f64::from(height)) as i32;
-        // About the legend's height: six entries and its margins.
-        let legend_height = 26 * 6 + 20;
-        let room_below = i64::from(height) - i64::from(capacity_y);
-        let y = if room_below > legend_height + 30 {
-            capacity_y + 14
-        } else {
-            34
-        };
-        legend(
-            chart
-                .configure_series_labels()
-                .position(SeriesLabelPosition::Coordinate(14, y)),
-        )
-        .draw()?;
-        Ok(())
+        draw_persistent_note(&mut chart, &runs.full, (x0, y_max))?;
+        draw_legend(&mut chart, y_max)
     })
+}
+
+/// Stacked: each area is the sum of its category and those below; the tallest is drawn first
+/// so each smaller one covers the part below it.
+fn draw_stack(chart: &mut BatchChart<'_, '_>, curve: &[(u64, Estimate)]) -> Result<()> {
+    for top in (0..CATEGORIES.len()).rev() {
+        let (name, _, color) = CATEGORIES[top];
+        let stack = curve.iter().map(|(b, e)| {
+            let bytes: u64 = CATEGORIES[..=top].iter().map(|(_, f, _)| f(e)).sum();
+            (*b as f64, gib(bytes))
+        });
+        let area =
+            chart.draw_series(AreaSeries::new(stack, 0.0, color.mix(0.9)).border_style(color))?;
+        // Parameters, gradients and optimizer state are too small to see at any batch size
+        // here: the note at the top says so instead of three legend entries.
+        if top >= PERSISTENT {
+            area.label(name).legend(move |(x, y)| {
+                Rectangle::new([(x, y - 7), (x + 20, y + 7)], color.filled())
+            });
+        }
+    }
+    Ok(())
+}
+
+fn draw_reserved(chart: &mut BatchChart<'_, '_>, reserved: &[(f64, f64)]) -> Result<()> {
+    chart
+        .draw_series(DashedLineSeries::new(
+            reserved.iter().copied(),
+            7,
+            4,
+            INK.stroke_width(2),
+        ))?
+        .label("peak reserved (planned)")
+        .legend(|(x, y)| DashedPathElement::new([(x, y), (x + 22, y)], 5, 3, INK.stroke_width(2)));
+    Ok(())
+}
+
+fn draw_measured(
+    chart: &mut BatchChart<'_, '_>,
+    measured: &[(u64, u64)],
+    with_reserved: bool,
+) -> Result<()> {
+    chart
+        .draw_series(
+            measured
+                .iter()
+                .map(|&(b, peak)| Circle::new((b as f64, gib(peak)), 5, INK.stroke_width(2))),
+        )?
+        .label(if with_reserved {
+            "peak allocated (planned)"
+        } else {
+            "a planned step's peak"
+        })
+        .legend(|(x, y)| Circle::new((x + 10, y), 5, INK.stroke_width(2)));
+    Ok(())
+}
+
+/// Challenge 1: the whole training set as one batch.
+fn draw_full(chart: &mut BatchChart<'_, '_>, runs: &Runs, with_reserved: bool) -> Result<()> {
+    let full_at = (FULL as f64, gib(runs.full.peak_allocated));
+    chart.draw_series(std::iter::once(Cross::new(
+        full_at,
+        9,
+        VERMILION.stroke_width(4),
+    )))?;
+    let mut lines = vec![format!("all {} rows at once:", grouped(FULL))];
+    if with_reserved {
+        lines.push(format!(
+            "{} allocated,",
+            format_bytes(runs.full.peak_allocated)
+        ));
+        lines.push(format!("{} reserved", format_bytes(runs.full_reserved)));
+    } else {
+        lines.push(format!(
+            "{} at the peak",
+            format_bytes(runs.full.peak_allocated)
+        ));
+    }
+    for (line, text) in lines.iter().enumerate() {
+        note(chart, full_at, (-205, 20 * line as i32 - 96), text, &INK)?;
+    }
+    Ok(())
+}
+
+fn draw_largest(
+    chart: &mut BatchChart<'_, '_>,
+    largest: &data::LargestBatch,
+    with_reserved: bool,
+) -> Result<()> {
+    let b = largest.rows;
+    let top = if with_reserved {
+        largest.step.peak_reserved
+    } else {
+        largest.step.peak_allocated
+    };
+    let at = (b as f64, gib(top));
+    chart.draw_series(std::iter::once(TriangleMarker::new(at, 8, BLUE.filled())))?;
+    note(chart, at, (-215, 8), "largest batch that fits:", &INK)?;
+    note(chart, at, (-215, 28), &format!("{} rows", grouped(b)), &INK)?;
+    Ok(())
+}
+
+/// At the full batch's peak (the top of the backward pass) only the output layer's gradients
+/// exist: the note says so, rather than a sum that looks like "gradients double the model"
+/// and is not.
+fn draw_persistent_note(
+    chart: &mut BatchChart<'_, '_>,
+    full: &Estimate,
+    top_left: (f64, f64),
+) -> Result<()> {
+    if full.gradients >= full.parameters {
+        return Err(anyhow!("every gradient exists at the full batch's peak"));
+    }
+    note(
+        chart,
+        top_left,
+        (12, 10),
+        &format!(
+            "parameters {}; gradients at the peak {} (the output layer's only)",
+            format_bytes(full.parameters),
+            format_bytes(full.gradients)
+        ),
+        &INK,
+    )
+}
+
+/// The legend sits left, where every series is still ~0: under the capacity line when there
+/// is room for it there, else above it, under the note at the top.
+fn draw_legend<'a, 'b: 'a>(chart: &mut BatchChart<'a, 'b>, y_max: f64) -> Result<()> {
+    let (_, height) = chart.plotting_area().dim_in_pixel();
+    let capacity_y = ((1.0 - gib(CARD_BYTES) / y_max) * f64::from(height)) as i32;
+    // About the legend's height: six entries and its margins.
+    let legend_height = 26 * 6 + 20;
+    let room_below = i64::from(height) - i64::from(capacity_y);
+    let y = if room_below > legend_height + 30 {
+        capacity_y + 14
+    } else {
+        34
+    };
+    legend(
+        chart
+            .configure_series_labels()
+            .position(SeriesLabelPosition::Coordinate(14, y)),
+    )
+    .draw()?;
+    Ok(())
 }

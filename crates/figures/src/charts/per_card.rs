@@ -3,7 +3,7 @@
 
 use super::IDEAL;
 use crate::data::DEEP_BATCH;
-use crate::pages::more_than_one_card::{CARD_COUNTS, cell, setup_words};
+use crate::schemes::{CARD_COUNTS, cell, setup_words};
 use crate::style::palette::{BLUE, GREEN, ORANGE, PURPLE, SKY};
 use ::charts::per_card::{Bar, Panel, PerCardChart, per_card_svg};
 use anyhow::Result;

@@ -4,8 +4,9 @@
 //! function) with `cpu_offload=False`, and evaluated on the parameter count of the page's
 //! network. They count model states only, for mixed-precision Adam.
 
-use super::more_than_one_card::{CARD_COUNTS, in_gib, setup};
+use super::more_than_one_card::in_gib;
 use crate::data::{DEEP_BATCH, SEED};
+use crate::schemes::{CARD_COUNTS, setup};
 use crate::style::grouped;
 use anyhow::{Context, Result, anyhow};
 use gpumem::lesson::planning_unlimited;

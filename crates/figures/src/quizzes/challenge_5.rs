@@ -4,7 +4,7 @@
 
 use super::{Question, distinct};
 use crate::data::{DEEP_BATCH, DEEP_WIDTH, deepest_fit, network};
-use crate::pages::more_than_one_card::{cell, setup_words};
+use crate::schemes::{cell, setup_words};
 use anyhow::{Context, Result};
 use gpumem::lesson::planning_on_card;
 use gpumem::mlp::{MlpConfig, Optimizer};
@@ -50,7 +50,7 @@ fn fullest_requested(scheme: Scheme, cards: usize) -> Result<u64> {
 /// ZeRO-1 on the most cards: whole parameters, not an even split.
 fn zero1_question() -> Result<Question> {
     let n = MOST_CARDS;
-    let config = crate::pages::more_than_one_card::setup()?;
+    let config = crate::schemes::setup()?;
     let rows = DEEP_BATCH.div_ceil(n as u64);
     let t = terms(setup_of(&config, rows));
     let (p, state, temps) = (t.parameters, t.optimizer_state, t.update_temporaries);
@@ -109,7 +109,7 @@ fn sgd_question() -> Result<Question> {
     let zero3 = fewest(Scheme::Zero3)?;
     let with_adam = fewest_cards(
         &planning_on_card(),
-        &crate::pages::more_than_one_card::setup()?,
+        &crate::schemes::setup()?,
         Scheme::Zero1,
         DEEP_BATCH,
         MOST_CARDS,

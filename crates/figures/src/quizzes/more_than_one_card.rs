@@ -3,7 +3,7 @@
 
 use super::{Question, distinct};
 use crate::data::DEEP_BATCH;
-use crate::pages::more_than_one_card::{cell, setup_words};
+use crate::schemes::{cell, setup_words};
 use anyhow::Result;
 use gpumem::parallel::{CardMemory, Scheme};
 use gpumem::size::format_bytes as bytes;
