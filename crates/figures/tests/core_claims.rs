@@ -48,12 +48,12 @@ fn own_gpu_sections_include_the_recorded_cpu_runs() {
         let text = page(&format!("challenge-{n}"));
         assert!(text.contains("## On your own GPU"));
         assert!(text.contains(&format!("python pytorch/challenge{n}.py")));
-        assert!(text.contains(&format!("`cargo run -p challenge{n} -- --device-memory …`")));
+        // The script prints the engine's command for the card it held (`--device-memory`).
+        assert!(text.contains("then the engine's answer for that card"));
         assert!(text.contains(&format!(
             "{{{{#include ../pytorch/runs/challenge{n}.txt:3:}}}}"
         )));
         assert!(text.contains("on a CPU machine"));
-        assert!(text.contains("torch version on") && text.contains("first line"));
         let script =
             std::fs::read_to_string(root().join(format!("pytorch/challenge{n}.py"))).unwrap();
         assert!(script.contains("torch.cuda.is_available()"));
@@ -69,7 +69,7 @@ fn own_gpu_sections_include_the_recorded_cpu_runs() {
     // Challenge 1 says the script prints `memory_summary()` with CUDA.
     let script = std::fs::read_to_string(root().join("pytorch/challenge1.py")).unwrap();
     assert!(script.contains("memory_summary("));
-    assert!(page("challenge-1").contains("`torch.cuda.memory_summary()`"));
+    assert!(page("challenge-1").contains("and `memory_summary()`"));
 }
 
 /// Challenge 1: "MemTracker counts raw tensor bytes, the engine its allocator's blocks" —
