@@ -5,7 +5,9 @@
 //!
 //! - The recorder's nine models, run for real (`real_step.py`): replayed on their card, the
 //!   peaks and the end state are the card's `max_memory_allocated`, `max_memory_reserved`,
-//!   `memory_allocated` and `memory_reserved`, to the byte.
+//!   `memory_allocated` and `memory_reserved`, to the byte. The recorder's CPU recordings of
+//!   the same steps (`crates/gpumem/tests/fixtures/recorded/`), replayed as that card, give
+//!   the same peaks wherever the recording states no memory it could not record.
 //! - Challenge 1 on the card held to the lesson's 15.90 GiB (`challenge1_cuda.py`): the
 //!   batches that ran out (the whole training set, 655 360 and 531 629 rows) run out in the
 //!   replay at the same request, with the same reserved bytes and the same figures in
@@ -95,6 +97,74 @@ fn each_real_step_replays_to_the_cards_own_peaks() {
             "{name}"
         );
     }
+}
+
+#[test]
+fn the_recorders_cpu_recordings_replay_as_the_card_to_its_peaks() {
+    // The recorder's committed fixtures of the same nine steps, recorded on a CPU without a
+    // GPU, replayed as the card: its capacity, PyTorch and compute capability (the replay
+    // adds the cuBLAS workspaces that version takes). Where the recording states no memory a
+    // CPU trace lacks (cuDNN's buffers in `not_in_trace`, the attention kernel CUDA picks), it
+    // gives the card's peaks to the byte; nowhere is it above them.
+    let recorded = root().join("crates/gpumem/tests/fixtures/recorded");
+    let mut exact = 0;
+    let mut names = 0;
+    for entry in std::fs::read_dir(evidence("part5")).unwrap() {
+        let file = entry.unwrap().file_name().to_string_lossy().into_owned();
+        let Some(name) = file.strip_suffix(".json") else {
+            continue;
+        };
+        if name.ends_with(".replay") {
+            continue;
+        }
+        names += 1;
+        let card = json(&evidence(&format!("part5/{file}")));
+        let fixture = recorded.join(format!("{name}.pickle"));
+        let rec = gpumem::snapshot::Snapshot::read(&fixture)
+            .unwrap()
+            .recorder
+            .unwrap_or_else(|| panic!("{name}: not a recording"));
+        assert_eq!(card["batch"], rec.batch, "{name}: the same batch");
+        assert_eq!(card["steps"], rec.steps, "{name}: the same steps");
+        let capacity = int(&card["total_memory"], "total_memory").to_string();
+        let r = replay(
+            &fixture,
+            &[
+                "--card",
+                &capacity,
+                "--torch",
+                card["torch"].as_str().unwrap(),
+                "--compute-capability",
+                card["compute_capability"].as_str().unwrap(),
+            ],
+        );
+        let states_a_gap = !rec.not_in_trace.is_empty()
+            || rec
+                .cuda_differences
+                .iter()
+                .any(|d| d.contains("scaled_dot_product_attention"));
+        for (ours, theirs) in [
+            ("peak_allocated", "max_memory_allocated"),
+            ("peak_reserved", "max_memory_reserved"),
+        ] {
+            let (ours_v, theirs_v) = (int(&r[ours], ours), int(&card[theirs], theirs));
+            assert!(
+                ours_v <= theirs_v,
+                "{name}: {ours} {ours_v} above {theirs_v}"
+            );
+            if !states_a_gap {
+                assert_eq!(
+                    ours_v, theirs_v,
+                    "{name}: {ours} against the card's {theirs}"
+                );
+            }
+        }
+        if !states_a_gap {
+            exact += 1;
+        }
+    }
+    assert_eq!(names, 9);
+    assert!(exact >= 5, "{exact} recordings held to the byte");
 }
 
 /// The figures two out-of-memory messages must share: the request, what is allocated, what
