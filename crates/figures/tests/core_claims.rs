@@ -72,7 +72,7 @@ fn own_gpu_sections_include_the_recorded_cpu_runs() {
     assert!(page("challenge-1").contains("and `memory_summary()`"));
 }
 
-/// Challenge 1: "MemTracker counts raw tensor bytes, the engine its allocator's blocks" —
+/// Challenge 1: MemTracker's run counts "raw tensor bytes, not the allocator's blocks" —
 /// in the recorded run the raw bytes are the fewer.
 #[test]
 fn memtracker_raw_bytes_are_below_the_engines_blocks() {
@@ -93,9 +93,7 @@ fn memtracker_raw_bytes_are_below_the_engines_blocks() {
         raw < blocks && blocks - raw < blocks / 100,
         "{raw} vs {blocks}"
     );
-    assert!(
-        page("challenge-1").contains("(raw tensor bytes, where the engine counts its allocator's")
-    );
+    assert!(page("challenge-1").contains("(raw tensor bytes, not the allocator's"));
 }
 
 /// Memory in neural networks: each hidden layer of 5 000 at batch 32 with SGD adds "a little
