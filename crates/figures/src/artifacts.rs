@@ -287,6 +287,31 @@ pub const ARTIFACTS: &[Artifact] = &[
         render: crate::snapshots::fragmentation_memviz,
     },
     Artifact {
+        path: "generated/gpu_h200_checked.md",
+        about: "inline: the introduction's claim: the H200's real steps, replayed, give the card's peaks to the byte",
+        render: pages::gpu_h200::checked,
+    },
+    Artifact {
+        path: "generated/gpu_h200_models.md",
+        about: "table: the recorder's models run for real on the H200 against the replays of their own snapshots and of the recorder's CPU recordings as that card",
+        render: pages::gpu_h200::models_table,
+    },
+    Artifact {
+        path: "generated/gpu_h200_challenge1.md",
+        about: "table and message: challenge 1's largest batch on the ideal card, with workspaces, and PyTorch's on the H200; its failure at the ideal card's answer, replayed",
+        render: pages::gpu_h200::challenge1_table,
+    },
+    Artifact {
+        path: "generated/gpu_h200_workspaces.md",
+        about: "paragraph: the workspaces the H200 freed after a step against the engine's plan for its PyTorch and card",
+        render: pages::gpu_h200::workspaces,
+    },
+    Artifact {
+        path: "generated/gpu_h200_untracked.md",
+        about: "paragraph: part 1's setups on the H200, the engine (with the card's workspaces) against max_memory_allocated",
+        render: pages::gpu_h200::untracked,
+    },
+    Artifact {
         path: "generated/own_model_replay.md",
         about: "block: memviz replay of the recorded transformer on a 16 GiB card, with its largest batch",
         render: pages::own_model::example_replay,

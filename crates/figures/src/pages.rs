@@ -14,6 +14,7 @@ pub mod challenge_5;
 pub mod core_equation;
 pub mod deepspeed;
 pub mod fitting_more;
+pub mod gpu_h200;
 pub mod instructors;
 pub mod memory_equation;
 pub mod monitoring;

@@ -218,14 +218,19 @@ fn instructors_page_describes_challenge_3_in_its_steps() {
     }
 }
 
-/// Introduction: the engine's allocator follows PyTorch's rules, but no test measures it
-/// beside PyTorch's on a GPU, so the page claims the rules, not byte-equal figures; the bytes
-/// a step asks for are what the fixture compares (and the equation page says so).
+/// Introduction: the engine's allocator follows PyTorch's rules; the byte-equal figures it
+/// claims are one GPU's (the H200's real steps, replayed), in a sentence generated from that
+/// run's records, which fails to render when a replay and its card differ (and
+/// `cargo test -p memviz --test gpu_h200` compares them); the bytes a step asks for are what
+/// the fixture compares (and the equation page says so).
 #[test]
 fn introduction_claims_only_what_is_compared_with_pytorch() {
     let text = page("introduction");
     assert!(!text.contains("down to the byte"));
-    assert!(text.contains("followed rule by rule, not measured beside ours"));
+    assert!(text.contains("so the engine follows it rule by rule;"));
+    assert!(text.contains("{{#include generated/gpu_h200_checked.md}}"));
+    let claim = figures::pages::gpu_h200::checked().unwrap();
+    assert!(claim.contains("to the byte") && claim.contains("with PyTorch"));
     let fixture = figures::pages::memory_equation::pytorch_fixture().unwrap();
     assert!(fixture.contains("peak of requested bytes equals PyTorch's"));
 }
