@@ -29,7 +29,7 @@ fn challenge1(args: &[String]) -> Value {
     let mut all: Vec<String> = vec!["challenge1".into(), "--backend".into(), "plan".into()];
     all.extend(args.iter().cloned());
     all.push("--json".into());
-    let (result, text) = demo::capture(|| demos::challenge1::run(all.clone()));
+    let (result, text) = cli::capture(|| demos::challenge1::run(all.clone()));
     result.unwrap_or_else(|e| panic!("{all:?}: {e}"));
     serde_json::from_str(&text).unwrap_or_else(|e| panic!("{all:?}: {e}\n{text}"))
 }

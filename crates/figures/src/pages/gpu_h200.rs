@@ -277,7 +277,7 @@ fn challenge1(args: &[&str]) -> Result<Value> {
         .map(|s| s.to_string())
         .collect();
     all.push("--json".into());
-    let (result, text) = demo::capture(|| demos::challenge1::run(all.clone()));
+    let (result, text) = cli::capture(|| demos::challenge1::run(all.clone()));
     result?;
     Ok(serde_json::from_str(&text)?)
 }
