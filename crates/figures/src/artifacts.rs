@@ -437,6 +437,11 @@ pub const ARTIFACTS: &[Artifact] = &[
         render: pages::challenge_1::largest_batch_on_card,
     },
     Artifact {
+        path: "generated/equation_largest_batch.md",
+        about: "inline: the largest batch of the lesson's network by the core's equation (rows)",
+        render: pages::challenge_1::equation_largest_batch,
+    },
+    Artifact {
         path: "generated/deepest_sgd.md",
         about: "inline: the deepest network (width 5000, batch 32, SGD) that fits",
         render: pages::challenge_2::deepest_sgd,

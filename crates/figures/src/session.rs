@@ -57,16 +57,25 @@ pub const CORE: &[Block] = &[
         &["monitoring.md"],
     ),
     block(
-        "Your own model: the recorder, then `memviz replay` on a recorded transformer",
+        "Your own model: a recorded transformer's replay on another card",
         4,
         &["own-model.md"],
     ),
-    block("Key points and questions", 4, &["key-points.md"]),
+    block(
+        "Key points, where to get help, questions",
+        4,
+        &["key-points.md", "help.md"],
+    ),
 ];
 
 /// The rest of the book, after the core, for a full day.
 pub const REST_OF_DAY: &[Block] = &[
     block("Break", 15, &[]),
+    block(
+        "Setup, further: the other demos, the devices, the PyTorch scripts",
+        10,
+        &["setup-further.md"],
+    ),
     block(
         "When training dies after a few epochs, then Challenge 3's three demos",
         25,

@@ -201,6 +201,16 @@ pub fn core_equation() -> Result<String> {
         format_bytes(total),
         format_bytes(CARD_BYTES)
     )?;
+    let blocks = crate::data::equation(&gpumem::mlp::MlpConfig::lesson(setup.width), FULL)?;
+    writeln!(
+        out,
+        "\nThese are a tensor's raw bytes. PyTorch's allocator, and the engine's, hand out \
+         blocks rounded up to a multiple of 512 bytes, so what they report is a little more: \
+         the parameters' {} raw take {} of blocks, and the full batch's peak is {} allocated.",
+        format_bytes(t.p),
+        format_bytes(blocks.parameters),
+        format_bytes(blocks.peak_allocated),
+    )?;
     Ok(out)
 }
 

@@ -23,10 +23,7 @@ pub fn challenge_1() -> Result<Vec<Question>> {
     let engine = largest_batch_on_card(LESSON_WIDTH)?
         .ok_or_else(|| anyhow!("not even one row fits on the card"))?;
     // The page's equation: the largest batch whose peak is within the card.
-    let rows = gpumem::search::largest_where(FULL, |b| {
-        Ok::<_, anyhow::Error>(peak(Setup::lesson(LESSON_WIDTH, 1, b, Opt::Sgd))? <= CARD_BYTES)
-    })?
-    .ok_or_else(|| anyhow!("not even one row fits by the equation"))?;
+    let rows = crate::pages::challenge_1::equation_largest_rows()?;
     // The usual formula (model + activations + optimizer state + batch) forgets the two
     // temporaries: by it the whole set fits.
     let usual = |b: u64| {
