@@ -393,7 +393,7 @@ pub const ARTIFACTS: &[Artifact] = &[
     },
     Artifact {
         path: "generated/monitoring_memtracker_engine.md",
-        about: "sentence: the engine's plan of memory_stats.py's step under the H200 record's PyTorch and card, against the card's peak",
+        about: "clause: the engine's plan of memory_stats.py's step under the H200 record's PyTorch and card, against the card's peak",
         render: pages::monitoring::memtracker::engine_check,
     },
     Artifact {

@@ -109,6 +109,15 @@ fn records() -> Result<Records> {
     })
 }
 
+/// The card of the H200 record and its PyTorch's rules: its name, the rules, its compute
+/// capability (the allocator quiz's real card).
+pub(crate) fn record_card() -> Result<(String, Rules, ComputeCapability)> {
+    let r = records()?;
+    let rules = Rules::of(r.torch.parse()?);
+    let cc = capability(&r.gpu)?;
+    Ok((r.gpu, rules, cc))
+}
+
 /// The snippet's step planned by the engine under `rules` on a card of `capability`:
 /// `max_memory_allocated()` of the step after the reset.
 fn engine_peak(rules: Rules, capability: ComputeCapability) -> Result<u64> {
@@ -175,8 +184,8 @@ pub fn reconciled() -> Result<String> {
     ))
 }
 
-/// The engine's side, for the fold beside the records: the snippet's step planned under the
-/// record's PyTorch and card, against the card's peak.
+/// The engine's side (the allocator page, beside the H200's Challenge 1): the snippet's step
+/// planned under the record's PyTorch and card, against the card's peak.
 pub fn engine_check() -> Result<String> {
     let r = records()?;
     let rules = Rules::of(r.torch.parse()?);
@@ -188,8 +197,10 @@ pub fn engine_check() -> Result<String> {
         r.peak
     );
     Ok(format!(
-        "The engine, told the same PyTorch ({}) and compute capability ({cc}), plans this \
-         step's peak at {engine:.2} MiB against the card's {:.2} MiB.\n",
+        "told the same PyTorch ({}) and compute capability ({cc}), the engine plans the step \
+         of `pytorch/snippets/memory_stats.py` \
+         ([Monitoring memory](monitoring.md#two-numbers-not-one)) at a peak of {engine:.2} MiB, \
+         against the card's {:.2} MiB.\n",
         rules.asked, r.peak
     ))
 }

@@ -118,7 +118,7 @@ pub fn sentence() -> Result<String> {
         "The engine's lesson network, a step at {} rows then one at {} (the half batch's \
          segments are too small for the full batch), peaks at {} allocated and {} reserved on \
          a card without limit, yet fits one of {}, where the allocator gave its unused cache \
-         back {times} and asked again.\n",
+         back {times} and retried.\n",
         crate::style::grouped(r.first_rows),
         crate::style::grouped(r.rows),
         format_bytes(r.peak_allocated),
