@@ -6,8 +6,9 @@ import os
 
 conf = "expandable_segments:True"
 os.environ["PYTORCH_CUDA_ALLOC_CONF"] = conf   # the name every PyTorch 2.x reads for CUDA
-os.environ["PYTORCH_ALLOC_CONF"] = conf        # the newer name (about 2.8 on); alone, 2.9.1's
-# CUDA allocator ignored it (pytorch#183387): set both. Other settings, comma-separated:
+os.environ["PYTORCH_ALLOC_CONF"] = conf        # the newer name, read first from 2.9 on (which
+# warns when only the old one is set); 2.9.1 ignored expandable_segments given under the newer
+# name alone (pytorch#183387): set both. Other settings, comma-separated:
 # "max_split_size_mb:128", "garbage_collection_threshold:0.8" (only with a memory fraction).
 
 import torch  # noqa: E402 - after the setting, on purpose

@@ -377,9 +377,24 @@ pub const ARTIFACTS: &[Artifact] = &[
         render: pages::cards::lesson_card_compared,
     },
     Artifact {
-        path: "generated/versions_in_monitoring.md",
-        about: "inline: which PyTorch versions count cuBLAS's workspaces in memory_allocated(), what that adds, which exception to catch",
-        render: pages::cards::versions_in_monitoring,
+        path: "generated/oom_exception.md",
+        about: "inline: the out-of-memory exception's name and since which PyTorch each name holds",
+        render: pages::monitoring::exception::phrase,
+    },
+    Artifact {
+        path: "generated/monitoring_must_fit.md",
+        about: "paragraph: a run whose reserved peak on a card without limit exceeds the smallest card it fits, found by the engine's search",
+        render: pages::monitoring::must_fit::sentence,
+    },
+    Artifact {
+        path: "generated/monitoring_memtracker.md",
+        about: "paragraph: MemTracker's peak against CUDA's, from the committed records, the engine's workspace rules and its plan of the same step",
+        render: pages::monitoring::memtracker::reconciled,
+    },
+    Artifact {
+        path: "generated/monitoring_memtracker_engine.md",
+        about: "clause: the engine's plan of memory_stats.py's step under the H200 record's PyTorch and card, against the card's peak",
+        render: pages::monitoring::memtracker::engine_check,
     },
     Artifact {
         path: "generated/torch_versions.md",

@@ -11,6 +11,10 @@ use gpumem::size::format_bytes;
 
 use super::{largest_batch, text_block};
 
+pub mod exception;
+pub mod memtracker;
+pub mod must_fit;
+
 /// One row more than the largest batch that fits, and how its step fails.
 pub fn one_row_more() -> Result<(u64, Fragmented)> {
     let rows = largest_batch()?.rows + 1;

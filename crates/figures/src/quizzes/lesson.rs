@@ -206,24 +206,52 @@ pub fn monitoring() -> Result<Vec<Question>> {
     Ok(vec![outside_q])
 }
 
-/// `empty_cache()` with a model alive: the small segments of its biases stay (the allocator's
-/// 2 MiB small-segment rule, which this page teaches).
-fn empty_cache_question() -> Result<Question> {
-    let device = Device::plan(CARD_BYTES);
-    let mut mlp = Mlp::new(&device, &network(DEEP_WIDTH, 1, Optimizer::LESSON), SEED)?;
+/// One SGD step of the quiz's network on a card of the lesson's size, with `cublas`'s
+/// workspaces in the allocator (none: the ideal card), then `empty_cache()`: allocated,
+/// reserved before, reserved after.
+fn empty_cache_run(
+    cublas: gpumem::cublas::WorkspaceRules,
+    rules: Option<gpumem::versions::Rules>,
+) -> Result<(u64, u64, u64)> {
+    let mut options = gpumem::lesson::planning_device(CARD_BYTES);
+    options.cublas = cublas;
+    let device = Device::new(&options)?;
+    let mut config = network(DEEP_WIDTH, 1, Optimizer::LESSON);
+    if let Some(r) = rules {
+        config.strategy.zero_grad = r.release.zero_grad;
+        config.strategy.optimizer_impl = r.release.optimizer_impl;
+    }
+    let mut mlp = Mlp::new(&device, &config, SEED)?;
     mlp.train_step(Batch::Planned(LARGE_ROWS))?;
     let (allocated, before) = (device.memory_allocated(), device.memory_reserved());
     device.empty_cache();
     let after = device.memory_reserved();
+    drop(mlp);
+    Ok((allocated, before, after))
+}
+
+/// `empty_cache()` with a model alive, on the ideal card (tensors only): the small segments of
+/// its parameters stay (the allocator's 2 MiB small-segment rule, which this page teaches).
+/// The feedback says what a real card keeps besides: the H200 record's PyTorch and card, whose
+/// cuBLAS workspaces come from the allocator and stay allocated.
+fn empty_cache_question() -> Result<Question> {
+    let (allocated, before, after) = empty_cache_run(gpumem::cublas::WorkspaceRules::NONE, None)?;
     if !(0 < after && after < before) {
         bail!("empty_cache() took reserved from {before} B to {after} B: pick another network");
+    }
+    let (card, rules, cc) = crate::pages::monitoring::memtracker::record_card()?;
+    let workspaces = rules.workspaces(cc);
+    let (real_allocated, _, real_after) = empty_cache_run(workspaces, Some(rules))?;
+    if real_allocated <= allocated || real_after <= after {
+        bail!("the {card}'s workspaces change nothing after empty_cache(): the feedback is moot");
     }
     let state = |r: u64, a: u64| format!("reserved {}, allocated {}", bytes(r), bytes(a));
     let answer = state(after, allocated);
     let cache_q = Question {
         prompt: format!(
-            "One hidden layer of {DEEP_WIDTH}, one SGD step at batch {LARGE_ROWS}: {}. The model is still alive. \
-             Then `torch.cuda.empty_cache()`. Predict the two numbers.",
+            "On the ideal card (tensors only): one hidden layer of {DEEP_WIDTH}, one SGD step \
+             at batch {LARGE_ROWS}: {}. The model is still alive. Then \
+             `torch.cuda.empty_cache()`. Predict the two numbers.",
             state(before, allocated)
         ),
         answer: answer.clone(),
@@ -234,13 +262,17 @@ fn empty_cache_question() -> Result<Question> {
         context: format!(
             "`empty_cache()` gives back only segments in which no tensor lives; it frees no \
              tensor, so allocated stays {}. The segments holding the model's parameters \
-             and gradients (plain SGD keeps no state) stay: reserved falls from {} to {}, not to 0.",
+             and gradients (plain SGD keeps no state) stay: reserved falls from {} to {}, not \
+             to 0. On a real card, cuBLAS's workspaces stay allocated too: on the {card} with \
+             PyTorch {}, the same step leaves {} allocated, and reserved falls only to {}.",
             bytes(allocated),
             bytes(before),
-            bytes(after)
+            bytes(after),
+            rules.asked,
+            bytes(real_allocated),
+            bytes(real_after),
         ),
     };
-    drop(mlp);
     Ok(cache_q)
 }
 
