@@ -219,16 +219,32 @@
       ]),
       el("dl", { class: "calc-facts" }, [
         el("dt", { text: "Measured on the plan backing (two steps)" }),
-        el("dd", { text: "model " + a.model_allocated.text + " · peak allocated " + a.peak_allocated.text + " · peak reserved " + a.peak_reserved.text }),
-        el("dt", { text: "Largest batch that fits this card" }),
-        el("dd", { text: a.largest_batch === null ? "none" : count(a.largest_batch) + " rows" }),
-        el("dt", { text: "Deepest network that fits at this batch" }),
-        el("dd", { text: depth === "none" ? "none" : depth + " hidden layers" })
+        el("dd", { text: "model " + a.model_allocated.text + " · peak allocated " + a.peak_allocated.text + " · peak reserved " + a.peak_reserved.text })
       ]),
+      // Folded until asked: they are Challenges 1 and 2's answers, which a learner guesses first.
+      limits(a, depth),
       a.oom_message ? el("pre", { class: "calc-message", tabindex: "0" }, [el("code", { text: a.oom_message })]) : null,
       timeline(a),
       el("ul", { class: "calc-notes" }, a.notes.map(function (n) { return el("li", { text: n }); }))
     ]);
+  }
+
+  // The largest batch and the deepest network that fit, behind a disclosure kept open
+  // across answers once the reader opens it.
+  var limitsOpen = false;
+  function limits(a, depth) {
+    var d = el("details", { class: "calc-limits" }, [
+      el("summary", { text: "Largest batch and deepest network that fit (Challenges 1 and 2 ask for these: guess first)" }),
+      el("dl", { class: "calc-facts" }, [
+        el("dt", { text: "Largest batch that fits this card" }),
+        el("dd", { text: a.largest_batch === null ? "none" : count(a.largest_batch) + " rows" }),
+        el("dt", { text: "Deepest network that fits at this batch" }),
+        el("dd", { text: depth === "none" ? "none" : depth + " hidden layers" })
+      ])
+    ]);
+    d.open = limitsOpen;
+    d.addEventListener("toggle", function () { limitsOpen = d.open; });
+    return d;
   }
 
   // allocated (solid) and reserved (dashed) through the measured steps.

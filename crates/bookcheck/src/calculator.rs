@@ -70,10 +70,11 @@ fn compare_setups(session: &Session, report: &mut Report) -> Result<()> {
     Ok(())
 }
 
-/// The widget's three states: as the page starts (the lesson's whole batch, which does not
-/// fit), on the largest card offered (fits), and with a width typed from the keyboard that
-/// the engine refuses. Each shown answer must be the native engine's answer to the request
-/// the widget sent.
+/// The widget's three states: as the page starts (a batch that fits), with the whole
+/// training set (which does not), and with a width typed from the keyboard that the engine
+/// refuses. Each shown answer must be the native engine's answer to the request the widget
+/// sent; the first must not show the largest batch that fits (Challenge 1's answer) until
+/// its disclosure is opened.
 fn drive_states(widget: &Widget<'_>, report: &mut WidgetReport) -> Result<()> {
     let (session, wait) = (&widget.session, widget.options.timeout);
     let state = |report: &mut WidgetReport, name: &str| -> Result<()> {
@@ -81,19 +82,19 @@ fn drive_states(widget: &Widget<'_>, report: &mut WidgetReport) -> Result<()> {
         widget.audit(name, report)
     };
     let first = settled(session, wait)?;
-    expect(report, "as the page starts", &first, |a| a["fits"] == false)?;
-    state(report, "calculator_oom")?;
+    expect(report, "as the page starts", &first, |a| a["fits"] == true)?;
+    state(report, "calculator_fits")?;
+    no_spoiler(session, &first, report)?;
 
     session.eval(
-        "(() => { const s = document.querySelector('.gpumem-calculator select[id$=\"-card\"]'); \
-         s.selectedIndex = s.options.length - 2; \
-         s.dispatchEvent(new Event('change', { bubbles: true })); return 'ok'; })()",
+        "(() => { const s = document.querySelector('.gpumem-calculator select[id$=\"-batch\"]'); \
+         s.value = 'all'; s.dispatchEvent(new Event('change', { bubbles: true })); return 'ok'; })()",
     )?;
-    let fits = settled(session, wait)?;
-    expect(report, "on the largest card offered", &fits, |a| {
-        a["fits"] == true
+    let whole = settled(session, wait)?;
+    expect(report, "with the whole training set", &whole, |a| {
+        a["fits"] == false
     })?;
-    state(report, "calculator_fits")?;
+    state(report, "calculator_oom")?;
 
     // From the keyboard: focus the width, select it all, type a width of 0.
     let tab = &session.tab;
@@ -109,6 +110,54 @@ fn drive_states(widget: &Widget<'_>, report: &mut WidgetReport) -> Result<()> {
         a["error"].is_string()
     })?;
     state(report, "calculator_refused")
+}
+
+/// The largest batch that fits (Challenge 1's answer on the lesson's page) is not in what the
+/// widget first shows, in any of the ways the book writes a number; opened, its disclosure
+/// shows it (so this check can see it when it is shown).
+fn no_spoiler(session: &Session, first: &Shown, report: &mut WidgetReport) -> Result<()> {
+    let native: Value = serde_json::from_str(&gpumem_calculator::calculate(&first.request))?;
+    let Some(largest) = native["largest_batch"].as_u64() else {
+        return Ok(());
+    };
+    let forms = number_forms(largest);
+    if let Some(form) = forms.iter().find(|f| first.text.contains(f.as_str())) {
+        report.problems.push(format!(
+            "as the page starts: the widget shows the largest batch that fits ({form}), \
+             Challenge 1's answer, before the reader asks"
+        ));
+    }
+    let opened = session.eval(
+        "(() => { const d = document.querySelector('.gpumem-calculator .calc-limits'); \
+         if (!d) return ''; d.open = true; const t = d.innerText; d.open = false; \
+         return t; })()",
+    )?;
+    if !forms.iter().any(|f| opened.contains(f.as_str())) {
+        report.problems.push(format!(
+            "the widget's folded limits do not show the largest batch ({largest}) when opened"
+        ));
+    }
+    Ok(())
+}
+
+/// `n` as the book and the widget may print it: `655360`, `655,360`, `655 360` (a space, a
+/// narrow or a thin one).
+pub fn number_forms(n: u64) -> Vec<String> {
+    let digits = n.to_string();
+    let mut forms = vec![digits.clone()];
+    if digits.len() > 3 {
+        for sep in [",", " ", "\u{202f}", "\u{2009}", "\u{a0}"] {
+            let mut grouped = String::new();
+            for (i, c) in digits.chars().enumerate() {
+                if i > 0 && (digits.len() - i).is_multiple_of(3) {
+                    grouped.push_str(sep);
+                }
+                grouped.push(c);
+            }
+            forms.push(grouped);
+        }
+    }
+    forms
 }
 
 /// Where the first calculator is, for its screenshots.

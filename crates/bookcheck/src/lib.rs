@@ -8,7 +8,9 @@
 //!   listed apart;
 //! - [`calculator`]: the in-page calculator's committed WebAssembly module answers what the
 //!   engine answers natively, and its widget shows those answers;
-//! - [`quiz`]: one predict-then-check quiz answered from the keyboard, wrongly then rightly.
+//! - [`quiz`]: one predict-then-check quiz answered from the keyboard, wrongly then rightly;
+//! - [`words`]: the words a reader sees on each page of the lesson, counted in the rendered
+//!   page, against the count the book prints.
 //!
 //! The checks that open pages share a [`session`] (a tab on the book, served by [`serve`]),
 //! which drives the browser through [`chromium`].
@@ -22,3 +24,4 @@ pub mod quiz;
 pub mod serve;
 pub mod session;
 pub mod site;
+pub mod words;

@@ -2,7 +2,7 @@
 //! on the built book after `mdbook build`. Exit status 0 means no problem was found; 1 lists
 //! the problems; 2 means the check could not run (bad arguments, no browser, no book).
 
-use bookcheck::{browser, calculator, links, quiz};
+use bookcheck::{browser, calculator, links, quiz, words};
 use clap::{Args, Parser, Subcommand};
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -82,6 +82,17 @@ enum Command {
         #[arg(long, value_name = "PATH")]
         axe: Option<PathBuf>,
     },
+    /// Count the words a reader sees on each page of the lesson in Chromium, by the book's
+    /// rule, and compare with the count the book prints (generated/reading_words.json).
+    Words {
+        /// The book's output folder (what `mdbook build` wrote, usually `book`).
+        book: PathBuf,
+        /// Save each page's counted text into this folder (PAGE.txt).
+        #[arg(long, value_name = "DIR")]
+        text: Option<PathBuf>,
+        #[command(flatten)]
+        chrome: Chrome,
+    },
 }
 
 /// The browser every check that opens pages runs.
@@ -160,6 +171,14 @@ fn main() -> ExitCode {
                 axe,
             },
         ),
+        Command::Words { book, text, chrome } => run_words(
+            &book,
+            &words::Options {
+                timeout: chrome.timeout(),
+                chromium: chrome.chromium,
+                text,
+            },
+        ),
     };
     match result {
         Ok(0) => {
@@ -225,4 +244,38 @@ fn run_quiz(book: &std::path::Path, options: &quiz::Options) -> anyhow::Result<u
     report.print("quiz");
     println!("quiz: {} problem(s)", report.problems.len());
     Ok(report.problems.len())
+}
+
+fn run_words(book: &std::path::Path, options: &words::Options) -> anyhow::Result<usize> {
+    let pages = words::check(book, options)?;
+    println!(
+        "{:<28} {:>6} {:>8} {:>7}",
+        "page", "book", "browser", "diff"
+    );
+    let mut problems = 0;
+    for p in &pages {
+        let flag = if p.within_tolerance() {
+            ""
+        } else {
+            problems += 1;
+            "  over the tolerance"
+        };
+        println!(
+            "{:<28} {:>6} {:>8} {:>+6.1}%{flag}",
+            p.page,
+            p.book,
+            p.browser,
+            p.difference() * 100.0
+        );
+    }
+    let (book_total, browser_total) = pages
+        .iter()
+        .fold((0, 0), |(a, b), p| (a + p.book, b + p.browser));
+    println!(
+        "words: {} pages, {book_total} words by the book, {browser_total} in the browser; \
+         {problems} page(s) differ by more than {:.0} %",
+        pages.len(),
+        words::TOLERANCE * 100.0
+    );
+    Ok(problems)
 }

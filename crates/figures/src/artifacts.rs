@@ -712,6 +712,11 @@ pub const ARTIFACTS: &[Artifact] = &[
         render: crate::reading::reading_times,
     },
     Artifact {
+        path: "generated/reading_words.json",
+        about: "the lesson's pages with the words a reader sees on each, for the browser's count (bookcheck words)",
+        render: crate::reading::reading_words,
+    },
+    Artifact {
         path: "generated/session_plans.md",
         about: "the instructors' plans: the core in one session, everything in a day (our chosen minutes), with the pages' reading times",
         render: crate::session::session_plans,

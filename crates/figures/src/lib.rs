@@ -26,6 +26,7 @@ pub mod reading;
 pub mod schemes;
 pub mod session;
 pub mod snapshots;
+pub mod spoilers;
 pub mod tape;
 
 /// The look of every chart, shared with the demos' charts (`crates/charts`).

@@ -1,36 +1,60 @@
 //! `memory_vs_depth.svg`: peak allocated and reserved against the number of hidden layers of
-//! width 5000 at batch 32, for SGD and Adam, with the deepest network that fits the card
-//! (challenge 2).
+//! width 5000 at batch 32, for SGD and Adam, up to a depth that still fits the card with both:
+//! Challenge 2, on the next page, asks how deep each can go, so the chart stops short of it.
 
-use super::{IDEAL, capacity_line, note};
-use crate::data::{self, DEEP_BATCH, DEEP_WIDTH, DeepestFit, optimizer_name};
+use super::{IDEAL, capacity_line};
+use crate::data::{self, DEEP_BATCH, DEEP_WIDTH, optimizer_name};
 use crate::style::palette::{BLUE, VERMILION};
-use crate::style::{INK, TITLE_PX, font, gib, grouped, legend, mesh, svg};
+use crate::style::{TITLE_PX, font, gib, grouped, legend, mesh, svg};
 use anyhow::Result;
 use gpumem::lesson::CARD_BYTES;
 use gpumem::mlp::Optimizer;
 use gpumem::size::format_bytes;
 use plotters::prelude::*;
 
-/// The chart's alt text: what it shows, for readers who cannot see it, with the slope of
-/// each line and the deepest fits from the same runs as the chart.
-pub fn alt_memory_vs_depth() -> Result<String> {
-    let fits: Vec<DeepestFit> = [Optimizer::LESSON, data::adam()]
+/// The deepest network the chart shows: an input we choose, short of both answers of
+/// Challenge 2 (checked: [`shown_curves`] fails when it is not).
+pub const SHOWN_LAYERS: u64 = 20;
+
+/// Every 1st depth up to [`SHOWN_LAYERS`], for SGD and Adam, once both are known to fit
+/// deeper than that.
+fn shown_curves() -> Result<Vec<data::DepthCurve>> {
+    [Optimizer::LESSON, data::adam()]
         .iter()
-        .map(|o| data::deepest_fit(*o))
-        .collect::<Result<_>>()?;
+        .map(|o| {
+            let fit = data::deepest_fit(*o)?;
+            if fit.layers <= SHOWN_LAYERS {
+                anyhow::bail!(
+                    "{} fits only {} hidden layers: the depth chart, up to {SHOWN_LAYERS}, \
+                     would show Challenge 2's answer",
+                    optimizer_name(o),
+                    fit.layers
+                );
+            }
+            data::depth_curve(*o, SHOWN_LAYERS, 1)
+        })
+        .collect()
+}
+
+/// The chart's alt text: what it shows, for readers who cannot see it, with the slope of
+/// each line and where each ends, from the same runs as the chart.
+pub fn alt_memory_vs_depth() -> Result<String> {
+    let ends: Vec<u64> = shown_curves()?
+        .iter()
+        .map(|c| c.points.last().map_or(0, |p| p.1))
+        .collect();
     Ok(format!(
         "Line chart of peak allocated and peak reserved memory, which nearly coincide, against \
-         the number of hidden layers of width {} at batch {DEEP_BATCH}, for SGD and for Adam: \
-         both rise in straight lines, Adam's about {:.1} times as steeply as SGD's because it \
-         keeps two more values per parameter and, while it updates, a square root of each, and \
-         a marker on each shows the deepest network that still fits under {IDEAL} {} \
-         capacity line: {} hidden layers with SGD, {} with Adam.",
+         the number of hidden layers of width {} at batch {DEEP_BATCH}, from 1 to \
+         {SHOWN_LAYERS}, for SGD and for Adam: both rise in straight lines, Adam's about {:.1} \
+         times as steeply as SGD's because it keeps two more values per parameter and, while \
+         it updates, a square root of each. At {SHOWN_LAYERS} hidden layers SGD peaks at {} \
+         and Adam at {}, both still under {IDEAL} {} capacity line drawn above them.",
         grouped(DEEP_WIDTH),
         slope_ratio()?,
+        format_bytes(ends[0]),
+        format_bytes(ends[1]),
         format_bytes(CARD_BYTES),
-        fits[0].layers,
-        fits[1].layers,
     ))
 }
 
@@ -46,23 +70,14 @@ pub fn slope_ratio() -> Result<f64> {
 }
 
 pub fn memory_vs_depth() -> Result<String> {
-    let optimizers = [(Optimizer::LESSON, BLUE), (data::adam(), VERMILION)];
-    let fits: Vec<DeepestFit> = optimizers
-        .iter()
-        .map(|(o, _)| data::deepest_fit(*o))
-        .collect::<Result<_>>()?;
-    // Sweep a quarter past the deeper of the two fits.
-    let max_layers = fits.iter().map(|f| f.layers).max().unwrap_or(1) * 5 / 4;
-    let curves: Vec<data::DepthCurve> = optimizers
-        .iter()
-        .map(|(o, _)| data::depth_curve(*o, max_layers, 5))
-        .collect::<Result<_>>()?;
+    let colors = [BLUE, VERMILION];
+    let curves = shown_curves()?;
     let top = curves
         .iter()
         .flat_map(|c| c.points.iter().map(|p| gib(p.2)))
         .fold(gib(CARD_BYTES), f64::max);
     let y_max = (top * 1.05 / 5.0).ceil() * 5.0;
-    let x_max = max_layers as f64 + 1.0;
+    let x_max = SHOWN_LAYERS as f64 + 1.0;
 
     svg(&alt_memory_vs_depth()?, |root| {
         let mut chart = ChartBuilder::on(root)
@@ -86,9 +101,9 @@ pub fn memory_vs_depth() -> Result<String> {
                 .y_label_formatter(&|y| format!("{y:.0}")),
         )
         .draw()?;
-        // Its label goes mid-right, between where the two lines cross it.
+        // Its label goes mid-right, above where both lines end.
         capacity_line(&mut chart, 0.0, x_max, x_max * 0.52)?;
-        for ((_, color), curve) in optimizers.iter().zip(&curves) {
+        for (color, curve) in colors.iter().zip(&curves) {
             let color = *color;
             let name = optimizer_name(&curve.optimizer);
             let allocated = curve.points.iter().map(|p| (p.0 as f64, gib(p.1)));
@@ -108,24 +123,13 @@ pub fn memory_vs_depth() -> Result<String> {
                     PathElement::new([(x, y), (x + 22, y)], color.stroke_width(3))
                 });
         }
-        for ((_, color), fit) in optimizers.iter().zip(&fits) {
-            let at = (fit.layers as f64, gib(fit.step.peak_reserved));
-            chart.draw_series(std::iter::once(TriangleMarker::new(at, 9, color.filled())))?;
-            // Each label sits below-right of its marker, under the capacity line, where each
-            // line has already risen away (Adam's) or has yet to arrive (SGD's).
-            let name = optimizer_name(&fit.optimizer);
-            let lines = [
-                (12, 8, format!("{name}: {} fit,", fit.layers)),
-                (12, 30, format!("{} do not", fit.layers + 1)),
-            ];
-            for (dx, dy, text) in lines {
-                note(&mut chart, at, (dx, dy), &text, &INK)?;
-            }
-        }
+        // Under the capacity line, left, where both lines are still low.
+        let (_, height) = chart.plotting_area().dim_in_pixel();
+        let capacity_y = ((1.0 - gib(CARD_BYTES) / y_max) * f64::from(height)) as i32;
         legend(
             chart
                 .configure_series_labels()
-                .position(SeriesLabelPosition::UpperLeft),
+                .position(SeriesLabelPosition::Coordinate(14, capacity_y + 14)),
         )
         .draw()?;
         Ok(())

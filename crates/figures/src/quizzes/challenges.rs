@@ -102,24 +102,33 @@ pub fn challenge_2() -> Result<Vec<Question>> {
         lr: 0.001,
         momentum: 0.9,
     })?;
+    // No depth in the prompt: it would give the challenge's answers (the guess comes first).
+    let share = |layers: u64| -> String {
+        if layers >= sgd.layers {
+            return "as many as with SGD".to_string();
+        }
+        // To the nearest 5 %.
+        let percent = (layers as f64 / sgd.layers as f64 * 20.0).round() * 5.0;
+        format!("about {percent:.0} % as many as with SGD")
+    };
     let depth_q = Question {
         prompt: format!(
-            "Hidden layers of {DEEP_WIDTH}, batch {DEEP_BATCH}, on the {} card: with SGD the \
-             deepest network that fits has {} hidden layers. With Adam?",
+            "Hidden layers of {DEEP_WIDTH}, batch {DEEP_BATCH}, on the {} card. Take Adam \
+             instead of SGD: how many hidden layers fit?",
             bytes(CARD_BYTES),
-            sgd.layers
         ),
-        answer: adam.layers.to_string(),
+        answer: share(adam.layers),
         distractors: distinct(
-            &adam.layers.to_string(),
-            vec![sgd.layers.to_string(), momentum.layers.to_string()],
+            &share(adam.layers),
+            vec![share(sgd.layers), share(momentum.layers)],
         ),
         context: format!(
             "At a small batch the update decides: each layer brings its weights, its gradients, \
              Adam's two averages and, in the `foreach` update, their square roots — five \
-             copies where SGD has two, so about two fifths as many layers fit ({}). Adam \
-             counted as one copy gives {} (SGD with momentum); {} ignores the optimizer.",
-            adam.layers, momentum.layers, sgd.layers
+             copies where SGD has two, so about two fifths as many layers fit ({} against {}). \
+             Adam counted as one copy gives {} (SGD with momentum); as many ignores the \
+             optimizer.",
+            adam.layers, sgd.layers, momentum.layers
         ),
     };
     let pass = |p: Pass| match p {
@@ -128,10 +137,7 @@ pub fn challenge_2() -> Result<Vec<Question>> {
     };
     let answer = pass(adam.failed_in);
     let pass_q = Question {
-        prompt: format!(
-            "With Adam and {} hidden layers (one too many), where does it run out?",
-            adam.layers + 1
-        ),
+        prompt: "With Adam and one hidden layer more than fit, where does it run out?".to_string(),
         answer: answer.clone(),
         distractors: distinct(
             &answer,
