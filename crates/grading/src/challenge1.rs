@@ -1,38 +1,41 @@
 //! Challenge 1: the whole training set as one batch.
 //!
-//! The learner works out the bytes of one activation, of all the activations a step keeps
-//! for the backward pass, and whether a whole training step fits on a card. Each answer is
-//! compared with what the engine measures on planned steps.
+//! The learner writes the equation's batch terms — one activation `a`, the batch `D` and the
+//! top of the backward pass `L·a + 2·a + G` — and the stub's `fits` adds them to the model's
+//! terms ([`crate::given`]). Each piece is compared with the engine's allocations, term by
+//! term ([`Parts`]), a miss naming the term it lacks; `fits` with the engine's plan of steps.
 
 mod boundary;
 
 use crate::card;
-use crate::measure::{needs, requested, step, trace};
-use crate::{Opt, Report, Setup, attempt_timed};
+use crate::diagnose::Diagnosis;
+use crate::measure::{needs, step};
+use crate::parts::{Parts, piece_setups};
+use crate::{NoValue, Opt, Report, Setup, attempt_timed};
 use boundary::boundary_cases;
-use gpumem::Role;
 use gpumem::data::LESSON_TRAINING_EVENTS as FULL;
 use gpumem::lesson::CARD_BYTES;
-use gpumem::mlp::MlpConfig;
 use gpumem::size::format_bytes;
 use rand::{RngExt, SeedableRng};
 
-/// The learner's functions.
+/// The learner's functions (`fits` is given in the stub: it adds up the pieces).
 #[derive(Debug, Clone, Copy)]
 pub struct Answers {
     pub activation_bytes: fn(batch: u64, width: u64) -> u64,
-    pub stored_activation_bytes: fn(batch: u64, width: u64, layers: u64) -> u64,
+    pub batch_bytes: fn(setup: Setup) -> u64,
+    pub top_of_backward: fn(setup: Setup) -> u64,
     pub fits: fn(setup: Setup, card_bytes: u64) -> bool,
 }
 
-/// `Answers` from a module that defines the three functions.
+/// `Answers` from a module that defines the four functions.
 #[macro_export]
 #[doc(hidden)]
 macro_rules! challenge1_answers_of {
     ($($m:ident)::+) => {
         $crate::challenge1::Answers {
             activation_bytes: $($m)::+::activation_bytes,
-            stored_activation_bytes: $($m)::+::stored_activation_bytes,
+            batch_bytes: $($m)::+::batch_bytes,
+            top_of_backward: $($m)::+::top_of_backward,
             fits: $($m)::+::fits,
         }
     };
@@ -43,89 +46,174 @@ pub use crate::challenge1_answers_of as answers_of;
 
 const GIB: u64 = 1 << 30;
 
-/// A hidden layer's output, saved for the backward pass.
-fn is_activation(role: Role) -> bool {
-    matches!(role, Role::Activation { .. })
-}
+/// Bits for bytes.
+const BITS: &str = "bytes, not bits: a float32 is 4 bytes";
 
-/// Grades `answers` on fixed setups and on random ones drawn from `seed`.
+/// Grades `answers` on fixed setups and on random ones drawn from `seed`: the pieces first
+/// (a miss names its term), then `fits`.
 pub fn grade(answers: &Answers, seed: u64) -> Report {
     let mut report = Report::new("Challenge 1 (the full batch)");
     let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(seed);
+    grade_activation(&mut report, answers, &mut rng);
+    grade_batch(&mut report, answers, &mut rng);
+    grade_top(&mut report, answers, &mut rng);
+    let missed: Vec<&str> = ["activation_bytes", "batch_bytes", "top_of_backward"]
+        .into_iter()
+        .filter(|f| report.misses().any(|c| c.function == *f))
+        .collect();
+    // A piece that missed makes `fits` miss too: say so rather than hint at the whole sum.
+    let first = |hint: &str| match missed.as_slice() {
+        [] => hint.to_string(),
+        pieces => format!(
+            "`fits` adds up your pieces: fix `{}` first (see above)",
+            pieces.join("` and `")
+        ),
+    };
+    for (setup, card_bytes) in fit_cases(&mut rng) {
+        compare_fits(&mut report, answers, setup, card_bytes, &first(FITS_HINT));
+    }
+    // `y_pred`'s and the features' cases before the labels': an equation without one of them
+    // misses the labels' cases too, and its first miss names it.
+    let (before, rest): (Vec<_>, Vec<_>) = boundary_cases()
+        .into_iter()
+        .partition(|c| [boundary::Y_PRED, boundary::FEATURES].contains(&c.2));
+    for &(setup, card_bytes, hint) in &before {
+        compare_fits(&mut report, answers, setup, card_bytes, &first(hint));
+    }
+    for (setup, card_bytes) in label_cases() {
+        compare_fits(&mut report, answers, setup, card_bytes, &first(LABELS_HINT));
+    }
+    for &(setup, card_bytes, hint) in &rest {
+        compare_fits(&mut report, answers, setup, card_bytes, &first(hint));
+    }
+    report
+}
 
+/// `a`: the first hidden layer's output, as the engine allocated it.
+fn grade_activation(report: &mut Report, answers: &Answers, rng: &mut impl rand::Rng) {
     let mut shapes = vec![(32, 2000), (FULL, 2000), (1, 5), (4096, 5000)];
-    shapes.extend((0..6).map(|_| {
+    shapes.extend((0..4).map(|_| {
         (
             rng.random_range(1..=200_000u64),
             rng.random_range(1..=6000u64),
         )
     }));
     for (batch, width) in shapes {
-        let t = trace(&MlpConfig::lesson(width), batch);
-        let expected = requested(&t, |r| r == Role::Activation { layer: 0 });
+        let expected = Parts::of(&Setup::lesson(width, 1, batch, Opt::Sgd)).activation;
+        let f = answers.activation_bytes;
+        let got = attempt_timed(f as usize, move || f(batch, width));
+        let hint = Diagnosis::new(expected).times(8, BITS).hint(
+            &got,
+            "one float32 (4 bytes) per row per neuron: batch × width × 4",
+        );
         report.compare(
             "activation_bytes",
             format!("activation_bytes(batch {batch}, width {width})"),
             &expected,
             "bytes the engine allocated for the first hidden layer's output",
-            {
-                let f = answers.activation_bytes;
-                attempt_timed(f as usize, move || f(batch, width))
-            },
-            "one float32 (4 bytes) per row per neuron: batch × width × 4 — bytes, not bits",
+            got,
+            hint,
         );
     }
-
-    let mut stored = vec![(FULL, 2000, 1), (32, 5000, 5), (1000, 100, 8)];
-    stored.extend((0..5).map(|_| {
-        (
-            rng.random_range(1..=100_000u64),
-            rng.random_range(1..=3000u64),
-            rng.random_range(1..=8u64),
-        )
-    }));
-    for (batch, width, layers) in stored {
-        let t = trace(&MlpConfig::lesson(width).with_layers(layers), batch);
-        let expected = requested(&t, is_activation);
-        report.compare(
-            "stored_activation_bytes",
-            format!("stored_activation_bytes(batch {batch}, width {width}, {layers} layers)"),
-            &expected,
-            "bytes of every hidden layer's output kept for the backward pass",
-            {
-                let f = answers.stored_activation_bytes;
-                attempt_timed(f as usize, move || f(batch, width, layers))
-            },
-            "every hidden layer keeps its batch × width output until the backward pass reaches it",
-        );
-    }
-
-    for (setup, card_bytes) in fit_cases(&mut rng) {
-        compare_fits(&mut report, answers, setup, card_bytes, FITS_HINT);
-    }
-    // `y_pred`'s and the features' cases before the labels': an equation without one of them
-    // misses the labels' cases too, and its first miss names it.
-    let (first, rest): (Vec<_>, Vec<_>) = boundary_cases()
-        .into_iter()
-        .partition(|c| [boundary::Y_PRED, boundary::FEATURES].contains(&c.2));
-    for &(setup, card_bytes, hint) in &first {
-        compare_fits(&mut report, answers, setup, card_bytes, hint);
-    }
-    for (setup, card_bytes) in label_cases() {
-        compare_fits(&mut report, answers, setup, card_bytes, LABELS_HINT);
-    }
-    for &(setup, card_bytes, hint) in &rest {
-        compare_fits(&mut report, answers, setup, card_bytes, hint);
-    }
-    report
 }
 
-/// The hint for a wrong `fits`.
-const FITS_HINT: &str = "add parameters, a gradient each, Adam's 2 values per parameter, the \
-     batch (features and an 8-byte int64 label per row) and what is alive at the busiest \
-     moment: the top of the backward pass holds every kept activation plus two more batch × \
-     width gradients; the bottom holds every gradient; Adam's update adds square roots as \
-     large as all the parameters";
+/// The batch's hints, each naming its term.
+pub(crate) const Y_PRED_MISSING: &str = "`y_pred` is missing: the loop's predictions, a \
+     float32 score per class per row, are alive the whole step beside the batch";
+pub(crate) const FEATURES_MISSING: &str = "the features `x` are missing: inputs float32 values \
+     per row";
+pub(crate) const LABELS_MISSING: &str = "the labels `y` are missing: one int64 (8 bytes) per row";
+pub(crate) const LABELS_4: &str = "each label is an int64 (8 bytes, as F.cross_entropy wants \
+     them), not a 4-byte number";
+
+/// `D`: the features, the labels and `y_pred`, as the engine allocated them.
+fn grade_batch(report: &mut Report, answers: &Answers, rng: &mut impl rand::Rng) {
+    for setup in piece_setups(rng) {
+        let p = Parts::of(&setup);
+        let expected = p.features + p.labels + p.y_pred;
+        let f = answers.batch_bytes;
+        let got = attempt_timed(f as usize, move || f(setup));
+        let hint = Diagnosis::new(expected)
+            .lacks(p.y_pred, Y_PRED_MISSING)
+            .lacks(p.features, FEATURES_MISSING)
+            .lacks(p.labels, LABELS_MISSING)
+            .lacks(p.labels / 2, LABELS_4)
+            .extra(p.labels, "8 bytes per label (an int64), not 16")
+            .extra(p.y_pred, "`y_pred` is counted twice")
+            .times(8, BITS)
+            .hint(
+                &got,
+                "per row: inputs float32 features, one int64 label (8 bytes) and `y_pred`'s \
+                 classes float32 scores",
+            );
+        report.compare(
+            "batch_bytes",
+            format!(
+                "batch_bytes({setup}, {} inputs, {} classes)",
+                setup.inputs, setup.classes
+            ),
+            &expected,
+            "bytes the engine allocated for x, y and y_pred",
+            got,
+            hint,
+        );
+    }
+}
+
+/// The top of the backward pass's hints, each naming its term.
+pub(crate) const TOP_TWO_GRADIENTS: &str = "the two batch × width gradients in flight are \
+     missing: the one coming down and the ReLU's gradient made from it";
+pub(crate) const TOP_ONE_SHORT: &str = "one batch × width tensor short: every hidden layer's \
+     kept activation (L of them) plus two gradients in flight";
+pub(crate) const TOP_ONE_MORE: &str = "one batch × width tensor too many: L kept activations \
+     plus two gradients in flight, L + 2 in all";
+pub(crate) const TOP_OUTPUT: &str = "the output layer's gradients G are missing: (width + 1) × \
+     classes float32 values, made first";
+pub(crate) const TOP_OUTPUT_BIAS: &str = "the output layer's bias gradient is missing: G is \
+     (width + 1) × classes values";
+pub(crate) const TOP_KEPT: &str = "the kept activations are missing: one batch × width output \
+     per hidden layer";
+pub(crate) const TOP_OTHER_GRADIENTS: &str = "only the output layer's gradients exist at the \
+     top, not the other layers' gradients, which are not made yet";
+
+/// `L·a + 2·a + G`: the kept activations, two gradients in flight, the output layer's
+/// gradients, as the engine allocated them.
+fn grade_top(report: &mut Report, answers: &Answers, rng: &mut impl rand::Rng) {
+    for setup in piece_setups(rng) {
+        let p = Parts::of(&setup);
+        let expected = p.kept + 2 * p.in_flight + p.output_gradients;
+        let f = answers.top_of_backward;
+        let got = attempt_timed(f as usize, move || f(setup));
+        let hint = Diagnosis::new(expected)
+            .lacks(2 * p.in_flight, TOP_TWO_GRADIENTS)
+            .lacks(p.in_flight, TOP_ONE_SHORT)
+            .extra(p.in_flight, TOP_ONE_MORE)
+            .lacks(p.output_gradients, TOP_OUTPUT)
+            .lacks(p.output_bias_gradient, TOP_OUTPUT_BIAS)
+            .lacks(p.kept, TOP_KEPT)
+            .extra(p.gradients - p.output_gradients, TOP_OTHER_GRADIENTS)
+            .times(8, BITS)
+            .hint(
+                &got,
+                "every kept activation (L × a), two more batch × width gradients and the \
+                 output layer's gradients, (width + 1) × classes float32 values",
+            );
+        report.compare(
+            "top_of_backward",
+            format!("top_of_backward({setup}, {} classes)", setup.classes),
+            &expected,
+            "bytes of the kept activations, two gradients in flight and the output layer's \
+             gradients, as the engine allocated them",
+            got,
+            hint,
+        );
+    }
+}
+
+/// The hint for a wrong `fits` whose pieces pass.
+const FITS_HINT: &str = "`fits` adds the model (parameters, Adam's state), your batch and \
+     the busiest of the three moments: your top of the backward pass, its bottom (every \
+     gradient) and the update (Adam's square roots) — as the stub gives it";
 
 /// The hint for a wrong `fits` on a setup the labels decide.
 const LABELS_HINT: &str = "a narrow network with a huge batch: the batch is most of the \
@@ -134,6 +222,8 @@ const LABELS_HINT: &str = "a narrow network with a huge batch: the batch is most
 
 /// Asks `fits(setup, card_bytes)` and compares it with the engine's plan of the step.
 fn compare_fits(report: &mut Report, answers: &Answers, setup: Setup, card_bytes: u64, hint: &str) {
+    let f = answers.fits;
+    let got: Result<bool, NoValue> = attempt_timed(f as usize, move || f(setup, card_bytes));
     let m = step(&setup.config(), setup.batch, card_bytes);
     let why = match &m.oom {
         Some(o) => format!(
@@ -150,10 +240,7 @@ fn compare_fits(report: &mut Report, answers: &Answers, setup: Setup, card_bytes
         format!("fits({setup}) {}", card(card_bytes)),
         &m.fits(),
         why,
-        {
-            let f = answers.fits;
-            attempt_timed(f as usize, move || f(setup, card_bytes))
-        },
+        got,
         hint,
     );
 }

@@ -1,29 +1,33 @@
 //! Challenge 2: how deep before the card runs out.
 //!
-//! The learner counts a network's parameters, the bytes that live as long as the model,
-//! and the deepest network whose training step fits a card. Answers are compared with the
-//! engine's planned models and steps.
+//! The learner writes the equation's model terms — the parameter count, the model's bytes
+//! `P + S`, the bottom of the backward pass `P + 3·a` and the update `P + R` — and the stub's
+//! `deepest_fit` adds them to the batch's terms ([`crate::given`]) one layer more at a time.
+//! Each piece is compared with the engine's allocations, term by term ([`Parts`]), a miss
+//! naming the term it lacks; `deepest_fit` with the engine's deepest network.
 
 mod boundary;
 
 use crate::card;
-use crate::measure::{blocks, deepest, needs, requested, trace};
+use crate::diagnose::Diagnosis;
+use crate::measure::{deepest, needs};
+use crate::parts::{Parts, piece_setups};
 use crate::{Opt, Report, Setup, TIME_LIMIT, attempt_within};
-use gpumem::Role;
 use gpumem::lesson::CARD_BYTES;
-use gpumem::size::format_bytes;
 use rand::{RngExt, SeedableRng};
 use std::time::Duration;
 
-/// The learner's functions.
+/// The learner's functions (`deepest_fit` is given in the stub: a loop over the pieces).
 #[derive(Debug, Clone, Copy)]
 pub struct Answers {
     pub parameter_count: fn(inputs: u64, width: u64, layers: u64, classes: u64) -> u64,
     pub model_bytes: fn(setup: Setup) -> u64,
+    pub bottom_of_backward: fn(setup: Setup) -> u64,
+    pub update: fn(setup: Setup) -> u64,
     pub deepest_fit: fn(setup: Setup, card_bytes: u64) -> u64,
 }
 
-/// `Answers` from a module that defines the three functions.
+/// `Answers` from a module that defines the five functions.
 #[macro_export]
 #[doc(hidden)]
 macro_rules! challenge2_answers_of {
@@ -31,6 +35,8 @@ macro_rules! challenge2_answers_of {
         $crate::challenge2::Answers {
             parameter_count: $($m)::+::parameter_count,
             model_bytes: $($m)::+::model_bytes,
+            bottom_of_backward: $($m)::+::bottom_of_backward,
+            update: $($m)::+::update,
             deepest_fit: $($m)::+::deepest_fit,
         }
     };
@@ -44,15 +50,8 @@ const GIB: u64 = 1 << 30;
 /// Deepest network the grader will search for.
 const MAX_LAYERS: u64 = 4096;
 
-/// A weight or a bias, not their gradients or optimizer state.
-fn is_parameter(role: Role) -> bool {
-    matches!(role, Role::Parameter { .. })
-}
-
-/// A parameter, its gradient or its optimizer state, not the update's temporaries.
-fn is_model_tensor(role: Role) -> bool {
-    role.is_model()
-}
+/// Bits for bytes.
+const BITS: &str = "bytes, not bits: a float32 is 4 bytes";
 
 /// Grades `answers` on fixed setups and random ones drawn from `seed`.
 pub fn grade(answers: &Answers, seed: u64) -> Report {
@@ -64,14 +63,84 @@ pub fn grade(answers: &Answers, seed: u64) -> Report {
 pub fn grade_within(answers: &Answers, seed: u64, limit: Duration) -> Report {
     let mut report = Report::new("Challenge 2 (the deep network)");
     let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(seed);
+    grade_parameter_count(&mut report, answers, limit, &mut rng);
+    let setups = piece_setups(&mut rng);
+    for &setup in &setups {
+        compare_model(&mut report, answers, limit, setup);
+    }
+    for &setup in &setups {
+        compare_bottom(&mut report, answers, limit, setup);
+    }
+    for &setup in &setups {
+        compare_update(&mut report, answers, limit, setup);
+    }
+    let pieces = [
+        "parameter_count",
+        "model_bytes",
+        "bottom_of_backward",
+        "update",
+    ];
+    let missed: Vec<&str> = pieces
+        .into_iter()
+        .filter(|f| report.misses().any(|c| c.function == *f))
+        .collect();
+    // A piece that missed makes `deepest_fit` miss too: say so rather than hint at the sum.
+    let first = |hint: &str| match missed.as_slice() {
+        [] => hint.to_string(),
+        pieces => format!(
+            "`deepest_fit` adds up your pieces: fix `{}` first (see above)",
+            pieces.join("` and `")
+        ),
+    };
+    for (setup, card_bytes) in depth_cases(&mut rng) {
+        let found = deepest(&setup.config(), setup.batch, card_bytes, MAX_LAYERS)
+            .expect("graders only plan valid setups");
+        let hint = first(DEPTH_HINT);
+        compare_depth(
+            &mut report,
+            answers,
+            limit,
+            (setup, card_bytes, found),
+            &hint,
+        );
+    }
+    for (setup, card_bytes, found, hint) in boundary::boundary_cases() {
+        let hint = first(hint);
+        compare_depth(
+            &mut report,
+            answers,
+            limit,
+            (setup, card_bytes, found),
+            &hint,
+        );
+    }
+    report
+}
 
+/// The parameter count's hints, each naming its term.
+pub(crate) const BIASES: &str = "the biases are missing: a dense layer from n to m features \
+     has n × m weights and m biases";
+pub(crate) const INPUT_BIAS: &str = "the input layer's biases are missing: width of them";
+pub(crate) const OUTPUT_BIAS: &str = "the output layer's biases are missing: classes of them";
+pub(crate) const OUTPUT_LAYER: &str = "the output layer is missing: (width + 1) × classes";
+pub(crate) const INPUT_LAYER: &str = "the input layer is missing: (inputs + 1) × width";
+pub(crate) const HIDDEN_LAYERS: &str = "layers hidden layers are joined by layers − 1 \
+     hidden-to-hidden layers of (width + 1) × width";
+
+/// `P / 4`: every weight and bias, as the engine allocated them.
+fn grade_parameter_count(
+    report: &mut Report,
+    answers: &Answers,
+    limit: Duration,
+    rng: &mut impl rand::Rng,
+) {
     let mut shapes = vec![
         (2, 5000, 5, 2),
-        (2, 2000, 1, 2),
         (784, 128, 3, 10),
+        (2, 2000, 1, 2),
         (1, 1, 1, 2),
     ];
-    shapes.extend((0..6).map(|_| {
+    shapes.extend((0..4).map(|_| {
         (
             rng.random_range(1..=1000u64),
             rng.random_range(1..=8000u64),
@@ -88,87 +157,164 @@ pub fn grade_within(answers: &Answers, seed: u64, limit: Duration) -> Report {
             batch: 1,
             optimizer: Opt::Sgd,
         };
-        let expected = requested(&trace(&setup.config(), 1), is_parameter) / 4;
+        let p = Parts::of(&setup);
+        let one_more = Parts::of(&Setup {
+            layers: layers + 1,
+            ..setup
+        })
+        .hidden_layer;
+        let expected = p.parameters / 4;
+        let f = answers.parameter_count;
+        let got = attempt_within(limit, f as usize, move || f(inputs, width, layers, classes));
+        let hint = Diagnosis::new(expected)
+            .lacks(p.biases / 4, BIASES)
+            .lacks(p.input_bias / 4, INPUT_BIAS)
+            .lacks(p.output_bias / 4, OUTPUT_BIAS)
+            .lacks((p.biases - p.input_bias - p.output_bias) / 4, BIASES)
+            .lacks(p.output_layer / 4, OUTPUT_LAYER)
+            .lacks(p.input_layer / 4, INPUT_LAYER)
+            .lacks(p.hidden_layer / 4, HIDDEN_LAYERS)
+            .extra(one_more / 4, HIDDEN_LAYERS)
+            .hint(
+                &got,
+                "count the input layer, every hidden-to-hidden layer and the output \
+                 layer: n × m weights and m biases each",
+            );
         report.compare(
             "parameter_count",
             format!("parameter_count({inputs} inputs, width {width}, {layers} layers, {classes} classes)"),
             &expected,
             "values the engine allocated for weights and biases, divided by 4 bytes",
-            { let f = answers.parameter_count; attempt_within(limit, f as usize, move || f(inputs, width, layers, classes)) },
-            "a dense layer from n to m features has n × m weights and m biases; count the \
-             input layer, every hidden-to-hidden layer and the output layer",
-        );
-    }
-
-    let mut models = vec![
-        Setup::lesson(5000, 5, 32, Opt::Sgd),
-        Setup::lesson(5000, 5, 32, Opt::Adam),
-        Setup::lesson(2000, 1, 32, Opt::Sgd),
-    ];
-    models.extend((0..5).map(|_| {
-        let opt = if rng.random_bool(0.5) {
-            Opt::Adam
-        } else {
-            Opt::Sgd
-        };
-        Setup::lesson(
-            rng.random_range(1..=8000),
-            rng.random_range(1..=20),
-            32,
-            opt,
-        )
-    }));
-    for setup in models {
-        let t = trace(&setup.config(), 1);
-        let exact = requested(&t, is_model_tensor);
-        report.compare(
-            "model_bytes",
-            format!("model_bytes({setup})"),
-            &exact,
-            format!(
-                "requested by the model's tensors in the first step; {} after the allocator's \
-                 rounding",
-                format_bytes(blocks(&t, is_model_tensor))
-            ),
-            {
-                let f = answers.model_bytes;
-                attempt_within(limit, f as usize, move || f(setup))
-            },
-            "4 bytes per value: the parameters, one gradient per parameter (made by the \
-             backward pass), and for Adam two running averages per parameter (made by its \
-             first update)",
-        );
-    }
-
-    for (setup, card_bytes) in depth_cases(&mut rng) {
-        let found = deepest(&setup.config(), setup.batch, card_bytes, MAX_LAYERS)
-            .expect("graders only plan valid setups");
-        compare_depth(
-            &mut report,
-            answers,
-            limit,
-            (setup, card_bytes, found),
-            DEPTH_HINT,
-        );
-    }
-    for (setup, card_bytes, found, hint) in boundary::boundary_cases() {
-        compare_depth(
-            &mut report,
-            answers,
-            limit,
-            (setup, card_bytes, found),
+            got,
             hint,
         );
     }
-    report
+}
+
+/// A setup as the pieces' checks show it: the inputs and classes count in `P`.
+fn shown(s: &Setup) -> String {
+    format!("{s}, {} inputs, {} classes", s.inputs, s.classes)
+}
+
+/// The model's hints.
+pub(crate) const ADAM_STATE: &str = "Adam's state S is missing: two running averages per \
+     parameter, 2 × P";
+pub(crate) const ADAM_TWO: &str = "Adam keeps two running averages per parameter (exp_avg and \
+     exp_avg_sq), not one";
+pub(crate) const NOT_GRADIENTS: &str = "model_bytes is P + S, without the gradients: they \
+     exist from the backward pass to the update, and the moments count them";
+
+fn compare_model(report: &mut Report, answers: &Answers, limit: Duration, setup: Setup) {
+    let p = Parts::of(&setup);
+    let expected = p.parameters + p.state;
+    let f = answers.model_bytes;
+    let got = attempt_within(limit, f as usize, move || f(setup));
+    let hint = Diagnosis::new(expected)
+        .lacks(p.state, ADAM_STATE)
+        .lacks(p.state / 2, ADAM_TWO)
+        .extra(p.state / 2, ADAM_TWO)
+        .extra(p.gradients, NOT_GRADIENTS)
+        .lacks(p.parameters, "the parameters themselves are missing")
+        .times(8, BITS)
+        .hint(
+            &got,
+            "4 bytes per value: the parameters and, for Adam, two running averages \
+             per parameter",
+        );
+    report.compare(
+        "model_bytes",
+        format!("model_bytes({})", shown(&setup)),
+        &expected,
+        "bytes the engine allocated for the parameters and the optimizer's state",
+        got,
+        hint,
+    );
+}
+
+/// The bottom of the backward pass's hints.
+pub(crate) const BOTTOM_GRADIENTS: &str = "the gradients are missing: near the bottom of the \
+     backward pass every gradient exists, as large as the parameters (P)";
+pub(crate) const BOTTOM_THREE: &str = "three batch × width tensors: one kept activation and \
+     two gradients in flight";
+
+fn compare_bottom(report: &mut Report, answers: &Answers, limit: Duration, setup: Setup) {
+    let p = Parts::of(&setup);
+    let expected = p.gradients + 3 * p.activation;
+    let f = answers.bottom_of_backward;
+    let got = attempt_within(limit, f as usize, move || f(setup));
+    let hint = Diagnosis::new(expected)
+        .lacks(p.gradients, BOTTOM_GRADIENTS)
+        .lacks(
+            3 * p.activation,
+            format!("the batch × width tensors are missing: {BOTTOM_THREE}"),
+        )
+        .lacks(
+            p.activation,
+            format!("one batch × width tensor short: {BOTTOM_THREE}"),
+        )
+        .extra(
+            p.activation,
+            format!("one batch × width tensor too many: {BOTTOM_THREE}"),
+        )
+        .times(8, BITS)
+        .hint(
+            &got,
+            "every gradient (P) beside three batch × width float32 tensors",
+        );
+    report.compare(
+        "bottom_of_backward",
+        format!("bottom_of_backward({})", shown(&setup)),
+        &expected,
+        "bytes of every gradient and three batch × width tensors, as the engine allocated them",
+        got,
+        hint,
+    );
+}
+
+/// The update's hints.
+pub(crate) const ROOTS: &str = "Adam's square roots R are missing: foreach Adam takes the \
+     square root of every running average at once, a temporary as large as the parameters";
+pub(crate) const UPDATE_GRADIENTS: &str = "the gradients are missing: they remain through the \
+     update, until the next zero_grad()";
+
+fn compare_update(report: &mut Report, answers: &Answers, limit: Duration, setup: Setup) {
+    let p = Parts::of(&setup);
+    let expected = p.gradients + p.roots;
+    let f = answers.update;
+    let got = attempt_within(limit, f as usize, move || f(setup));
+    let sgd_roots = if setup.optimizer == Opt::Sgd {
+        "SGD makes no square roots: its update holds only the gradients"
+    } else {
+        "one set of square roots, as large as the parameters (PyTorch 2.1 and later)"
+    };
+    let hint = Diagnosis::new(expected)
+        .lacks(p.roots, ROOTS)
+        .lacks(p.gradients, UPDATE_GRADIENTS)
+        .extra(p.parameters, sgd_roots)
+        .extra(
+            p.state,
+            "Adam's running averages are counted in model_bytes, not here",
+        )
+        .times(8, BITS)
+        .hint(
+            &got,
+            "every gradient (P) and, for Adam, square roots as large as the \
+             parameters (R)",
+        );
+    report.compare(
+        "update",
+        format!("update({})", shown(&setup)),
+        &expected,
+        "bytes of every gradient and Adam's square roots, as the engine allocated them",
+        got,
+        hint,
+    );
 }
 
 /// The hint for a wrong `deepest_fit`.
-const DEPTH_HINT: &str = "each hidden layer adds (width + 1) × width parameters — a gradient \
-     each and, for Adam, two running averages and a square root in its update — and one more \
-     kept batch × width activation; the busiest moment is the top of the backward pass (the \
-     kept activations and two gradients beside them), its bottom (every gradient) or Adam's \
-     update (five times the parameters)";
+const DEPTH_HINT: &str = "`deepest_fit`, as the stub gives it, adds one layer at a time \
+     while the model (your model_bytes), the batch and the busiest of the three moments (the \
+     top of the backward pass, your bottom_of_backward and update) fit the card";
 
 /// Asks `deepest_fit(setup, card)` and compares it with `found`, the engine's depth.
 fn compare_depth(

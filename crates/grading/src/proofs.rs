@@ -62,11 +62,47 @@ pub fn passes_on_other_seeds(grade: impl Fn(u64) -> Report) {
 /// A learner's test passes on `report` (the core passed; every attempted extension too).
 pub fn learner_passes(report: &Report) {
     assert!(report.learner_passed(), "{report}");
-    assert!(report.verdict().is_ok());
+    let mut shown = Vec::new();
+    assert!(
+        report
+            .verdict_on(report.learner_passed(), &mut shown)
+            .is_ok()
+    );
+    // The passing report is written, not captured away: its tally is what the learner sees.
+    assert!(
+        String::from_utf8_lossy(&shown).contains(&report.summary()),
+        "{report}"
+    );
 }
 
 /// A learner's test fails on `report`.
 pub fn learner_fails(report: &Report) {
     assert!(!report.learner_passed(), "{report}");
-    assert!(report.verdict().is_err());
+    let mut shown = Vec::new();
+    assert!(
+        report
+            .verdict_on(report.learner_passed(), &mut shown)
+            .is_err()
+    );
+    assert!(
+        shown.is_empty(),
+        "a failing report goes to libtest's captured output"
+    );
+}
+
+/// The report failed, its first miss is in `function`, and the first hint the learner reads
+/// (the first `hint:` line of the printed report) names `term`.
+pub fn first_hint_names(report: &Report, function: &str, term: &str) {
+    assert!(!report.passed(), "a wrong answer passed:\n{report}");
+    let first = report.misses().next().expect("a miss");
+    assert_eq!(first.function, function, "{report}");
+    let text = report.to_string();
+    let printed = text
+        .lines()
+        .find_map(|l| l.trim_start().strip_prefix("hint:"))
+        .expect("the report prints a hint");
+    assert!(
+        printed.contains(term),
+        "the first hint printed, `{printed}`, lacks `{term}`"
+    );
 }

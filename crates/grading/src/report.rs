@@ -2,6 +2,7 @@
 
 use crate::NoValue;
 use std::fmt;
+use std::io::{self, Write};
 
 /// How one check went.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -147,22 +148,27 @@ impl Report {
     /// A learner's test result: prints the report and returns an error (not a panic) when a
     /// check of the core misses, or one of a going-further group they answered, so the report
     /// is all they see. Going-further groups still at `todo!()` are reported and left for
-    /// later (see [`Report::verdict_all`] for every check).
+    /// later (see [`Report::verdict_all`] for every check). A passing report goes straight to
+    /// stderr: libtest captures `print!` of a test that passes, and the learner should see
+    /// their tally without `--nocapture`.
     pub fn verdict(&self) -> Result<(), String> {
-        println!("{self}");
-        if self.learner_passed() {
-            Ok(())
-        } else {
-            Err(format!("{} — see the report above", self.summary()))
-        }
+        self.verdict_on(self.learner_passed(), &mut io::stderr())
     }
 
     /// Like [`Report::verdict`], but every check must pass, the going-further ones too.
     pub fn verdict_all(&self) -> Result<(), String> {
-        println!("{self}");
-        if self.passed() {
+        self.verdict_on(self.passed(), &mut io::stderr())
+    }
+
+    /// The verdict, a passing report written to `passing` (the proofs pass a sink), a failing
+    /// one printed for libtest to show.
+    pub fn verdict_on(&self, passed: bool, passing: &mut impl Write) -> Result<(), String> {
+        if passed {
+            // Nothing to do if stderr is closed: the test still passed.
+            let _ = writeln!(passing, "{self}");
             Ok(())
         } else {
+            println!("{self}");
             Err(format!("{} — see the report above", self.summary()))
         }
     }

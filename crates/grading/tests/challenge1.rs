@@ -1,6 +1,6 @@
 //! Proofs that challenge 1's grader grades (as rustlings does for its exercises): the
 //! reference solution passes, the shipped stub fails as "not attempted", and plausible wrong
-//! answers fail on the function they get wrong, with a hint that points at the mistake.
+//! answers fail on the piece they get wrong, the first hint printed naming the missing term.
 //!
 //! Built only with the `proofs` feature (the repository's test command turns it on). The stub
 //! graded here is `src/answer.rs` as git's HEAD has it (see `build.rs`), so solving the
@@ -9,7 +9,7 @@
 use grading::challenge1::answers_of;
 use grading::challenge1::grade;
 use grading::proofs::*;
-use grading::{Opt, Setup, seed};
+use grading::{Setup, seed};
 
 #[path = "../../../solutions/challenge1/answer.rs"]
 mod solution;
@@ -17,7 +17,7 @@ include!(concat!(env!("OUT_DIR"), "/shipped_challenge1.rs"));
 
 #[test]
 fn the_reference_solution_passes() {
-    passes(&grade(&answers_of!(solution), seed()), 30);
+    passes(&grade(&answers_of!(solution), seed()), 50);
 }
 
 #[test]
@@ -30,9 +30,108 @@ fn the_shipped_stub_is_not_attempted() {
     not_attempted(&grade(&answers_of!(stub), seed()));
 }
 
+/// A wrong piece: the solution with `$name` replaced, `fits` as the stub gives it.
+macro_rules! wrong {
+    ($module:ident, $name:ident, |$s:ident, $a:ident| $body:expr) => {
+        mod $module {
+            pub use crate::solution::*;
+            use grading::Setup;
+            use grading::given::{bottom_of_backward, model_bytes, update};
+            pub fn $name($s: Setup) -> u64 {
+                #[allow(unused_variables)]
+                let $a = crate::solution::activation_bytes($s.batch, $s.width);
+                $body
+            }
+            pub fn fits(setup: Setup, card_bytes: u64) -> bool {
+                let busiest = top_of_backward(setup)
+                    .max(bottom_of_backward(setup))
+                    .max(update(setup));
+                model_bytes(setup) + batch_bytes(setup) + busiest <= card_bytes
+            }
+        }
+    };
+}
+
+wrong!(no_y_pred, batch_bytes, |s, a| s.batch * (s.inputs * 4 + 8));
+wrong!(no_features, batch_bytes, |s, a| s.batch
+    * (8 + s.classes * 4));
+wrong!(four_byte_labels, batch_bytes, |s, a| s.batch
+    * (s.inputs * 4 + 4 + s.classes * 4));
+wrong!(no_labels, batch_bytes, |s, a| s.batch
+    * (s.inputs * 4 + s.classes * 4));
+wrong!(no_gradients_in_flight, top_of_backward, |s, a| s.layers * a
+    + (s.width + 1) * s.classes * 4);
+wrong!(one_gradient_in_flight, top_of_backward, |s, a| s.layers * a
+    + a
+    + (s.width + 1) * s.classes * 4);
+wrong!(no_output_gradients, top_of_backward, |s, a| s.layers * a
+    + 2 * a);
+wrong!(no_output_bias_gradient, top_of_backward, |s, a| s.layers
+    * a
+    + 2 * a
+    + s.width * s.classes * 4);
+wrong!(every_gradient_at_the_top, top_of_backward, |s, a| s.layers
+    * a
+    + 2 * a
+    + grading::given::parameter_bytes(s));
+
+/// Each named mistake: the first hint printed names the term it lacks.
+#[test]
+fn the_first_hint_names_the_missing_term() {
+    let cases = [
+        (answers_of!(no_y_pred), "batch_bytes", "`y_pred` is missing"),
+        (
+            answers_of!(no_features),
+            "batch_bytes",
+            "features `x` are missing",
+        ),
+        (
+            answers_of!(four_byte_labels),
+            "batch_bytes",
+            "int64 (8 bytes",
+        ),
+        (
+            answers_of!(no_labels),
+            "batch_bytes",
+            "labels `y` are missing",
+        ),
+        (
+            answers_of!(no_gradients_in_flight),
+            "top_of_backward",
+            "two batch × width gradients in flight are missing",
+        ),
+        (
+            answers_of!(one_gradient_in_flight),
+            "top_of_backward",
+            "one batch × width tensor short",
+        ),
+        (
+            answers_of!(no_output_gradients),
+            "top_of_backward",
+            "output layer's gradients G are missing",
+        ),
+        (
+            answers_of!(no_output_bias_gradient),
+            "top_of_backward",
+            "bias gradient is missing",
+        ),
+        (
+            answers_of!(every_gradient_at_the_top),
+            "top_of_backward",
+            "not the other layers' gradients",
+        ),
+        (answers_of!(bits), "activation_bytes", "bytes, not bits"),
+    ];
+    for (answers, function, term) in cases {
+        for seed in [seed(), 1, 2] {
+            first_hint_names(&grade(&answers, seed), function, term);
+        }
+    }
+}
+
 /// Counting bits instead of bytes.
 mod bits {
-    pub use crate::solution::{fits, stored_activation_bytes};
+    pub use crate::solution::{batch_bytes, fits, top_of_backward};
     pub fn activation_bytes(batch: u64, width: u64) -> u64 {
         batch * width * 32
     }
@@ -40,106 +139,53 @@ mod bits {
 
 /// Forgetting that an activation has one row per sample.
 mod no_batch {
-    pub use crate::solution::{activation_bytes, fits};
-    pub fn stored_activation_bytes(_batch: u64, width: u64, layers: u64) -> u64 {
-        layers * width * 4
-    }
-}
-
-/// The parameters' bytes, their activations and the batch, as the solution counts them.
-fn parts(s: &Setup) -> (u64, u64, u64) {
-    let params = ((s.inputs + 1) * s.width
-        + (s.layers - 1) * (s.width + 1) * s.width
-        + (s.width + 1) * s.classes)
-        * 4;
-    let batch = s.batch * (s.inputs * 4 + 8 + s.classes * 4);
-    (params, s.batch * s.width * 4, batch)
-}
-
-/// Adam's state (two copies of the parameters) and its update's square roots (one copy), as
-/// the solution counts them; nothing for SGD.
-fn adam(s: &Setup, params: u64) -> (u64, u64) {
-    match s.optimizer {
-        Opt::Sgd => (0, 0),
-        Opt::Adam => (2 * params, params),
-    }
-}
-
-/// Forgetting the gradients, Adam's state and its update's temporaries.
-mod no_gradients {
-    use super::*;
-    pub use crate::solution::{activation_bytes, stored_activation_bytes};
-    pub fn fits(s: Setup, card: u64) -> bool {
-        let (params, act, batch) = parts(&s);
-        params + batch + (s.layers + 2) * act <= card
-    }
-}
-
-/// Everything but the gradients: Adam's state and square roots, the batch, the activations.
-/// The grader's fixed setups where the gradients decide catch it whatever the seed.
-mod only_the_gradients_missing {
-    use super::*;
-    pub use crate::solution::{activation_bytes, stored_activation_bytes};
-    pub fn fits(s: Setup, card: u64) -> bool {
-        let (params, act, batch) = parts(&s);
-        let (state, temps) = adam(&s, params);
-        let top = (s.layers + 2) * act + (s.width + 1) * s.classes * 4;
-        let busiest = top.max(3 * act).max(temps);
-        params + state + batch + busiest <= card
-    }
-}
-
-/// Only the kept activations in the backward pass, not the two gradients in flight beside
-/// them: the lesson's full batch would seem to fit.
-mod no_gradients_in_flight {
-    use super::*;
-    pub use crate::solution::{activation_bytes, stored_activation_bytes};
-    pub fn fits(s: Setup, card: u64) -> bool {
-        let (params, act, batch) = parts(&s);
-        let (state, temps) = adam(&s, params);
-        let busiest = (s.layers * act).max(params + act).max(params + temps);
-        params + state + batch + busiest <= card
-    }
-}
-
-/// Adam's update without its square roots: four copies of the parameters, not five.
-mod no_update_temporaries {
-    use super::*;
-    pub use crate::solution::{activation_bytes, stored_activation_bytes};
-    pub fn fits(s: Setup, card: u64) -> bool {
-        let (params, act, batch) = parts(&s);
-        let state = if s.optimizer == Opt::Adam {
-            2 * params
-        } else {
-            0
-        };
-        let busiest = ((s.layers + 2) * act).max(params + 3 * act);
-        params + state + batch + busiest <= card
-    }
-}
-
-/// Counting each label as a 4-byte number, not PyTorch's int64: everything else as the
-/// solution counts it.
-mod int32_labels {
-    use super::*;
-    pub use crate::solution::{activation_bytes, stored_activation_bytes};
-    pub fn fits(s: Setup, card: u64) -> bool {
-        let four_bytes_less = Setup {
-            batch: s.batch,
-            ..s
-        };
-        // The solution's verdict on a card 4 bytes per row larger is its verdict with
-        // 4-byte labels.
-        crate::solution::fits(four_bytes_less, card + 4 * s.batch)
+    pub use crate::solution::{batch_bytes, fits, top_of_backward};
+    pub fn activation_bytes(_batch: u64, width: u64) -> u64 {
+        width * 4
     }
 }
 
 #[test]
-fn four_byte_labels_fail() {
-    for seed in [seed(), 1, 2] {
-        let report = grade(&answers_of!(int32_labels), seed);
-        fails_on(&report, "fits", "int64");
+fn ignoring_the_batch_fails() {
+    first_hint_names(
+        &grade(&answers_of!(no_batch), seed()),
+        "activation_bytes",
+        "batch × width × 4",
+    );
+}
+
+/// A wrong piece makes the given `fits` miss too: its hint sends the learner to the piece.
+#[test]
+fn fits_sends_the_learner_to_the_wrong_piece() {
+    let report = grade(&answers_of!(no_y_pred), seed());
+    let fits: Vec<_> = report.misses().filter(|c| c.function == "fits").collect();
+    assert!(!fits.is_empty(), "{report}");
+    assert!(
+        fits.iter()
+            .all(|c| c.hint.contains("fix `batch_bytes` first")),
+        "{report}"
+    );
+}
+
+/// `fits` edited to leave out Adam's update: the pieces pass, `fits` misses with its own
+/// hint.
+mod no_update {
+    pub use crate::solution::{activation_bytes, batch_bytes, top_of_backward};
+    use grading::Setup;
+    use grading::given::{bottom_of_backward, model_bytes};
+    pub fn fits(setup: Setup, card_bytes: u64) -> bool {
+        let busiest = top_of_backward(setup).max(bottom_of_backward(setup));
+        model_bytes(setup) + batch_bytes(setup) + busiest <= card_bytes
     }
+}
+
+#[test]
+fn a_fits_without_the_update_fails() {
+    fails_on(
+        &grade(&answers_of!(no_update), seed()),
+        "fits",
+        "square roots",
+    );
 }
 
 #[test]
@@ -156,66 +202,21 @@ fn the_label_cases_exist_and_the_solution_decides_them() {
     }
 }
 
+/// The given equation is the one the page states: the pieces add up to what
+/// `grading::given` says for the whole step.
 #[test]
-fn bits_instead_of_bytes_fail() {
-    fails_on(
-        &grade(&answers_of!(bits), seed()),
-        "activation_bytes",
-        "bytes, not bits",
-    );
-}
-
-#[test]
-fn ignoring_the_batch_fails() {
-    fails_on(
-        &grade(&answers_of!(no_batch), seed()),
-        "stored_activation_bytes",
-        "batch × width",
-    );
-}
-
-#[test]
-fn forgetting_gradients_fails() {
-    fails_on(
-        &grade(&answers_of!(no_gradients), seed()),
-        "fits",
-        "gradients",
-    );
-}
-
-#[test]
-fn forgetting_the_gradients_in_flight_fails() {
-    fails_on(
-        &grade(&answers_of!(no_gradients_in_flight), seed()),
-        "fits",
-        "two more",
-    );
-}
-
-#[test]
-fn forgetting_adams_square_roots_fails() {
-    fails_on(
-        &grade(&answers_of!(no_update_temporaries), seed()),
-        "fits",
-        "square roots",
-    );
-}
-
-#[test]
-fn leaving_out_only_the_gradients_fails() {
-    for seed in [seed(), 1, 2, 3] {
-        let report = grade(&answers_of!(only_the_gradients_missing), seed);
-        fails_on(&report, "fits", "gradient");
-        // The deep, wide setups at batch 32 are among the misses: they are what make the
-        // mistake fail on any seed.
-        assert!(
-            report.misses().any(|c| {
-                ["60", "58"].iter().any(|l| {
-                    c.case
-                        .contains(&format!("{l} hidden layers of width 5000, batch 32"))
-                })
-            }),
-            "{report}"
+fn the_solution_s_pieces_are_the_given_terms() {
+    for setup in [
+        Setup::lesson(2000, 1, 1_173_000, grading::Opt::Sgd),
+        Setup::lesson(5000, 30, 32, grading::Opt::Adam),
+    ] {
+        assert_eq!(
+            solution::batch_bytes(setup),
+            grading::given::batch_bytes(setup)
+        );
+        assert_eq!(
+            solution::top_of_backward(setup),
+            grading::given::top_of_backward(setup)
         );
     }
 }

@@ -1,6 +1,6 @@
 //! Proofs that challenge 2's grader grades (as rustlings does for its exercises): the
 //! reference solution passes, the shipped stub fails as "not attempted", and plausible wrong
-//! answers fail on the function they get wrong, with a hint that points at the mistake.
+//! answers fail on the piece they get wrong, the first hint printed naming the missing term.
 //!
 //! Built only with the `proofs` feature (the repository's test command turns it on). The stub
 //! graded here is `src/answer.rs` as git's HEAD has it (see `build.rs`), so solving the
@@ -9,7 +9,7 @@
 use grading::challenge2::answers_of;
 use grading::challenge2::grade;
 use grading::proofs::*;
-use grading::{Opt, Setup, seed};
+use grading::seed;
 
 #[path = "../../../solutions/challenge2/answer.rs"]
 mod solution;
@@ -17,7 +17,7 @@ include!(concat!(env!("OUT_DIR"), "/shipped_challenge2.rs"));
 
 #[test]
 fn the_reference_solution_passes() {
-    passes(&grade(&answers_of!(solution), seed()), 20);
+    passes(&grade(&answers_of!(solution), seed()), 40);
 }
 
 #[test]
@@ -30,138 +30,162 @@ fn the_shipped_stub_is_not_attempted() {
     not_attempted(&grade(&answers_of!(stub), seed()));
 }
 
-/// Weights only.
-mod no_biases {
-    pub use crate::solution::{deepest_fit, model_bytes};
-    pub fn parameter_count(inputs: u64, width: u64, layers: u64, classes: u64) -> u64 {
-        inputs * width + (layers - 1) * width * width + width * classes
-    }
-}
-
-/// Parameters only: no gradients, no optimizer state.
-mod no_gradients {
-    use super::*;
-    pub use crate::solution::{deepest_fit, parameter_count};
-    pub fn model_bytes(s: Setup) -> u64 {
-        parameter_count(s.inputs, s.width, s.layers, s.classes) * 4
-    }
-}
-
-/// Bits instead of bytes.
-mod bits {
-    use super::*;
-    pub use crate::solution::{deepest_fit, parameter_count};
-    pub fn model_bytes(s: Setup) -> u64 {
-        let copies = if s.optimizer == Opt::Adam { 4 } else { 2 };
-        parameter_count(s.inputs, s.width, s.layers, s.classes) * 32 * copies
-    }
-}
-
-/// Adam's state counted as one copy of the parameters, not two (its first and second
-/// moments).
-mod adam_one_copy {
-    use super::*;
-    pub use crate::solution::{deepest_fit, parameter_count};
-    pub fn model_bytes(s: Setup) -> u64 {
-        let copies = if s.optimizer == Opt::Adam { 3 } else { 2 };
-        parameter_count(s.inputs, s.width, s.layers, s.classes) * 4 * copies
-    }
-}
-
-/// Only the model: as if a large batch cost nothing.
-mod no_activations {
-    use super::*;
-    pub use crate::solution::{model_bytes, parameter_count};
-    pub fn deepest_fit(s: Setup, card: u64) -> u64 {
-        let mut layers = 0;
-        while model_bytes(Setup {
-            layers: layers + 1,
-            ..s
-        }) <= card
-        {
-            layers += 1;
+/// A wrong piece: the solution with `$name` replaced, `deepest_fit` as the stub gives it.
+macro_rules! wrong {
+    ($module:ident, $name:ident, |$($arg:ident),*| $body:expr) => {
+        mod $module {
+            #[allow(unused_imports)]
+            use grading::{Opt, Setup};
+            use grading::given::{batch_bytes, top_of_backward};
+            pub use crate::solution::*;
+            #[allow(unused_variables)]
+            pub fn $name($($arg: wrong!(@type $arg)),*) -> u64 {
+                $body
+            }
+            pub fn deepest_fit(setup: Setup, card_bytes: u64) -> u64 {
+                let fits = |layers| {
+                    let s = Setup { layers, ..setup };
+                    let busiest = top_of_backward(s).max(bottom_of_backward(s)).max(update(s));
+                    model_bytes(s) + batch_bytes(s) + busiest <= card_bytes
+                };
+                let mut layers = 0;
+                while fits(layers + 1) {
+                    layers += 1;
+                }
+                layers
+            }
         }
-        layers
-    }
+    };
+    (@type s) => { Setup };
+    (@type $other:ident) => { u64 };
 }
 
-/// Adam's update without its square roots: four copies of the parameters at its peak, not
-/// five.
-mod no_update_temporaries {
-    use super::*;
-    pub use crate::solution::{model_bytes, parameter_count};
-    pub fn deepest_fit(s: Setup, card: u64) -> u64 {
-        let step_bytes = |layers: u64| {
-            let s = Setup { layers, ..s };
-            let activation = s.batch * s.width * 4;
-            let parameters = parameter_count(s.inputs, s.width, layers, s.classes) * 4;
-            let top = model_bytes(s) - parameters + (layers + 2) * activation;
-            let bottom = model_bytes(s) + 3 * activation;
-            top.max(bottom) + s.batch * (s.inputs * 4 + 8 + s.classes * 4)
-        };
-        let mut layers = 0;
-        while step_bytes(layers + 1) <= card {
-            layers += 1;
+/// `P` in bytes, as the solution counts it.
+fn p(s: grading::Setup) -> u64 {
+    solution::parameter_count(s.inputs, s.width, s.layers, s.classes) * 4
+}
+
+wrong!(
+    no_biases,
+    parameter_count,
+    |inputs, width, layers, classes| inputs * width
+        + (layers - 1) * width * width
+        + width * classes
+);
+wrong!(
+    no_output_layer,
+    parameter_count,
+    |inputs, width, layers, classes| (inputs + 1) * width + (layers - 1) * (width + 1) * width
+);
+wrong!(model_with_gradients, model_bytes, |s| {
+    let copies = if s.optimizer == Opt::Adam { 4 } else { 2 };
+    copies * crate::p(s)
+});
+wrong!(adam_one_copy, model_bytes, |s| {
+    let copies = if s.optimizer == Opt::Adam { 2 } else { 1 };
+    copies * crate::p(s)
+});
+wrong!(model_bits, model_bytes, |s| {
+    let copies = if s.optimizer == Opt::Adam { 3 } else { 1 };
+    copies * crate::p(s) * 8
+});
+// The learner: three batch × width tensors, the gradients forgotten.
+wrong!(bottom_without_gradients, bottom_of_backward, |s| 3
+    * s.batch
+    * s.width
+    * 4);
+wrong!(bottom_two_tensors, bottom_of_backward, |s| crate::p(s)
+    + 2 * s.batch * s.width * 4);
+wrong!(bottom_four_tensors, bottom_of_backward, |s| crate::p(s)
+    + 4 * s.batch * s.width * 4);
+wrong!(no_square_roots, update, |s| crate::p(s));
+wrong!(update_without_gradients, update, |s| {
+    if s.optimizer == Opt::Adam {
+        crate::p(s)
+    } else {
+        0
+    }
+});
+
+/// Each named mistake: the first hint printed names the term it lacks.
+#[test]
+fn the_first_hint_names_the_missing_term() {
+    let cases = [
+        (
+            answers_of!(no_biases),
+            "parameter_count",
+            "biases are missing",
+        ),
+        (
+            answers_of!(no_output_layer),
+            "parameter_count",
+            "output layer is missing",
+        ),
+        (
+            answers_of!(model_with_gradients),
+            "model_bytes",
+            "without the gradients",
+        ),
+        (
+            answers_of!(adam_one_copy),
+            "model_bytes",
+            "two running averages",
+        ),
+        (answers_of!(model_bits), "model_bytes", "bytes, not bits"),
+        (
+            answers_of!(bottom_without_gradients),
+            "bottom_of_backward",
+            "the gradients are missing",
+        ),
+        (
+            answers_of!(bottom_two_tensors),
+            "bottom_of_backward",
+            "one batch × width tensor short",
+        ),
+        (
+            answers_of!(bottom_four_tensors),
+            "bottom_of_backward",
+            "one batch × width tensor too many",
+        ),
+        (
+            answers_of!(no_square_roots),
+            "update",
+            "square roots R are missing",
+        ),
+        (
+            answers_of!(update_without_gradients),
+            "update",
+            "the gradients are missing",
+        ),
+    ];
+    for (answers, function, term) in cases {
+        for seed in [seed(), 1, 2] {
+            first_hint_names(&grade(&answers, seed), function, term);
         }
-        layers
     }
 }
 
+/// A wrong piece makes the given `deepest_fit` miss too: its hint sends the learner to the
+/// piece.
 #[test]
-fn forgetting_biases_fails() {
-    fails_on(
-        &grade(&answers_of!(no_biases), seed()),
-        "parameter_count",
-        "biases",
+fn deepest_fit_sends_the_learner_to_the_wrong_piece() {
+    let report = grade(&answers_of!(no_square_roots), seed());
+    let deep: Vec<_> = report
+        .misses()
+        .filter(|c| c.function == "deepest_fit")
+        .collect();
+    assert!(!deep.is_empty(), "{report}");
+    assert!(
+        deep.iter().all(|c| c.hint.contains("fix `update` first")),
+        "{report}"
     );
 }
 
-#[test]
-fn forgetting_gradients_fails() {
-    fails_on(
-        &grade(&answers_of!(no_gradients), seed()),
-        "model_bytes",
-        "gradient",
-    );
-}
-
-#[test]
-fn bits_instead_of_bytes_fail() {
-    fails_on(&grade(&answers_of!(bits), seed()), "model_bytes", "4 bytes");
-}
-
-#[test]
-fn ignoring_activations_fails() {
-    fails_on(
-        &grade(&answers_of!(no_activations), seed()),
-        "deepest_fit",
-        "activation",
-    );
-}
-
-#[test]
-fn forgetting_adams_square_roots_fails() {
-    fails_on(
-        &grade(&answers_of!(no_update_temporaries), seed()),
-        "deepest_fit",
-        "square root",
-    );
-}
-
-#[test]
-fn counting_adams_state_as_one_copy_fails() {
-    fails_on(
-        &grade(&answers_of!(adam_one_copy), seed()),
-        "model_bytes",
-        "two running averages",
-    );
-}
-
-/// The reference's search with its step never taken: `layers += 0` loops for ever whenever
-/// one layer fits.
+/// The given search with its step never taken: `layers += 0` loops for ever whenever one
+/// layer fits.
 mod endless_loop {
-    use super::*;
-    pub use crate::solution::{model_bytes, parameter_count};
+    pub use crate::solution::{bottom_of_backward, model_bytes, parameter_count, update};
+    use grading::Setup;
     #[allow(clippy::identity_op)]
     pub fn deepest_fit(s: Setup, card: u64) -> u64 {
         let mut layers = 0;

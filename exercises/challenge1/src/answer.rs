@@ -1,34 +1,41 @@
 //! Challenge 1 — the whole training set as one batch.
 //!
 //! Replace each `todo!()` with your answer, then run `cargo test` in this folder: the grader
-//! compares what your functions return with what the engine measures when it plans the same
-//! training steps, and tells you what it expected. Every value is float32 (4 bytes), except
+//! compares each piece with the tensors the engine allocates when it plans the same training
+//! steps, and names the term a wrong answer lacks. Every value is float32 (4 bytes), except
 //! the labels: int64 (8 bytes), as PyTorch's cross-entropy wants them.
 //! To start again from the stub: `git checkout -- exercises/challenge1/src/answer.rs`.
-#![allow(unused_variables, unused_imports)]
+#![allow(unused_variables)]
 
-use grading::{Opt, Setup};
+use grading::Setup;
+use grading::given::{bottom_of_backward, model_bytes, update};
 
 // ANCHOR: activation_bytes
-/// Bytes of one activation: the output of one hidden layer of `width` neurons for a batch
-/// of `batch` rows.
+/// `a`: one hidden layer's output for a batch of `batch` rows.
 pub fn activation_bytes(batch: u64, width: u64) -> u64 {
-    todo!("bytes of one batch × width float32 tensor")
+    todo!()
 }
 // ANCHOR_END: activation_bytes
 
-// ANCHOR: stored_activation_bytes
-/// Bytes of all the activations a training step keeps for its backward pass, for a
-/// network of `layers` hidden layers.
-pub fn stored_activation_bytes(batch: u64, width: u64, layers: u64) -> u64 {
-    todo!("what the forward pass leaves behind for the backward pass")
+// ANCHOR: batch_bytes
+/// `D`: the batch — features, labels and the loop's `y_pred`.
+pub fn batch_bytes(setup: Setup) -> u64 {
+    todo!()
 }
-// ANCHOR_END: stored_activation_bytes
+// ANCHOR_END: batch_bytes
+
+// ANCHOR: top_of_backward
+/// The top of the backward pass: `L·a + 2·a + G`.
+pub fn top_of_backward(setup: Setup) -> u64 {
+    todo!()
+}
+// ANCHOR_END: top_of_backward
 
 // ANCHOR: fits
-/// Does training `setup` fit on a card of `card_bytes`? Add up what is in memory at the
-/// busiest moment of a step (from the second step on, Adam's state exists) and compare.
+/// Given: the equation (Challenge 2 has you write the model's terms).
 pub fn fits(setup: Setup, card_bytes: u64) -> bool {
-    todo!("the memory equation, then a comparison")
+    let s = setup;
+    let busiest = top_of_backward(s).max(bottom_of_backward(s)).max(update(s));
+    model_bytes(s) + batch_bytes(s) + busiest <= card_bytes
 }
 // ANCHOR_END: fits

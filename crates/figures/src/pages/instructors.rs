@@ -58,7 +58,7 @@ mod solution;
 
 /// The reference solution with one classic mistake: bits instead of bytes.
 mod bits {
-    pub use super::solution::{fits, stored_activation_bytes};
+    pub use super::solution::{batch_bytes, fits, top_of_backward};
     pub fn activation_bytes(batch: u64, width: u64) -> u64 {
         batch * width * 32
     }

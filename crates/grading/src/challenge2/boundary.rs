@@ -25,7 +25,7 @@ const OUTPUT: &str = "the top of the backward pass holds the output layer's grad
      gradients";
 
 const BOTTOM: &str = "the bottom of the backward pass holds every gradient beside three \
-     batch × width tensors (one kept activation, two gradients in flight), not four";
+     batch × width tensors (one kept activation, two gradients in flight)";
 
 /// The terms' setups, the largest first.
 fn terms() -> Vec<Term> {
