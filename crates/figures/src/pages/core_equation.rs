@@ -5,8 +5,6 @@
 
 use anyhow::{Result, anyhow, bail};
 use charts::style::grouped;
-use gpumem::data::LESSON_TRAINING_EVENTS as FULL;
-use gpumem::lesson::CARD_BYTES;
 use gpumem::size::format_bytes;
 use grading::{Opt, Setup};
 use std::fmt::Write as _;
