@@ -216,7 +216,7 @@ fn the_first_page_uses_no_allocator_internals() {
 
 /// Challenge 2: the demo agrees with its page — it names the tensor whose allocation failed
 /// (as the page does), trains with the learning rate of the loop the book shows
-/// (`lesson_loop.py`), and lists its attempts in the order it tried them.
+/// (`lesson_loop.py`, which the challenges' scripts and Challenge 1's demo share), and lists its attempts in the order it tried them.
 #[test]
 fn challenge2_demo_says_what_its_page_says() {
     let loop_py = std::fs::read_to_string(root().join("pytorch/snippets/lesson_loop.py")).unwrap();
@@ -232,6 +232,13 @@ fn challenge2_demo_says_what_its_page_says() {
         std::fs::read_to_string(figures::book::book_src().join("generated/demo_challenge2.txt"))
             .unwrap();
     assert!(demo.contains(&format!("sgd (lr {lr})")), "{demo}");
+    // One learning rate: the challenges' scripts and Challenge 1's demo train with it too.
+    let lesson_py = std::fs::read_to_string(root().join("pytorch/lesson.py")).unwrap();
+    assert!(lesson_py.contains(&format!("SGD(model.parameters(), lr={lr})")));
+    let demo1 =
+        std::fs::read_to_string(figures::book::book_src().join("generated/demo_challenge1.txt"))
+            .unwrap();
+    assert!(demo1.contains(&format!("sgd (lr {lr})")), "{demo1}");
     let sgd = figures::data::deepest_fit(gpumem::mlp::Optimizer::LESSON).unwrap();
     assert!(
         demo.contains(&format!("allocating `{}`", sgd.oom.label)),
