@@ -10,7 +10,7 @@ if not torch.cuda.is_available():
 # ANCHOR: fraction
 lesson_card = 16_282 * 2**20    # bytes: the lesson's card, "15.90 GiB" in all
 free, total = torch.cuda.mem_get_info()
-outside = total - free          # the CUDA context (and other processes): on the card too
+outside = total - free          # the CUDA context and other processes
 fraction = min(1.0, (lesson_card - outside) / total)
 torch.cuda.set_per_process_memory_fraction(fraction)
 # Allocations beyond that share now fail with the usual out-of-memory error.
