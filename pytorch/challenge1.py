@@ -1,9 +1,11 @@
 #!/usr/bin/env python3
 """Challenge 1 on your own GPU: the lesson's network (2 -> 2000 -> 2, SGD) with the whole
-training set as one batch. With CUDA it holds the GPU to the lesson's card (--card), runs the
-step for real, prints the out-of-memory message and the allocator's summary, then the engine's
-answer for this same card. Without CUDA it says so and sets PyTorch's own estimate (MemTracker,
-no GPU needed) beside the engine's. Oldest PyTorch: 1.13 with CUDA, 2.5 without.
+training set as one batch. With CUDA it holds the GPU to the lesson's card (--card; 15.90 GiB
+in all, the CUDA context within it), runs the step for real, prints the out-of-memory message
+and the allocator's summary, then the engine's answer for this same card. It makes one try,
+so its summary's counters are that try's. Without CUDA it says so and sets PyTorch's own
+estimate (MemTracker, no GPU needed) beside the engine's. Oldest PyTorch: 1.13 with CUDA, 2.5
+without.
 
     python pytorch/challenge1.py [--card 15.90GiB|40GB|all] [--hidden 2000] [--rows 1173000]
 """
@@ -23,8 +25,8 @@ args = parser.parse_args()
 
 if torch.cuda.is_available():
     card, outside, allowed = cap_card(args.card)
-    print(f"{torch.cuda.get_device_name()}, held to a card of {card / GiB:.2f} GiB: "
-          f"{outside / GiB:.2f} GiB outside PyTorch (CUDA context, other processes)")
+    print(f"{torch.cuda.get_device_name()}, held to a card of {card / GiB:.2f} GiB in all, "
+          f"{outside / GiB:.2f} GiB of it outside PyTorch (CUDA context, other processes)")
     try:
         train_steps(network(args.hidden, 1, "cuda"), args.rows, "cuda")
         print(f"the step fit: peak {torch.cuda.max_memory_allocated() / GiB:.2f} GiB allocated")

@@ -1,11 +1,13 @@
 #!/usr/bin/env python3
 """Challenge 2 on your own GPU: how deep can the lesson's network grow (hidden layers of 5000,
 batch 32, SGD) before the card runs out? With CUDA it holds the GPU to the lesson's card
-(--card) and searches for real, each network built on the GPU: doubling the depth, then halving
-the gap. It prints the deepest that trains, the first failing depth's message and the
-allocator's summary at that failure, then the engine's answer for this same card. Without CUDA
-it says so and searches with PyTorch's own estimate (MemTracker, no GPU needed) on the card
-instead, beside the engine's. Oldest PyTorch: 1.13 with CUDA, 2.5 without.
+(--card; 15.90 GiB in all, the CUDA context within it) and searches for real, each network
+built on the GPU: doubling the depth, then halving the gap. Each try starts clean (empty cache,
+counters reset). It prints the deepest that trains, the first failing depth's message and the
+allocator's summary at that failure (that try's counters alone), then the engine's answer for
+this same card. Without CUDA it says so and searches with PyTorch's own estimate (MemTracker,
+no GPU needed) on the card instead, beside the engine's. Oldest PyTorch: 1.13 with CUDA, 2.5
+without.
 
     python pytorch/challenge2.py [--card 15.90GiB|40GB|all] [--hidden 5000] [--batch 32]
 """
@@ -39,22 +41,30 @@ failures = {}                         # depth -> (message, memory_summary at the
 
 
 def fits_on_gpu(layers):
+    # This try's counters alone: peaks, out-of-memory errors, cudaMalloc retries and the
+    # totals allocated start again from zero, so the summary at a failure is that try's.
+    torch.cuda.reset_peak_memory_stats()
+    torch.cuda.reset_accumulated_memory_stats()
     try:
         train_steps(network(args.hidden, layers, "cuda"), args.batch, "cuda")
         ok = True
     except torch.cuda.OutOfMemoryError as e:
+        # Taken while the failed try's model, optimizer and gradients still live (the
+        # exception's frames hold them): the summary at the failure.
         failures[layers] = (str(e).splitlines()[0], torch.cuda.memory_summary(abbreviated=True))
         ok = False
+    # Leaving `except` drops the exception and its frames; collect what they held and give
+    # the cache back, so that each try starts clean.
     gc.collect()
-    torch.cuda.empty_cache()          # each try starts from an empty cache
+    torch.cuda.empty_cache()
     print(f"  {layers:4} layers: {'fits' if ok else 'out of memory'}")
     return ok
 
 
 if torch.cuda.is_available():
     card, outside, allowed = cap_card(args.card)
-    print(f"{torch.cuda.get_device_name()}, held to a card of {card / GiB:.2f} GiB: "
-          f"{outside / GiB:.2f} GiB outside PyTorch (CUDA context, other processes)")
+    print(f"{torch.cuda.get_device_name()}, held to a card of {card / GiB:.2f} GiB in all, "
+          f"{outside / GiB:.2f} GiB of it outside PyTorch (CUDA context, other processes)")
     depth = deepest(fits_on_gpu)
     first = min(failures)             # the shallowest depth that failed: depth + 1
     message, summary = failures[first]

@@ -13,7 +13,7 @@ model = nn.Sequential(
     nn.Linear(2, hidden_size), nn.ReLU(),  # one hidden layer, as the lesson's code has
     nn.Linear(hidden_size, 2),
 ).to(device)
-optimizer = torch.optim.SGD(model.parameters(), lr=0.1)  # plain SGD, as the book's challenges
+optimizer = torch.optim.SGD(model.parameters(), lr=0.001)  # plain SGD, as the challenges
 # ANCHOR_END: model
 
 # Stand-in data: 2 features, 2 classes (the lesson's own data set has 1,173,000 rows).

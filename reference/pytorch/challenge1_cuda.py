@@ -1,5 +1,8 @@
 #!/usr/bin/env python3
-"""Challenge 1 of the book in PyTorch, on a real card held to the lesson's capacity.
+"""Challenge 1 of the book in PyTorch, on a real card held to the engine's ideal card: the
+lesson's 15.90 GiB for PyTorch's allocator alone, the CUDA context beside it (the learners'
+pytorch/challenge1.py holds the GPU to the lesson's card instead, 15.90 GiB in all, the CUDA
+context within it).
 
 The engine's demo (`cargo run -p challenge1`, exercises/challenge1/src/instructor.rs) trains
 the lesson's network (2 inputs -> one hidden layer of 2000, ReLU -> 2 classes, float32, SGD
@@ -7,7 +10,7 @@ lr 0.001, foreach) for a few steps at batch 32, then tries the whole training se
 rows) as one batch on a card of 15.90 GiB (16,282 MiB: crates/gpumem/src/lesson.rs) and runs
 out of memory. This script does the same on CUDA, with the card limited by
 ``torch.cuda.set_per_process_memory_fraction(lesson_bytes / total)`` (``cap_card`` of
-pytorch/lesson.py, shared with the learners' scripts), and writes what PyTorch
+pytorch/lesson.py with ``count_outside=False``), and writes what PyTorch
 itself reports. Stages (``--stages``, in this order):
 
 * ``probe``: what the cuBLAS/cuBLASLt workspaces take, in this process from its start: the
@@ -118,14 +121,16 @@ def stages(s: str) -> list[str]:
 
 def build_parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(
-        description="Challenge 1 in PyTorch on a card limited to the lesson's 15.90 GiB "
+        description="Challenge 1 in PyTorch on the engine's ideal card: PyTorch's allocator "
+                    "limited to the lesson's 15.90 GiB, the CUDA context beside it "
                     "(see the module docstring and reference/pytorch/README.md).")
     ap.add_argument("--out", default="reference/pytorch/challenge1_cuda",
                     help="folder to write into (default: %(default)s)")
     ap.add_argument("--stages", type=stages, default=list(STAGES),
                     help="comma list of probe,warmup,attempt,bisect (default: all, in that order)")
     ap.add_argument("--card", type=parse_bytes, default=LESSON_CARD_BYTES,
-                    help="the capacity to hold the card to, e.g. 16282MiB (default: the lesson's "
+                    help="the allocator's capacity, the CUDA context not counted, e.g. 16282MiB "
+                         "(default: the lesson's "
                          f"{LESSON_CARD_BYTES} B)")
     ap.add_argument("--hidden", type=positive, default=2000, help="hidden width (default: %(default)s)")
     ap.add_argument("--layers", type=positive, default=1, help="hidden layers (default: %(default)s)")

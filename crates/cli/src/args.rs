@@ -230,6 +230,7 @@ impl ModelArgs {
             .zero_grad
             .or(rules.map(|r| r.zero_grad))
             .unwrap_or_default();
+        config.strategy.foreach_denom = rules.map(|r| r.foreach_denom).unwrap_or_default();
         config.strategy.relu_inplace = self.relu_inplace;
         config
     }

@@ -36,15 +36,13 @@ const LESSON_LAYERS: u64 = 5;
 /// it prints through [`cli::Output`]. A command-line error (or `--help`) is returned as a
 /// `clap::Error`, which [`cli::run_main`] prints and exits with.
 pub fn run(args: impl IntoIterator<Item = impl Into<OsString> + Clone>) -> anyhow::Result<()> {
-    // The learning rate of the lesson's loop as the book shows it (`lesson_loop.py`); memory
-    // does not depend on it, but the demo should not contradict the page.
-    let cmd = with_defaults(
-        Cli::command(),
-        &[("hidden", "5000"), ("layers", "4096"), ("lr", "0.1")],
-    )
-    .mut_arg("layers", |a| {
-        a.help("The deepest network to try (the demo searches up to it)")
-    });
+    // The learning rate stays the flags' default, 0.001, the lesson's loop's as the book shows
+    // it (`lesson_loop.py`): memory does not depend on it, but the demo should not contradict
+    // the page.
+    let cmd = with_defaults(Cli::command(), &[("hidden", "5000"), ("layers", "4096")])
+        .mut_arg("layers", |a| {
+            a.help("The deepest network to try (the demo searches up to it)")
+        });
     let cmd = SnapshotArgs::describe(
         cmd,
         "the shallowest depth that runs out of memory, its step run once more after the \

@@ -462,6 +462,11 @@ pub const ARTIFACTS: &[Artifact] = &[
         render: pages::challenge_2::deepest_sgd,
     },
     Artifact {
+        path: "generated/adam_by_version.md",
+        about: "inline: challenge 2's deepest Adam network under --torch 2.0 and --torch 2.1 (foreach Adam's denominators)",
+        render: pages::challenge_2::adam_by_version,
+    },
+    Artifact {
         path: "generated/deepest_adam.md",
         about: "inline: the deepest network (width 5000, batch 32, Adam) that fits",
         render: pages::challenge_2::deepest_adam,

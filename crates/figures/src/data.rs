@@ -12,6 +12,7 @@ use gpumem::measure::{
     Search, StepMemory, deepest_network, largest_batch, largest_where, measure_step, search_largest,
 };
 use gpumem::mlp::{Batch, Mlp, MlpConfig, Optimizer, Pass};
+use gpumem::versions::{DEFAULT_COMPUTE_CAPABILITY, Rules, TorchVersion};
 use gpumem::{Device, DeviceOptions};
 
 /// The seed of every measured step (on `plan` it changes nothing; kept fixed all the same).
@@ -132,7 +133,34 @@ pub fn deepest_fit(optimizer: Optimizer) -> Result<DeepestFit> {
 pub fn deepest_fit_on(card: Card, optimizer: Optimizer) -> Result<DeepestFit> {
     // The card's PyTorch runs it: on the lesson's card, 1.12's zeroed gradients and for-loops.
     let base = card.config(&network(DEEP_WIDTH, 1, optimizer));
-    let search = deepest_network(&planning_on(card), &base, DEEP_BATCH, MAX_DEPTH)
+    let room = card.capacity() - card.outside();
+    deepest_fit_with(&planning_on(card), base, optimizer, room)
+}
+
+/// [`deepest_fit`] on the ideal card under `version`'s PyTorch, as `--torch VERSION` runs
+/// it: its defaults (`zero_grad()`, the optimizer's loop and temporaries) and its workspaces
+/// in the allocator (before Hopper).
+pub fn deepest_fit_under(version: TorchVersion, optimizer: Optimizer) -> Result<DeepestFit> {
+    let rules = Rules::of(version);
+    let mut base = network(DEEP_WIDTH, 1, optimizer);
+    base.strategy.zero_grad = rules.release.zero_grad;
+    base.strategy.optimizer_impl = rules.release.optimizer_impl;
+    base.strategy.foreach_denom = rules.release.foreach_denom;
+    let mut options = planning_on(Card::Ideal);
+    options.cublas = rules.workspaces(DEFAULT_COMPUTE_CAPABILITY);
+    let room = Card::Ideal.capacity() - Card::Ideal.outside();
+    deepest_fit_with(&options, base, optimizer, room)
+}
+
+/// The deepest `base` (deepened) that trains on `options`' card, and the equation's answer
+/// with its workspaces in `room`, what the card leaves the allocator.
+fn deepest_fit_with(
+    options: &DeviceOptions,
+    base: MlpConfig,
+    optimizer: Optimizer,
+    room: u64,
+) -> Result<DeepestFit> {
+    let search = deepest_network(options, &base, DEEP_BATCH, MAX_DEPTH)
         .with_context(|| describe(&base, DEEP_BATCH))?;
     let layers = search
         .best
@@ -154,7 +182,7 @@ pub fn deepest_fit_on(card: Card, optimizer: Optimizer) -> Result<DeepestFit> {
         equation_peak: estimate_on(
             &base.clone().with_layers(layers),
             DEEP_BATCH,
-            card.workspaces(),
+            options.cublas,
         )
         .with_context(|| describe(&base, DEEP_BATCH))?
         .peak_allocated,
@@ -163,14 +191,8 @@ pub fn deepest_fit_on(card: Card, optimizer: Optimizer) -> Result<DeepestFit> {
         failed_in: next
             .failed_in
             .ok_or_else(|| anyhow!("an out-of-memory error without its pass"))?,
-        equation_layers: deepest_that_fits(
-            &base,
-            DEEP_BATCH,
-            card.capacity() - card.outside(),
-            MAX_DEPTH,
-            card.workspaces(),
-        )
-        .unwrap_or(0),
+        equation_layers: deepest_that_fits(&base, DEEP_BATCH, room, MAX_DEPTH, options.cublas)
+            .unwrap_or(0),
     })
 }
 

@@ -164,8 +164,13 @@ fn setup_grades_first_builds_the_core_demos_and_serves_the_book() {
     assert_eq!(challenges, 5);
     let text = page("setup");
     let grade = text.find("cd exercises/challenge1 && cargo test").unwrap();
-    let build = text.find("cargo build -p challenge1 -p challenge2").unwrap();
-    assert!(grade < build, "Setup grades before it starts the demos' build");
+    let build = text
+        .find("cargo build -p challenge1 -p challenge2")
+        .unwrap();
+    assert!(
+        grade < build,
+        "Setup grades before it starts the demos' build"
+    );
     assert!(text.contains("`target/exercises`"));
     assert!(text.contains("cargo install mdbook-quiz"));
     assert!(text.contains("mdbook serve"));
@@ -179,4 +184,89 @@ fn setup_grades_first_builds_the_core_demos_and_serves_the_book() {
     assert!(further.contains("python pytorch/challenge2.py"));
     let config = std::fs::read_to_string(root().join("exercises/.cargo/config.toml")).unwrap();
     assert!(config.contains("target-dir"), "{config}");
+}
+
+/// The first page teaches the six kinds of memory and the equation without the allocator's
+/// vocabulary, which Monitoring and "Going further" define: its prose and its chart's alt text
+/// name none of it (the calculator's output, the engine's own, is pointed to instead).
+#[test]
+fn the_first_page_uses_no_allocator_internals() {
+    let text = page("memory-equation");
+    let alt =
+        std::fs::read_to_string(figures::book::book_src().join("generated/alt_memory_vs_batch.md"))
+            .unwrap();
+    let prose = text
+        .replace(
+            "Its fine print (reserved memory, segments) is explained on",
+            "",
+        )
+        .to_lowercase();
+    for word in [
+        "block",
+        "segment",
+        "20 mib",
+        "is_exact",
+        "band_margin",
+        "requested_peak",
+        "cublas",
+        "reserved",
+        "max_memory_allocated",
+        "fragment",
+    ] {
+        assert!(!prose.contains(word), "the first page says {word:?}");
+        assert!(
+            !alt.to_lowercase().contains(word),
+            "its chart's alt says {word:?}"
+        );
+    }
+    // "mini-batch" comes with its definition (a glossary link) the first time.
+    let first = prose
+        .find("mini-batch")
+        .expect("the page names mini-batches");
+    assert!(prose[first..].starts_with("mini-batch](glossary.md#batch)"));
+}
+
+/// Challenge 2: the demo agrees with its page — it names the tensor whose allocation failed
+/// (as the page does), trains with the learning rate of the loop the book shows
+/// (`lesson_loop.py`, which the challenges' scripts and Challenge 1's demo share), and lists its attempts in the order it tried them.
+#[test]
+fn challenge2_demo_says_what_its_page_says() {
+    let loop_py = std::fs::read_to_string(root().join("pytorch/snippets/lesson_loop.py")).unwrap();
+    let lr = loop_py
+        .split("lr=")
+        .nth(1)
+        .unwrap()
+        .split([')', ','])
+        .next()
+        .unwrap()
+        .trim();
+    let demo =
+        std::fs::read_to_string(figures::book::book_src().join("generated/demo_challenge2.txt"))
+            .unwrap();
+    assert!(demo.contains(&format!("sgd (lr {lr})")), "{demo}");
+    // One learning rate: the challenges' scripts and Challenge 1's demo train with it too.
+    let lesson_py = std::fs::read_to_string(root().join("pytorch/lesson.py")).unwrap();
+    assert!(lesson_py.contains(&format!("SGD(model.parameters(), lr={lr})")));
+    let demo1 =
+        std::fs::read_to_string(figures::book::book_src().join("generated/demo_challenge1.txt"))
+            .unwrap();
+    assert!(demo1.contains(&format!("sgd (lr {lr})")), "{demo1}");
+    let sgd = figures::data::deepest_fit(gpumem::mlp::Optimizer::LESSON).unwrap();
+    assert!(
+        demo.contains(&format!("allocating `{}`", sgd.oom.label)),
+        "{demo}"
+    );
+    assert!(page("challenge-2").contains("names the tensor whose allocation failed"));
+    // In the order tried: doubling, then bisection, so the depths are not sorted.
+    let depths: Vec<u64> = demo
+        .split("Attempts, in the order tried")
+        .nth(1)
+        .unwrap()
+        .split("\nResult")
+        .next()
+        .unwrap()
+        .lines()
+        .filter_map(|l| l.split_whitespace().next()?.parse().ok())
+        .collect();
+    assert!(depths.windows(2).any(|w| w[1] < w[0]), "{depths:?}");
 }

@@ -20,7 +20,7 @@ mod step;
 
 pub use batch::Batch;
 pub use config::{
-    Checkpointing, GradScalerConfig, LossWeighting, MAX_LAYERS, MlpConfig, Optimizer,
+    Checkpointing, ForeachDenom, GradScalerConfig, LossWeighting, MAX_LAYERS, MlpConfig, Optimizer,
     OptimizerImpl, Precision, Strategy, ZeroGrad,
 };
 pub(crate) use forward::segments;

@@ -234,6 +234,8 @@ fn config_of(
                 ZeroGrad::Zero
             },
             optimizer_impl,
+            // The fixture's PyTorch (2.15) adds Adam's `eps` in place.
+            foreach_denom: Default::default(),
             grad_scaler: Some(s.grad_scaler),
             // PyTorch's defaults, as the fixture's `GradScaler("cpu")`.
             scaler: Default::default(),

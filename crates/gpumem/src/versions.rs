@@ -1,6 +1,7 @@
 //! PyTorch's versions as inputs: what each release does by default that the engine models —
 //! where the cuBLAS and cuBLASLt workspaces come from, what `zero_grad()` does, how the
-//! optimizers loop, how the out-of-memory message reads and which exception carries it.
+//! optimizers loop (and how many temporaries `foreach` Adam holds), how the out-of-memory
+//! message reads and which exception carries it.
 //!
 //! [`KNOWN`] is the table, one row per release where one of those changed, each with its
 //! source. A version between two rows takes the earlier row's rules and says so
@@ -8,7 +9,7 @@
 
 use crate::alloc::OomMessage;
 use crate::cublas::{DEFAULT_LT_WORKSPACE, TorchRules, WorkspaceRules, default_cublas_workspace};
-use crate::mlp::{OptimizerImpl, ZeroGrad};
+use crate::mlp::{ForeachDenom, OptimizerImpl, ZeroGrad};
 use std::fmt;
 use std::str::FromStr;
 
@@ -133,6 +134,8 @@ pub struct Release {
     pub workspaces: Workspaces,
     pub zero_grad: ZeroGrad,
     pub optimizer_impl: OptimizerImpl,
+    /// How `foreach` Adam makes its denominator (with `foreach=True` before 2.0 too).
+    pub foreach_denom: ForeachDenom,
     pub oom_message: OomMessage,
     /// The exception an out-of-memory raises (`except RuntimeError` catches all of them).
     pub exception: &'static str,
@@ -147,6 +150,7 @@ pub const KNOWN: [Release; 6] = [
         workspaces: Workspaces::Outside,
         zero_grad: ZeroGrad::Zero,
         optimizer_impl: OptimizerImpl::ForLoop,
+        foreach_denom: ForeachDenom::OutOfPlace,
         oom_message: OomMessage::Lesson,
         exception: "RuntimeError",
         source: "`CublasHandlePool.cpp` without workspace code (pytorch@0002be30); \
@@ -158,6 +162,7 @@ pub const KNOWN: [Release; 6] = [
         workspaces: Workspaces::Allocator(TorchRules::V2_0),
         zero_grad: ZeroGrad::Zero,
         optimizer_impl: OptimizerImpl::ForLoop,
+        foreach_denom: ForeachDenom::OutOfPlace,
         oom_message: OomMessage::Lesson,
         exception: "torch.cuda.OutOfMemoryError",
         source: "cuBLAS workspaces from the caching allocator (pytorch#83461); \
@@ -168,6 +173,7 @@ pub const KNOWN: [Release; 6] = [
         workspaces: Workspaces::Allocator(TorchRules::V2_0),
         zero_grad: ZeroGrad::SetToNone,
         optimizer_impl: OptimizerImpl::Foreach,
+        foreach_denom: ForeachDenom::OutOfPlace,
         oom_message: OomMessage::Lesson,
         exception: "torch.cuda.OutOfMemoryError",
         source: "`zero_grad(set_to_none=True)` by default (pytorch#92731); `foreach` the \
@@ -178,16 +184,21 @@ pub const KNOWN: [Release; 6] = [
         workspaces: Workspaces::Allocator(TorchRules::V2_0),
         zero_grad: ZeroGrad::SetToNone,
         optimizer_impl: OptimizerImpl::Foreach,
+        foreach_denom: ForeachDenom::InPlace,
         oom_message: OomMessage::Current,
         exception: "torch.cuda.OutOfMemoryError",
         source: "the message `GPU 0 has a total capacity of … Including non-PyTorch memory` \
-                 (dated by users' 2.1 reports, not read in the source)",
+                 (dated by users' 2.1 reports, not read in the source); foreach Adam adds `eps` \
+                 into its square roots in place (`_foreach_add_`, `torch/optim/adam.py` of \
+                 v2.1.0; pytorch#97712), where 1.12 to 2.0 made `denom` beside them with an \
+                 out-of-place `_foreach_add`: one parameter-sized temporary instead of two",
     },
     Release {
         version: TorchVersion::new(2, 8),
         workspaces: Workspaces::Allocator(TorchRules::V2_10),
         zero_grad: ZeroGrad::SetToNone,
         optimizer_impl: OptimizerImpl::Foreach,
+        foreach_denom: ForeachDenom::InPlace,
         oom_message: OomMessage::Current,
         exception: "torch.cuda.OutOfMemoryError",
         source: "one persistent cuBLASLt workspace per handle (pytorch#156495, merged \
@@ -198,6 +209,7 @@ pub const KNOWN: [Release; 6] = [
         workspaces: Workspaces::Allocator(TorchRules::V2_15),
         zero_grad: ZeroGrad::SetToNone,
         optimizer_impl: OptimizerImpl::Foreach,
+        foreach_denom: ForeachDenom::InPlace,
         oom_message: OomMessage::Current,
         exception: "torch.cuda.OutOfMemoryError",
         source: "`TORCH_CUBLAS_WORKSPACE_CACHE` (off by default on CUDA: cuBLAS's own \
@@ -274,10 +286,13 @@ impl Rules {
             ZeroGrad::Zero => "zero_grad() zeroes the gradients",
             ZeroGrad::SetToNone => "zero_grad() frees the gradients",
         };
-        let loops = match r.optimizer_impl {
-            OptimizerImpl::ForLoop => "optimizers loop per parameter",
-            OptimizerImpl::Foreach => "foreach optimizers",
-            OptimizerImpl::Fused => "fused optimizers",
+        let loops = match (r.optimizer_impl, r.foreach_denom) {
+            (OptimizerImpl::ForLoop, _) => "optimizers loop per parameter",
+            (OptimizerImpl::Foreach, ForeachDenom::InPlace) => "foreach optimizers",
+            (OptimizerImpl::Foreach, ForeachDenom::OutOfPlace) => {
+                "foreach optimizers, Adam's square roots and denominators both held"
+            }
+            (OptimizerImpl::Fused, _) => "fused optimizers",
         };
         let workspaces = match r.workspaces {
             Workspaces::Outside => "cuBLAS's workspace outside the allocator",

@@ -7,7 +7,8 @@ use gpumem::estimate::{
 };
 use gpumem::measure::measure_step;
 use gpumem::mlp::{
-    Checkpointing, LossWeighting, MlpConfig, Optimizer, OptimizerImpl, Precision, ZeroGrad,
+    Checkpointing, ForeachDenom, LossWeighting, MlpConfig, Optimizer, OptimizerImpl, Precision,
+    ZeroGrad,
 };
 use gpumem::{Backend, MemorySpec};
 use proptest::prelude::*;
@@ -103,6 +104,7 @@ fn strategy() -> impl Strategy<Value = gpumem::mlp::Strategy> {
     ];
     let zero_grad = prop_oneof![Just(ZeroGrad::SetToNone), Just(ZeroGrad::Zero)];
     let loss_weighting = prop_oneof![Just(LossWeighting::OverSteps), Just(LossWeighting::ByRows)];
+    let foreach_denom = prop_oneof![Just(ForeachDenom::InPlace), Just(ForeachDenom::OutOfPlace)];
     (
         precision,
         prop_oneof![Just(1u64), 1..9u64],
@@ -113,6 +115,7 @@ fn strategy() -> impl Strategy<Value = gpumem::mlp::Strategy> {
             optimizer_impl,
             proptest::option::of(any::<bool>()),
             loss_weighting,
+            foreach_denom,
         ),
     )
         .prop_map(
@@ -120,7 +123,14 @@ fn strategy() -> impl Strategy<Value = gpumem::mlp::Strategy> {
                 precision,
                 accumulation,
                 checkpointing,
-                (relu_inplace, zero_grad, optimizer_impl, grad_scaler, loss_weighting),
+                (
+                    relu_inplace,
+                    zero_grad,
+                    optimizer_impl,
+                    grad_scaler,
+                    loss_weighting,
+                    foreach_denom,
+                ),
             )| {
                 gpumem::mlp::Strategy {
                     precision,
@@ -129,6 +139,7 @@ fn strategy() -> impl Strategy<Value = gpumem::mlp::Strategy> {
                     relu_inplace,
                     zero_grad,
                     optimizer_impl,
+                    foreach_denom,
                     grad_scaler,
                     // The scale's value changes no allocation.
                     scaler: Default::default(),

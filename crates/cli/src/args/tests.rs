@@ -138,6 +138,34 @@ fn the_version_sets_what_the_flags_leave_open() {
     );
 }
 
+/// `--torch` also decides how many temporaries `foreach` Adam holds: 2.0's out-of-place
+/// `denom` beside the square roots, 2.1's in place; without a version, PyTorch 2's newest.
+#[test]
+fn the_version_sets_foreach_adams_denominators() {
+    use clap::Parser;
+    use gpumem::mlp::ForeachDenom;
+    #[derive(Parser)]
+    struct Cli {
+        #[command(flatten)]
+        device: DeviceArgs,
+        #[command(flatten)]
+        model: ModelArgs,
+    }
+    let denom = |args: &[&str]| {
+        let all = std::iter::once("t").chain(args.iter().copied());
+        let cli = Cli::try_parse_from(all).unwrap();
+        cli.model.config(&cli.device).strategy.foreach_denom
+    };
+    assert_eq!(denom(&[]), ForeachDenom::InPlace);
+    assert_eq!(denom(&["--torch", "2.0"]), ForeachDenom::OutOfPlace);
+    assert_eq!(
+        denom(&["--torch", "2.0", "--optimizer-impl", "foreach"]),
+        ForeachDenom::OutOfPlace
+    );
+    assert_eq!(denom(&["--torch", "2.1"]), ForeachDenom::InPlace);
+    assert_eq!(denom(&["--card", "lesson"]), ForeachDenom::OutOfPlace);
+}
+
 #[test]
 fn the_setup_holds_the_network_at_its_resolved_batch() {
     use clap::Parser;

@@ -292,8 +292,8 @@ pub fn lesson_outside() -> Result<String> {
 pub fn torch_versions() -> Result<String> {
     use gpumem::versions::{DEFAULT_COMPUTE_CAPABILITY, KNOWN, Rules, Workspaces};
     let mut out = String::from(
-        "| PyTorch | workspaces in the allocator | `zero_grad()` | optimizers | exception |\n\
-         | :--- | :--- | :--- | :--- | :--- |\n",
+        "| PyTorch | workspaces in the allocator | `zero_grad()` | optimizers | `foreach` Adam's temporaries | exception |\n\
+         | :--- | :--- | :--- | :--- | :--- | :--- |\n",
     );
     for r in KNOWN {
         let workspaces = match r.workspaces {
@@ -325,9 +325,13 @@ pub fn torch_versions() -> Result<String> {
             gpumem::mlp::OptimizerImpl::Foreach => "foreach",
             gpumem::mlp::OptimizerImpl::Fused => "fused",
         };
+        let temporaries = match r.foreach_denom {
+            gpumem::mlp::ForeachDenom::OutOfPlace => "square roots, `denom`",
+            gpumem::mlp::ForeachDenom::InPlace => "square roots",
+        };
         writeln!(
             out,
-            "| {} | {workspaces} | {zero_grad} | {loops} | `{}` |",
+            "| {} | {workspaces} | {zero_grad} | {loops} | {temporaries} | `{}` |",
             r.version,
             r.exception.rsplit('.').next().unwrap_or(r.exception)
         )?;

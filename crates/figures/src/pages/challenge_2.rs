@@ -64,6 +64,39 @@ pub fn challenge2_depth() -> Result<String> {
     Ok(format!("{out}\n{}\n", remarks.join(" ")))
 }
 
+/// Adam's depth under PyTorch 2.0 against 2.1, as the demo's `--torch` runs them: the two
+/// differ only in `foreach` Adam's denominators (and the message's words).
+pub fn adam_by_version() -> Result<String> {
+    use gpumem::mlp::ForeachDenom;
+    use gpumem::versions::{KNOWN, TorchVersion};
+    let last_out_of_place = KNOWN
+        .iter()
+        .rev()
+        .find(|r| r.foreach_denom == ForeachDenom::OutOfPlace)
+        .ok_or_else(|| anyhow::anyhow!("no version makes Adam's denominators out of place"))?;
+    let first_in_place = KNOWN
+        .iter()
+        .find(|r| r.version > last_out_of_place.version)
+        .ok_or_else(|| anyhow::anyhow!("no version after {}", last_out_of_place.version))?;
+    let depth = |v: TorchVersion| data::deepest_fit_under(v, data::adam());
+    let (old, new) = (
+        depth(last_out_of_place.version)?,
+        depth(first_in_place.version)?,
+    );
+    Ok(format!(
+        "Adam's depth also depends on the PyTorch version: with `--torch {}`, {} layers fit, \
+         and with `--torch {}`, {} (both with cuBLAS's workspaces in the allocator). Up to {}, \
+         `foreach` Adam kept a second set of weight-sized temporaries at the update (the \
+         denominators, made out of place beside the square roots); {} adds `eps` in place.",
+        last_out_of_place.version,
+        old.layers,
+        first_in_place.version,
+        new.layers,
+        last_out_of_place.version,
+        first_in_place.version,
+    ))
+}
+
 /// Challenge 2's out-of-memory message at one layer too many (SGD), as a text block.
 pub fn challenge2_oom() -> Result<String> {
     Ok(text_block(data::deepest_fit(Optimizer::LESSON)?.oom))

@@ -341,7 +341,7 @@ pub fn challenge1_table() -> Result<String> {
     )?;
     writeln!(
         out,
-        "| {} held to {}, PyTorch {} | **{}** ({} does not fit) | PyTorch: \
+        "| {} held to {} for its allocator alone, PyTorch {} | **{}** ({} does not fit) | PyTorch: \
          `reference/pytorch/challenge1_cuda.py`, bisected on the card |",
         with_article(&c.name),
         format_bytes(num(&full["card"]["allowed_bytes"])?),

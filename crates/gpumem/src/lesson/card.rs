@@ -75,6 +75,7 @@ impl Card {
         if let Some(r) = self.torch() {
             c.strategy.zero_grad = r.release.zero_grad;
             c.strategy.optimizer_impl = r.release.optimizer_impl;
+            c.strategy.foreach_denom = r.release.foreach_denom;
         }
         c
     }

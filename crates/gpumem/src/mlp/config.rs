@@ -181,6 +181,26 @@ pub enum OptimizerImpl {
     Fused,
 }
 
+/// How `foreach` Adam (`_multi_tensor_adam`) makes its denominator `sqrt(v̂) + eps`, which
+/// decides how many parameter-sized temporaries the update holds at once.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ForeachDenom {
+    /// PyTorch 2.1 and later: `_foreach_add_` adds `eps` into `exp_avg_sq_sqrt` in place, so
+    /// the square roots are the one temporary (pytorch#97712).
+    #[default]
+    InPlace,
+    /// PyTorch 2.0: `denom = torch._foreach_add(exp_avg_sq_sqrt, eps)` makes a second list
+    /// beside the square roots; both live until `_multi_tensor_adam` returns.
+    OutOfPlace,
+}
+
+impl ForeachDenom {
+    fn is_default(&self) -> bool {
+        *self == ForeachDenom::default()
+    }
+}
+
 /// What `optimizer.zero_grad()` does.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -242,6 +262,10 @@ pub struct Strategy {
     pub zero_grad: ZeroGrad,
     #[serde(default)]
     pub optimizer_impl: OptimizerImpl,
+    /// With `foreach` Adam: whether its denominator is a second temporary (PyTorch 2.0) or
+    /// made in place (2.1 and later); left out of the JSON when in place.
+    #[serde(default, skip_serializing_if = "ForeachDenom::is_default")]
+    pub foreach_denom: ForeachDenom,
     /// `torch.amp.GradScaler`: `None` uses one exactly with mixed precision (the usual
     /// pairing); `Some` forces it on or off.
     #[serde(default)]
@@ -272,6 +296,7 @@ impl Default for Strategy {
             relu_inplace: false,
             zero_grad: ZeroGrad::SetToNone,
             optimizer_impl: OptimizerImpl::Foreach,
+            foreach_denom: ForeachDenom::InPlace,
             grad_scaler: None,
             scaler: GradScalerConfig::default(),
             loss_weighting: LossWeighting::OverSteps,

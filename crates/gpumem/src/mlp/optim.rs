@@ -4,7 +4,7 @@
 
 use super::Mlp;
 use super::autograd::{Node, Tape};
-use super::config::{GradScalerConfig, Optimizer, OptimizerImpl, ZeroGrad};
+use super::config::{ForeachDenom, GradScalerConfig, Optimizer, OptimizerImpl, ZeroGrad};
 use super::forward::scaled;
 use crate::error::Error;
 use crate::ops::{self, AdamStep};
@@ -246,10 +246,12 @@ impl Mlp {
 
     /// Adam. Only foreach and for-loop Adam allocate denominators; the update itself runs
     /// as one fused kernel, and each denominator holds what PyTorch's does: foreach keeps
-    /// every parameter's until the end, the for-loop only the last one's.
+    /// every parameter's until the end ([`Mlp::foreach_denoms`]), the for-loop only the last
+    /// one's.
     fn adam_update(&self, hp: AdamStep) -> Result<(), Error> {
         let scale = 1.0 / (1.0 - hp.beta2.powi(hp.step as i32)).sqrt();
-        let mut denoms = Vec::new();
+        let out_of_place = self.config.strategy.foreach_denom == ForeachDenom::OutOfPlace;
+        let mut roots = Vec::new();
         let mut last: Option<Tensor> = None;
         for ((i, bias, p, g), state) in self.params().iter().zip(&self.optim.params) {
             let (
@@ -263,23 +265,21 @@ impl Mlp {
             else {
                 continue;
             };
-            let label = |what: &str| {
-                format!(
-                    "{} {what}",
-                    self.param_name(*i, if *bias { "bias" } else { "weight" })
-                )
-            };
+            let name = self.param_name(*i, if *bias { "bias" } else { "weight" });
             ops::adam(p, g, exp_avg, exp_avg_sq, hp)?;
             match self.config.strategy.optimizer_impl {
                 OptimizerImpl::Foreach => {
-                    let d = self.temporary_like(p, &label("_foreach_sqrt"))?;
-                    ops::adam_denom(exp_avg_sq, &d, scale, hp.eps)?;
-                    denoms.push(d);
+                    // `_foreach_sqrt`'s square roots (`exp_avg_sq_sqrt`); since 2.1 the
+                    // denominators themselves, `eps` added in place.
+                    let root = self.temporary_like(p, &format!("{name} _foreach_sqrt"))?;
+                    let eps = if out_of_place { 0.0 } else { hp.eps };
+                    ops::adam_denom(exp_avg_sq, &root, scale, eps)?;
+                    roots.push((root, *p, exp_avg_sq));
                 }
                 OptimizerImpl::ForLoop => {
-                    let root = self.temporary_like(p, &label("sqrt"))?;
+                    let root = self.temporary_like(p, &format!("{name} sqrt"))?;
                     ops::adam_denom(exp_avg_sq, &root, 1.0, 0.0)?;
-                    let d = self.temporary_like(p, &label("denom"))?;
+                    let d = self.temporary_like(p, &format!("{name} denom"))?;
                     ops::adam_denom(exp_avg_sq, &d, scale, hp.eps)?;
                     drop(root);
                     last = Some(d);
@@ -287,8 +287,38 @@ impl Mlp {
                 OptimizerImpl::Fused => {}
             }
         }
-        drop((denoms, last));
+        let denoms = if out_of_place {
+            self.foreach_denoms(&roots, scale, hp.eps)?
+        } else {
+            Vec::new()
+        };
+        // Freed as PyTorch frees them when `_multi_tensor_adam` returns: `denom` before the
+        // square roots, each list from its last parameter.
+        let roots = roots.into_iter().map(|(root, ..)| root);
+        for t in denoms.into_iter().rev().chain(roots.rev()) {
+            drop(t);
+        }
+        drop(last);
         Ok(())
+    }
+
+    /// PyTorch 2.0's `denom = torch._foreach_add(exp_avg_sq_sqrt, eps)`: a second list of
+    /// parameter-sized temporaries, made after all the square roots ([`ForeachDenom`]).
+    fn foreach_denoms(
+        &self,
+        roots: &[(Tensor, &Tensor, &Tensor)],
+        scale: f32,
+        eps: f32,
+    ) -> Result<Vec<Tensor>, Error> {
+        roots
+            .iter()
+            .map(|(root, p, exp_avg_sq)| {
+                let label = root.label().replace("_foreach_sqrt", "_foreach_add");
+                let d = self.temporary_like(p, &label)?;
+                ops::adam_denom(exp_avg_sq, &d, scale, eps)?;
+                Ok(d)
+            })
+            .collect()
     }
 
     /// A temporary of `p`'s shape and type, labelled `label`.

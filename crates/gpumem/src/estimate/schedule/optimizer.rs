@@ -3,7 +3,7 @@
 
 use super::{SCALAR, Walk};
 use crate::estimate::ledger::Id;
-use crate::mlp::{Optimizer, OptimizerImpl};
+use crate::mlp::{ForeachDenom, Optimizer, OptimizerImpl};
 use crate::role::Role;
 
 impl Walk<'_> {
@@ -24,8 +24,8 @@ impl Walk<'_> {
         self.led.drop(per_device);
     }
 
-    /// The update: state made at the first step; Adam's temporaries (foreach: all at once;
-    /// for-loop: one parameter's at a time; fused: none).
+    /// The update: state made at the first step; Adam's temporaries (foreach: all at once,
+    /// and under PyTorch 2.0 a second set; for-loop: one parameter's at a time; fused: none).
     fn update(&mut self) {
         // Each parameter's bytes, with its layer.
         let sizes: Vec<(usize, u64)> = (self.params.iter().enumerate())
@@ -54,11 +54,16 @@ impl Walk<'_> {
         }
         match self.c.strategy.optimizer_impl {
             OptimizerImpl::Foreach => {
-                let temps: Vec<Id> = sizes
-                    .iter()
+                // The square roots; under 2.0 the out-of-place `denom` beside them.
+                let lists = match self.c.strategy.foreach_denom {
+                    ForeachDenom::InPlace => 1,
+                    ForeachDenom::OutOfPlace => 2,
+                };
+                let temps: Vec<Id> = (0..lists)
+                    .flat_map(|_| &sizes)
                     .map(|&(_, b)| self.led.alloc(Role::Temporary, (self.round)(b)))
                     .collect();
-                self.led.drop_all(temps);
+                self.led.drop_all(temps.into_iter().rev());
             }
             OptimizerImpl::ForLoop => {
                 let mut last: Option<Id> = None;
