@@ -203,9 +203,11 @@ pub fn core_equation() -> Result<String> {
     let blocks = crate::data::equation(&gpumem::mlp::MlpConfig::lesson(setup.width), EXAMPLE_ROWS)?;
     writeln!(
         out,
-        "\nThese are a tensor's raw bytes. PyTorch's allocator, and the engine's, hand out \
-         blocks rounded up to a multiple of 512 bytes, so what they report is a little more: \
-         the lesson's parameters, {} raw, take {} of blocks.",
+        "\nThese are a tensor's raw bytes. PyTorch's allocator, and the engine's, round each \
+         tensor up (to a multiple of 512 bytes; a large one often to 2 MiB steps), so what they \
+         report — the calculator, the quizzes, the demos — is a little more: the lesson's \
+         parameters, {} raw, take {}. Their tables also list `y_pred` with the activations, \
+         not with the batch.",
         format_bytes(t.p),
         format_bytes(blocks.parameters),
     )?;

@@ -78,7 +78,16 @@ pub fn example_replay() -> Result<String> {
         "16GiB",
         "--largest-batch",
     ])?;
-    let shown = format!("{EXAMPLE}.pickle");
+    // The path as typed from the repository's root, where the page says to run it.
+    let root = crate::book::book_src().join("..").canonicalize()?;
+    let shown = recorded_dir()
+        .canonicalize()?
+        .join(format!("{EXAMPLE}.pickle"))
+        .strip_prefix(&root)
+        .context("the recordings are outside the repository")?
+        .to_str()
+        .context("a path that is not UTF-8")?
+        .to_string();
     Ok(format!(
         "```text\n$ cargo run --release -p memviz -- replay {shown} --card 16GiB --largest-batch\n{}```\n",
         printed.replace(&path, &shown)

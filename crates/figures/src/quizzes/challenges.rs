@@ -48,10 +48,9 @@ pub fn challenge_1() -> Result<Vec<Question>> {
             "Each row holds three activations of {LESSON_WIDTH} float32 values at the busiest \
              moment — the kept one and two gradients — and the model is tiny: {answer} rows \
              fill the card. The usual formula, without the two temporaries, would fit all {} \
-             rows ({} by it), yet they need {}. {} is the engine's plan, which fits fewer: \
-             from the second step on the allocator's cache is cut into pieces, so the step \
-             needs more reserved memory than it allocates (Monitoring memory tells the two \
-             apart).",
+             rows ({} by it), yet they need {} (raw bytes, as the equation counts). {} is the \
+             engine's plan, which fits fewer: a freed block gets cut up before it is needed \
+             again (the page explains it below).",
             grouped(FULL),
             bytes(usual(FULL)),
             bytes(peak(Setup::lesson(LESSON_WIDTH, 1, FULL, Opt::Sgd))?),
@@ -147,9 +146,11 @@ pub fn challenge_2() -> Result<Vec<Question>> {
                 .collect(),
         ),
         context: format!(
-            "It fails {answer}, allocating `{}` ({}). With SGD, one layer too many fails {}.",
+            "It fails {answer}, allocating `{}` ({} asked, {} as the allocator rounds it: the \
+             message's \"Tried to allocate\"). With SGD, one layer too many fails {}.",
             adam.oom.label,
             bytes(adam.oom.requested),
+            bytes(adam.oom.tried),
             pass(sgd.failed_in)
         ),
     };

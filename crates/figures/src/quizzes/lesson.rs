@@ -162,7 +162,7 @@ pub fn networks() -> Result<Vec<Question>> {
         context: format!(
             "A hidden layer's weights grow with the square of the width: ({LESSON_WIDTH} / \
              {DEEP_WIDTH})² = {square:.2} of the {} a layer of {DEEP_WIDTH} adds is about {}. \
-             The equation's {}: {} of weights and as much again of gradients; the activation \
+             The engine's {} (tensors rounded up as the allocator does): {} of weights and as much again of gradients; the activation \
              at batch {DEEP_BATCH} adds little. In proportion to the width alone gives {}; \
              forgetting the gradients, {}.",
             bytes(deep_peak),
