@@ -1,5 +1,6 @@
 //! No spoilers: nothing a learner reads before a challenge gives its answer. For Challenge 1,
-//! the largest batch that fits (the demo's last line); for Challenge 2, the deepest networks
+//! the largest batch that fits (the demo's last line) and the equation's (its guess asks for
+//! it); for Challenge 2, the deepest networks
 //! with SGD and with Adam — as the engine finds them, in every way the book prints a number
 //! (`655360`, `655,360`, `655 360` with a space, a narrow or a thin one).
 //!
@@ -34,7 +35,13 @@ pub fn challenges() -> Result<Vec<Challenge>> {
     Ok(vec![
         Challenge {
             page: "challenge-1.md",
-            answers: vec![("the largest batch that fits".into(), largest.rows)],
+            answers: vec![
+                ("the largest batch that fits".into(), largest.rows),
+                (
+                    "the largest batch by the equation".into(),
+                    crate::pages::challenge_1::equation_largest_rows()?,
+                ),
+            ],
         },
         Challenge {
             page: "challenge-2.md",
