@@ -115,10 +115,10 @@ pub fn sentence() -> Result<String> {
         "more than once"
     };
     Ok(format!(
-        "The engine's lesson network, a step at {} rows then one at {} (the half batch's \
-         segments are too small for the full batch), peaks at {} allocated and {} reserved on \
-         a card without limit, yet fits one of {}, where the allocator gave its unused cache \
-         back {times} and retried.\n",
+        "An engine run shows the bracket. The lesson's network trains one step at {} rows, \
+         then one at {}. On a card without limit it peaks at {} allocated and {} reserved (the \
+         first step's segments are too small for the second). Yet it fits a card of only {}: \
+         there the allocator gives its unused cache back {times} and retries.\n",
         crate::style::grouped(r.first_rows),
         crate::style::grouped(r.rows),
         format_bytes(r.peak_allocated),
