@@ -18,7 +18,9 @@ use std::num::{IntErrorKind, NonZeroU64};
 #[derive(Debug, Clone, Args)]
 pub struct DeviceArgs {
     /// Memory of the card: a size (`16GiB`, `512MB`, `1e9`) or `native` for what the
-    /// backing really has. The default is the lesson's card, which reports 15.90 GiB.
+    /// backing really has. The default is the 15.90 GiB the lesson's card reports; on the
+    /// default --card ideal all of it is for tensors (--card lesson keeps 0.72 GiB of it
+    /// outside the allocator).
     #[arg(long, value_name = "SIZE", default_value = gpumem::lesson::CARD_ARG, value_parser = parse_memory)]
     pub device_memory: MemorySpec,
 

@@ -14,7 +14,9 @@
 //! random setups and compares what comes back with what the engine *measures* — allocator
 //! statistics of planned or executed training steps — never with a copy of the formula.
 //! Every check prints what was expected, what came back and a hint. A function that still
-//! says `todo!()` is reported as "not attempted yet", not as a crash.
+//! says `todo!()` is reported as "not attempted yet", not as a crash; a function the stub
+//! gives (Challenge 1's `fits`) fails while a piece it adds says `todo!()`, and the report
+//! asks for the pieces instead ([`Report::mark_given`]).
 
 pub mod challenge1;
 pub mod challenge2;

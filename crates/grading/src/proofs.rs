@@ -40,6 +40,22 @@ pub fn not_attempted(report: &Report) {
     assert!(report.to_string().contains("not attempted yet"), "{report}");
 }
 
+/// The stub's `function` is given (it adds up the learner's pieces): while a piece still says
+/// `todo!()` the report says to write the pieces, not that `function` is not attempted.
+pub fn given_waits_for_pieces(report: &Report, function: &str) {
+    let text = report.to_string();
+    assert!(
+        text.contains(&format!(
+            "{function} is given: it adds up your pieces — write them first"
+        )),
+        "{text}"
+    );
+    assert!(
+        !text.contains(&format!("{function}: not attempted")),
+        "{text}"
+    );
+}
+
 /// The reference solution's report: every check passes, and there are at least `at_least`
 /// of them (a grader that stopped checking would pass too).
 pub fn passes(report: &Report, at_least: usize) {

@@ -47,6 +47,9 @@ pub struct Report {
     /// core; a learner's test passes while they are still `todo!()`, and fails once one is
     /// answered wrongly ([`Report::verdict`]).
     pub going_further: Vec<&'static str>,
+    /// Functions the stub gives, written on the learner's pieces: one still `todo!()` is
+    /// a piece the learner has yet to write, not this function ([`Report::mark_given`]).
+    pub given: Vec<&'static str>,
 }
 
 impl Report {
@@ -55,6 +58,7 @@ impl Report {
             title: title.to_string(),
             checks: Vec::new(),
             going_further: Vec::new(),
+            given: Vec::new(),
         }
     }
 
@@ -93,6 +97,14 @@ impl Report {
     pub fn mark_going_further(&mut self, function: &'static str) {
         if !self.going_further.contains(&function) {
             self.going_further.push(function);
+        }
+    }
+
+    /// Marks `function` as given by the stub on top of the learner's pieces: while a piece
+    /// still says `todo!()` so does it, and the report says to write the pieces first.
+    pub fn mark_given(&mut self, function: &'static str) {
+        if !self.given.contains(&function) {
+            self.given.push(function);
         }
     }
 
@@ -234,15 +246,18 @@ impl fmt::Display for Report {
                 .filter(|c| c.function == function)
                 .collect();
             let passed = checks.iter().filter(|c| c.outcome == Outcome::Pass).count();
+            let untouched = checks.iter().all(|c| c.outcome == Outcome::NotAttempted);
             let status = if passed == checks.len() {
-                format!("all {passed} passed")
-            } else if checks.iter().all(|c| c.outcome == Outcome::NotAttempted) {
-                "not attempted yet (it still says todo!())".to_string()
+                format!(": all {passed} passed")
+            } else if untouched && self.given.contains(&function) {
+                " is given: it adds up your pieces — write them first".to_string()
+            } else if untouched {
+                ": not attempted yet (it still says todo!())".to_string()
             } else {
-                format!("{} of {} missed", checks.len() - passed, checks.len())
+                format!(": {} of {} missed", checks.len() - passed, checks.len())
             };
-            writeln!(f, "\n  {function}: {status}")?;
-            if checks.iter().all(|c| c.outcome == Outcome::NotAttempted) {
+            writeln!(f, "\n  {function}{status}")?;
+            if untouched {
                 continue;
             }
             let misses: Vec<&&Check> = checks

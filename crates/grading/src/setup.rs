@@ -14,8 +14,8 @@ pub enum Opt {
     Adam,
 }
 
-/// A network and how it is trained: `inputs → layers × width (ReLU) → classes`, `batch`
-/// rows per step, float32 everywhere (the labels are int64).
+/// A network and how it is trained: `inputs → layers × width (ReLU) → classes`,
+/// `batch` rows per step, float32 everywhere (the labels are int64).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Setup {
     pub inputs: u64,
@@ -70,4 +70,30 @@ impl fmt::Display for Setup {
 /// `on a 15.90 GiB card`.
 pub fn card(bytes: u64) -> String {
     format!("on a {} card", format_bytes(bytes))
+}
+
+#[cfg(test)]
+mod tests {
+    /// Columns of Challenge 1's Rust code block (measured in headless Chromium at 1200 px:
+    /// 689 px of text at 8.4 px a column of 14 px Source Code Pro); a longer line scrolls.
+    const PAGE_COLUMNS: usize = 82;
+
+    /// The `setup` region Challenge 1's page includes reads without scrolling sideways. (The
+    /// anchors are spelt in two pieces here, or mdBook would include this test too.)
+    #[test]
+    fn the_setup_region_fits_the_pages_code_block() {
+        let text = include_str!("setup.rs");
+        let region = text
+            .split(concat!("// ANCHOR", ": setup\n"))
+            .nth(1)
+            .and_then(|rest| rest.split(concat!("// ANCHOR_END", ": setup")).next())
+            .expect("setup.rs anchors its setup region");
+        for line in region.lines() {
+            assert!(
+                line.chars().count() <= PAGE_COLUMNS,
+                "{} columns: {line}",
+                line.chars().count()
+            );
+        }
+    }
 }

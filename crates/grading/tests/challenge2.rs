@@ -30,6 +30,11 @@ fn the_shipped_stub_is_not_attempted() {
     not_attempted(&grade(&answers_of!(stub), seed()));
 }
 
+#[test]
+fn the_stubs_given_deepest_fit_waits_for_the_pieces() {
+    given_waits_for_pieces(&grade(&answers_of!(stub), seed()), "deepest_fit");
+}
+
 /// A wrong piece: the solution with `$name` replaced, `deepest_fit` as the stub gives it.
 macro_rules! wrong {
     ($module:ident, $name:ident, |$($arg:ident),*| $body:expr) => {

@@ -193,3 +193,43 @@ fn the_setup_holds_the_network_at_its_resolved_batch() {
     assert_eq!(parse_count("7").map(NonZeroU64::get), Ok(7));
     assert!(parse_count("0").unwrap_err().contains("at least 1, got 0"));
 }
+
+/// `--device-memory`'s help names the card its default is on: `--card`'s default (ideal),
+/// with the default size and what the lesson's card keeps outside the allocator.
+#[test]
+fn the_device_memory_help_names_the_default_card() {
+    use clap::{CommandFactory, Parser};
+    use gpumem::size::format_bytes;
+    #[derive(Parser)]
+    struct Cli {
+        #[command(flatten)]
+        device: DeviceArgs,
+    }
+    let mut cmd = Cli::command();
+    let card_default = cmd
+        .get_arguments()
+        .find(|a| a.get_id() == "card")
+        .and_then(|a| a.get_default_values().first())
+        .map(|v| v.to_string_lossy().into_owned())
+        .expect("--card has a default");
+    let help = cmd.render_long_help().to_string();
+    let device_memory = help
+        .split("--device-memory")
+        .nth(1)
+        .and_then(|rest| rest.split("\n      --").next())
+        .expect("the help lists --device-memory");
+    for words in [
+        format!("--card {card_default}"),
+        format_bytes(gpumem::lesson::CARD_BYTES),
+        // In GiB, as the lesson's message and --card's help give it.
+        format!(
+            "{:.2} GiB",
+            Card::Lesson.outside() as f64 / f64::from(1u32 << 30)
+        ),
+    ] {
+        assert!(
+            device_memory.contains(&words),
+            "lacks {words}:{device_memory}"
+        );
+    }
+}

@@ -112,10 +112,13 @@ impl OutOfMemory {
         self.reserved.saturating_sub(self.allocated)
     }
 
-    /// True when the cache held more free bytes than the request, yet none of its blocks
-    /// could serve it: the memory is fragmented.
+    /// True when the cache held at least the bytes the message says it tried to allocate
+    /// (`tried`, the request as the allocator rounded it), yet none of its blocks could serve
+    /// the request: the memory is fragmented. PyTorch prints its advice on every
+    /// out-of-memory error; the engine adds its line only when this holds, and compares the
+    /// figure the line is read beside, not the bytes the tensor asked for.
     pub fn is_fragmentation(&self) -> bool {
-        self.cached_unused() >= self.requested
+        self.cached_unused() >= self.tried
     }
 
     /// What today's message calls "this process has P memory in use": reserved plus the

@@ -482,3 +482,4 @@ fn inactive_split_totals_change_by_the_net_amount() {
 
 mod expandable;
 mod fraction;
+mod fragmentation;

@@ -184,6 +184,8 @@ fn small_figures_use_pytorchs_units() {
 fn the_engine_lines_follow_pytorchs_sentence() {
     let o = OutOfMemory {
         requested: 10 * MIB,
+        // 10 MiB and up is rounded to 2 MiB: the segment it tries is the request.
+        tried: 10 * MIB,
         allocated: 10 * MIB,
         reserved: 40 * MIB,
         cause: OomCause::Backing("driver: out of device memory".into()),
