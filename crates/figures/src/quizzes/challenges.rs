@@ -3,23 +3,22 @@
 use super::{LARGE_ROWS, Question, distinct};
 use crate::data::{
     DEEP_BATCH, DEEP_WIDTH, LESSON_WIDTH, adam, deepest_fit, equation, largest_batch_on_card,
-    measure, network,
+    network,
 };
 use crate::measured::CHALLENGE4_DEEP_LAYERS;
 use anyhow::{Result, anyhow};
 use charts::style::grouped;
 use gpumem::alloc::{MIN_BLOCK, ROUND_LARGE, round_size, segment_size};
 use gpumem::data::LESSON_TRAINING_EVENTS as FULL;
-use gpumem::lesson::{CARD_BYTES, planning_on_card};
-use gpumem::mlp::{Checkpointing, MlpConfig, Optimizer, Pass, Strategy};
+use gpumem::lesson::CARD_BYTES;
+use gpumem::mlp::{Checkpointing, Optimizer, Strategy};
 use gpumem::size::format_bytes as bytes;
 use gpumem::tensor::DType;
 
-/// The largest batch by the core's equation, and which tensor fails first with the whole set.
+/// The largest batch by the core's equation (which tensor fails, the guess and the demo tell).
 pub fn challenge_1() -> Result<Vec<Question>> {
     use crate::pages::core_equation::{Terms, peak};
     use grading::{Opt, Setup};
-    let config = MlpConfig::lesson(LESSON_WIDTH);
     let engine = largest_batch_on_card(LESSON_WIDTH)?
         .ok_or_else(|| anyhow!("not even one row fits on the card"))?;
     // The page's equation: the largest batch whose peak is within the card.
@@ -57,43 +56,10 @@ pub fn challenge_1() -> Result<Vec<Question>> {
             grouped(engine.rows)
         ),
     };
-    let full = measure(&planning_on_card(), &config, FULL)?;
-    let oom = full
-        .oom
-        .ok_or_else(|| anyhow!("the full training set fits on the card"))?;
-    // The step's own tensors: the hidden layer's output before the ReLU, the backward pass's
-    // temporaries, the batch.
-    let others: Vec<String> = ["z0", "relu.grad", "x"]
-        .into_iter()
-        .map(|l| format!("`{l}`"))
-        .collect();
-    let label = format!("`{}`", oom.label);
-    let tensor_q = Question {
-        prompt: "All the rows as one batch on that card: the demo names the tensor whose \
-                 allocation fails first. Which is it?"
-            .to_string(),
-        answer: label.clone(),
-        distractors: distinct(&label, others),
-        context: format!(
-            "The step fails in the {}, asking for {} with {} already allocated: the hidden \
-             layer's output before the ReLU, `z0`, still fits, but the ReLU's output `a0` must \
-             exist beside it. The backward pass's temporaries (`relu.grad`) would come later; \
-             the step never gets there.",
-            full.failed_in.map_or("step".to_string(), |p| p.to_string()),
-            bytes(oom.requested),
-            bytes(oom.allocated)
-        ),
-    };
-    if oom.label != "a0" {
-        return Err(anyhow!(
-            "the full batch now fails at `{}`: rewrite the question",
-            oom.label
-        ));
-    }
-    Ok(vec![batch_q, tensor_q])
+    Ok(vec![batch_q])
 }
 
-/// How deep with Adam, and where its step runs out.
+/// How deep with Adam (where it runs out, the demo shows).
 pub fn challenge_2() -> Result<Vec<Question>> {
     let sgd = deepest_fit(Optimizer::LESSON)?;
     let adam = deepest_fit(adam())?;
@@ -130,31 +96,7 @@ pub fn challenge_2() -> Result<Vec<Question>> {
             adam.layers, sgd.layers, momentum.layers
         ),
     };
-    let pass = |p: Pass| match p {
-        Pass::Model => "while building the model".to_string(),
-        p => format!("in the {p}"),
-    };
-    let answer = pass(adam.failed_in);
-    let pass_q = Question {
-        prompt: "With Adam and one hidden layer more than fit, where does it run out?".to_string(),
-        answer: answer.clone(),
-        distractors: distinct(
-            &answer,
-            [Pass::Model, Pass::Forward, Pass::Backward, Pass::Optimizer]
-                .into_iter()
-                .map(pass)
-                .collect(),
-        ),
-        context: format!(
-            "It fails {answer}, allocating `{}` ({} asked, {} as the allocator rounds it: the \
-             message's \"Tried to allocate\"). With SGD, one layer too many fails {}.",
-            adam.oom.label,
-            bytes(adam.oom.requested),
-            bytes(adam.oom.tried),
-            pass(sgd.failed_in)
-        ),
-    };
-    Ok(vec![depth_q, pass_q])
+    Ok(vec![depth_q])
 }
 
 /// The allocator's rounding of one large activation: what allocated and reserved grow by.

@@ -16,9 +16,6 @@ use gpumem::mlp::{Batch, Mlp, MlpConfig, Optimizer, Precision, Strategy};
 use gpumem::size::format_bytes as bytes;
 use gpumem::tensor::DType;
 
-/// Hidden layers of the network whose width is doubled (one layer would hide the square).
-const DOUBLED_LAYERS: u64 = 3;
-
 /// What Adam adds, and which of the six terms is largest at the lesson's batch.
 pub fn memory_equation() -> Result<Vec<Question>> {
     let sgd_config = MlpConfig::lesson(LESSON_WIDTH);
@@ -102,39 +99,8 @@ pub fn mini_batching() -> Result<Vec<Question>> {
     Ok(vec![steps_q])
 }
 
-/// Doubling the width, and the cost of one more layer.
+/// The cost of one more layer at another width (the square law; doubling is in the prose).
 pub fn networks() -> Result<Vec<Question>> {
-    let params = |width: u64, layers: u64| -> Result<u64> {
-        Ok(equation(&network(width, layers, Optimizer::LESSON), DEEP_BATCH)?.parameter_count)
-    };
-    let factor = 2;
-    let ratio = |layers: u64| -> Result<f64> {
-        Ok(params(LESSON_WIDTH * factor, layers)? as f64 / params(LESSON_WIDTH, layers)? as f64)
-    };
-    let deep = ratio(DOUBLED_LAYERS)?;
-    let times = |r: f64| format!("about {r:.1} ×");
-    let width_q = Question {
-        prompt: format!(
-            "A network of {DOUBLED_LAYERS} hidden layers of {LESSON_WIDTH}. Make every \
-             hidden layer {factor} × as wide: the parameters grow by"
-        ),
-        answer: times(deep),
-        distractors: distinct(
-            &times(deep),
-            vec![
-                times(factor as f64),
-                times((factor * factor * factor) as f64),
-                times(ratio(1)?),
-            ],
-        ),
-        context: format!(
-            "A layer between two hidden layers is a {LESSON_WIDTH} × {LESSON_WIDTH} matrix: \
-             both sides grow, so it grows by {factor} × {factor}. Only the first and the \
-             last layer touch the fixed input and output and grow by {factor}; with one hidden \
-             layer the network grows by {}.",
-            times(ratio(1)?)
-        ),
-    };
     // The page gives a hidden layer of 5 000's cost; the question asks for a width it does not
     // give, to be predicted from the square law (not read off the paragraph above).
     let layer = |width: u64| -> Result<(u64, u64, u64)> {
@@ -173,7 +139,7 @@ pub fn networks() -> Result<Vec<Question>> {
             bytes(no_grads)
         ),
     };
-    Ok(vec![width_q, layer_q])
+    Ok(vec![layer_q])
 }
 
 /// Reading an out-of-memory message: what is held outside PyTorch's allocator.
