@@ -16,7 +16,7 @@ use gpumem::mlp::{Batch, Mlp, MlpConfig, Optimizer, Precision, Strategy};
 use gpumem::size::format_bytes as bytes;
 use gpumem::tensor::DType;
 
-/// What Adam adds, and which of the six terms is largest at the lesson's batch.
+/// What Adam adds (which term is largest at a small batch, the calculator's first state shows).
 pub fn memory_equation() -> Result<Vec<Question>> {
     let sgd_config = MlpConfig::lesson(LESSON_WIDTH);
     let sgd = equation(&sgd_config, DEEP_BATCH)?;
@@ -44,33 +44,7 @@ pub fn memory_equation() -> Result<Vec<Question>> {
             bytes(adam.persistent())
         ),
     };
-    let terms = sgd.categories();
-    let (largest, _) = *terms
-        .iter()
-        .max_by_key(|(_, b)| *b)
-        .ok_or_else(|| anyhow!("no terms"))?;
-    let list: Vec<String> = terms
-        .iter()
-        .map(|(n, b)| format!("{n} {}", bytes(*b)))
-        .collect();
-    let largest_q = Question {
-        prompt: format!(
-            "Same network, SGD, a batch of {DEEP_BATCH} rows. Which of the six terms is the \
-             largest?"
-        ),
-        answer: largest.to_string(),
-        distractors: terms
-            .iter()
-            .map(|(n, _)| n.to_string())
-            .filter(|n| n != largest)
-            .collect(),
-        context: format!(
-            "The equation's terms at this batch: {}. Peak allocated: {}.",
-            list.join(", "),
-            bytes(sgd.peak_allocated)
-        ),
-    };
-    Ok(vec![adam_q, largest_q])
+    Ok(vec![adam_q])
 }
 
 /// How many steps an epoch takes. (What the whole set as one batch does is Challenge 1's
