@@ -234,9 +234,11 @@ const NOMINAL_GB: [u64; 7] = [8, 12, 16, 24, 40, 48, 80];
 impl Presets {
     pub fn new() -> Presets {
         let lesson = MemorySpec::Bytes(CARD_BYTES).to_string();
+        // The card the widget sends back must parse to the engine's card to the byte:
+        // "15.90 GiB" is 419 KiB short of it, so the value is the exact count of bytes.
         let mut cards = vec![CardPreset {
             label: format!("the lesson's card ({lesson})"),
-            card: lesson,
+            card: format!("{CARD_BYTES}B"),
             bytes: CARD_BYTES,
         }];
         cards.extend(NOMINAL_GB.iter().map(|&gb| CardPreset {

@@ -107,6 +107,19 @@ fn bad_input_is_refused_with_a_reason() {
 fn presets_start_with_the_lessons_card() {
     let v: Value = serde_json::from_str(&presets()).expect("JSON");
     assert_eq!(v["cards"][0]["bytes"], gpumem::lesson::CARD_BYTES);
+    // Every preset's value, as the widget sends it, is the card it names, to the byte.
+    for card in v["cards"].as_array().expect("cards") {
+        let sent: gpumem::size::MemorySpec = card["card"]
+            .as_str()
+            .expect("a card")
+            .parse()
+            .expect("parses");
+        assert_eq!(
+            sent,
+            gpumem::size::MemorySpec::Bytes(card["bytes"].as_u64().expect("bytes")),
+            "{card}"
+        );
+    }
     assert_eq!(v["training_rows"], LESSON_TRAINING_EVENTS);
 }
 
