@@ -352,6 +352,11 @@ pub const ARTIFACTS: &[Artifact] = &[
         render: pages::card_capacity,
     },
     Artifact {
+        path: "generated/card_exact.md",
+        about: "inline: the card's capacity exactly, in MiB and bytes",
+        render: pages::card_exact,
+    },
+    Artifact {
         path: "generated/full_batch_peak.md",
         about: "inline: the equation's peak for the full training set as one batch",
         render: pages::memory_equation::full_batch_peak,

@@ -39,6 +39,20 @@ pub fn card_capacity() -> Result<String> {
     Ok(format_bytes(CARD_BYTES))
 }
 
+/// The card exactly, for whoever works the equation by hand: e.g. `16 282 MiB, 17 072 914 432
+/// bytes` (PyTorch's two decimals of GiB are 419 KiB short of it).
+pub fn card_exact() -> Result<String> {
+    anyhow::ensure!(
+        CARD_BYTES % (1 << 20) == 0,
+        "the card is not a whole number of MiB"
+    );
+    Ok(format!(
+        "exactly {} MiB, {} bytes",
+        crate::style::grouped(CARD_BYTES >> 20),
+        crate::style::grouped(CARD_BYTES)
+    ))
+}
+
 /// The largest batch of the lesson's network that fits on the card, and its step.
 pub(crate) fn largest_batch() -> Result<LargestBatch> {
     data::largest_batch_on_card(LESSON_WIDTH)?
