@@ -43,7 +43,7 @@ pub fn card_capacity() -> Result<String> {
 /// bytes` (PyTorch's two decimals of GiB are 419 KiB short of it).
 pub fn card_exact() -> Result<String> {
     anyhow::ensure!(
-        CARD_BYTES % (1 << 20) == 0,
+        CARD_BYTES.is_multiple_of(1 << 20),
         "the card is not a whole number of MiB"
     );
     Ok(format!(
