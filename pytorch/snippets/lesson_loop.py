@@ -10,10 +10,10 @@ torch.manual_seed(0)
 # ANCHOR: model
 hidden_size = 2000
 model = nn.Sequential(
-    nn.Linear(2, hidden_size), nn.ReLU(),  # one hidden layer, as the lesson's code has
+    nn.Linear(2, hidden_size), nn.ReLU(),  # one hidden layer, as the lesson
     nn.Linear(hidden_size, 2),
 ).to(device)
-optimizer = torch.optim.SGD(model.parameters(), lr=0.001)  # plain SGD, as the challenges
+optimizer = torch.optim.SGD(model.parameters(), lr=0.001)  # as the challenges
 # ANCHOR_END: model
 
 # Stand-in data: 2 features, 2 classes (the lesson's own data set has 1,173,000 rows).
@@ -26,12 +26,12 @@ loader = torch.utils.data.DataLoader(
 for epoch in range(2):
     total = 0.0
     for x, y in loader:
-        x, y = x.to(device), y.to(device)  # one mini-batch on the device at a time
-        optimizer.zero_grad()              # gradients set to None (PyTorch 2.x)
+        x, y = x.to(device), y.to(device)  # one mini-batch on the device
+        optimizer.zero_grad()              # gradients to None (PyTorch 2.x)
         y_pred = model(x)
         loss = F.cross_entropy(y_pred, y)
         loss.backward()
         optimizer.step()
-        total += loss.item()               # a number, not the tensor: nothing kept alive
+        total += loss.item()               # a number: keeps no graph alive
     print(f"epoch {epoch}: mean loss {total / len(loader):.4f}")
 # ANCHOR_END: loop

@@ -371,8 +371,8 @@ pub fn heavy_backend(
         (Backend::Auto, Backend::Cpu, MemorySpec::Bytes(_)) => (
             Backend::Plan,
             Some(
-                "planned on the plan backing: no hardware GPU was found, and the same \
-                 allocations on the cpu backing would fill gigabytes of host memory"
+                "planned (plan backing): no hardware GPU, and the cpu backing would fill \
+                 gigabytes of host memory"
                     .into(),
             ),
         ),

@@ -18,6 +18,13 @@ impl Output {
         Output { json }
     }
 
+    /// This output, its text shown only where `show` (for a part printed on request).
+    pub fn text_if(self, show: bool) -> Output {
+        Output {
+            json: self.json || !show,
+        }
+    }
+
     /// A line of text (not in JSON mode).
     pub fn line(&self, text: impl AsRef<str>) {
         if !self.json {

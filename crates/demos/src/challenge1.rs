@@ -203,13 +203,8 @@ fn warmup(
     } else {
         "planned, not executed"
     };
-    out.section(&format!(
-        "{steps} training steps at batch {LESSON_BATCH} ({done} on {})",
-        info.backend
-    ));
     let mut mlp = Mlp::new(device, config, cli.model.seed).context("building the network")?;
     let data = Dataset::generate((steps * LESSON_BATCH).max(1), cli.model.seed).train;
-    let mut rows = Vec::new();
     let mut losses = Vec::new();
     for step in 0..steps {
         let start = (step * LESSON_BATCH) as usize;
@@ -220,20 +215,21 @@ fn warmup(
         } else {
             Batch::Planned(LESSON_BATCH)
         };
-        let r = mlp.train_step(batch)?;
-        losses.push(r.loss);
-        rows.push(vec![
-            (step + 1).to_string(),
-            r.loss.map_or("—".into(), |l| format!("{l:.4}")),
-            format_bytes(device.memory_allocated()),
-            format_bytes(device.max_memory_allocated()),
-            format_bytes(device.memory_reserved()),
-        ]);
+        losses.push(mlp.train_step(batch)?.loss);
     }
-    out.table(
-        &["step", "loss", "allocated", "peak allocated", "reserved"],
-        &rows,
-    );
+    let loss = |l: Option<&Option<f32>>| match l {
+        Some(Some(l)) => format!("{l:.4}"),
+        _ => "—".into(),
+    };
+    out.line(format!(
+        "\n{steps} training steps at batch {LESSON_BATCH} ({done} on {}): loss {} → {}, \
+         peak allocated {}, reserved {}.",
+        info.backend,
+        loss(losses.first()),
+        loss(losses.last()),
+        format_bytes(device.max_memory_allocated()),
+        format_bytes(device.memory_reserved()),
+    ));
     Ok(json!({
         "steps": steps,
         "batch": LESSON_BATCH,

@@ -23,6 +23,10 @@ struct Cli {
     model: ModelArgs,
     #[command(flatten)]
     snapshot: SnapshotArgs,
+    /// Also print what one more layer adds, term by term, and the lesson's "about 5 layers"
+    /// compared with this card (`--json` always has both).
+    #[arg(long)]
+    explain: bool,
     /// Print one JSON document instead of tables.
     #[arg(long)]
     json: bool,
@@ -77,7 +81,7 @@ pub fn run(args: impl IntoIterator<Item = impl Into<OsString> + Clone>) -> anyho
     let search = search_depths(&cli, &base, batch, cli.device.options(backend), out)?;
     // In the order tried, as the table's title says; the first failure is the shallowest.
     let attempts: Vec<&(u64, StepMemory)> = search.attempts.iter().collect();
-    print_attempts(&base, &attempts, out);
+    print_attempts(&attempts, out);
     let first_failure = attempts
         .iter()
         .filter(|(_, m)| !m.fits())
@@ -108,7 +112,13 @@ pub fn run(args: impl IntoIterator<Item = impl Into<OsString> + Clone>) -> anyho
         let room = c.saturating_sub(options.allocator.context_memory);
         deepest_that_fits(&base, batch.get(), room, max_layers, options.cublas)
     });
-    let compared = compare(&base, batch, deepest, predicted, card_bytes, out)?;
+    if let Some(p) = predicted {
+        out.line(format!(
+            "The memory equation (gpumem::estimate) predicts {p} hidden layers; the engine measured {deepest}."
+        ));
+    }
+    let explained = out.text_if(cli.explain);
+    let compared = compare(&base, batch, deepest, card_bytes, explained)?;
     out.json(&json!({
         "device": opened,
         "card": cli.device.card,
@@ -177,24 +187,19 @@ fn search_depths(
     Ok(search)
 }
 
-/// A row per attempted depth.
-fn print_attempts(base: &MlpConfig, attempts: &[&(u64, StepMemory)], out: Output) {
+/// A row per attempted depth (`--json` has each one's parameters and peak reserved too).
+fn print_attempts(attempts: &[&(u64, StepMemory)], out: Output) {
     let rows: Vec<Vec<String>> = attempts
         .iter()
         .map(|(layers, m)| {
             vec![
                 layers.to_string(),
-                base.clone()
-                    .with_layers(*layers)
-                    .parameter_count()
-                    .to_string(),
                 format_bytes(m.peak_allocated),
-                format_bytes(m.peak_reserved),
                 if m.fits() {
                     "yes".into()
                 } else {
                     format!(
-                        "no (in the {})",
+                        "no: {}",
                         m.failed_in.map(|p| p.to_string()).unwrap_or_default()
                     )
                 },
@@ -202,16 +207,10 @@ fn print_attempts(base: &MlpConfig, attempts: &[&(u64, StepMemory)], out: Output
         })
         .collect();
     out.section("Attempts, in the order tried (doubling, then bisection)");
-    out.table(
-        &[
-            "layers",
-            "parameters",
-            "peak allocated",
-            "peak reserved",
-            "fits?",
-        ],
-        &rows,
-    );
+    out.table(&["layers", "peak allocated", "fits?"], &rows);
+    if attempts.iter().any(|(_, m)| !m.fits()) {
+        out.line("(a row that does not fit: its peak until the allocation that failed)");
+    }
 }
 
 /// The first depth that ran out, its message, and the deepest that fits.
@@ -253,13 +252,11 @@ struct Compared {
     lesson_layers_need: u64,
 }
 
-/// What the memory equation predicts, what one more layer adds by term, and the lesson's
-/// remark.
+/// What one more layer adds by term, and the lesson's remark (printed with `--explain`).
 fn compare(
     base: &MlpConfig,
     batch: NonZeroU64,
     deepest: u64,
-    predicted: Option<u64>,
     card_bytes: Option<u64>,
     out: Output,
 ) -> anyhow::Result<Compared> {
@@ -271,12 +268,7 @@ fn compare(
     let per_layer = next.peak_allocated.saturating_sub(here.peak_allocated);
     let lesson = at(LESSON_LAYERS)?;
     let lesson_next = at(LESSON_LAYERS + 1)?;
-    out.section("Compared with the memory equation and the lesson");
-    if let Some(p) = predicted {
-        out.line(format!(
-            "The memory equation (gpumem::estimate) predicts {p} hidden layers; the engine measured {deepest}."
-        ));
-    }
+    out.section("One more layer, and the lesson's five");
     let mut model_growth = 0i128;
     let mut activation_growth = 0i128;
     let terms: Vec<String> = here

@@ -155,8 +155,8 @@ fn core_pages_say_what_measured() {
 }
 
 /// Setup: the first grade before the core's two demos build (the exercises build apart),
-/// mdbook-quiz installed with mdBook, the calculator served (not a `file://` page); the five
-/// demos and the optional PyTorch scripts on Setup, further.
+/// the calculator served (not a `file://` page); mdBook and mdbook-quiz's install, the five
+/// demos and the optional PyTorch scripts on Setup, further, linked from Setup.
 #[test]
 fn setup_grades_first_builds_the_core_demos_and_serves_the_book() {
     let summary = std::fs::read_to_string(figures::book::book_src().join("SUMMARY.md")).unwrap();
@@ -172,10 +172,11 @@ fn setup_grades_first_builds_the_core_demos_and_serves_the_book() {
         "Setup grades before it starts the demos' build"
     );
     assert!(text.contains("`target/exercises`"));
-    assert!(text.contains("cargo install mdbook-quiz"));
     assert!(text.contains("mdbook serve"));
-    assert!(text.contains("`pytorch/challenge1.py`"));
+    assert!(text.contains("setup-further.md#serving-the-book"));
+    assert!(text.contains("setup-further.md#pytorch-on-your-own-gpu"));
     let further = page("setup-further");
+    assert!(further.contains("cargo install mdbook-quiz"));
     let all = (1..=challenges)
         .map(|n| format!("-p challenge{n}"))
         .collect::<Vec<_>>()
