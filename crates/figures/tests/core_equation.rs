@@ -42,9 +42,6 @@ mod page2 {
         let t = Terms::of(setup);
         t.p + t.s
     }
-    pub fn bottom_of_backward(setup: Setup) -> u64 {
-        Terms::of(setup).moments()[1]
-    }
     pub fn update(setup: Setup) -> u64 {
         Terms::of(setup).moments()[2]
     }

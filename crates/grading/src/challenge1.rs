@@ -58,18 +58,10 @@ pub fn grade(answers: &Answers, seed: u64) -> Report {
     grade_activation(&mut report, answers, &mut rng);
     grade_batch(&mut report, answers, &mut rng);
     grade_top(&mut report, answers, &mut rng);
-    let missed: Vec<&str> = ["activation_bytes", "batch_bytes", "top_of_backward"]
-        .into_iter()
-        .filter(|f| report.misses().any(|c| c.function == *f))
-        .collect();
-    // A piece that missed makes `fits` miss too: say so rather than hint at the whole sum.
-    let first = |hint: &str| match missed.as_slice() {
-        [] => hint.to_string(),
-        pieces => format!(
-            "`fits` adds up your pieces: fix `{}` first (see above)",
-            pieces.join("` and `")
-        ),
-    };
+    let first = report.fix_pieces_first(
+        "fits",
+        &["activation_bytes", "batch_bytes", "top_of_backward"],
+    );
     for (setup, card_bytes) in fit_cases(&mut rng) {
         compare_fits(&mut report, answers, setup, card_bytes, &first(FITS_HINT));
     }

@@ -1,8 +1,9 @@
 //! Challenge 2: how deep before the card runs out.
 //!
-//! The learner writes the equation's model terms — the parameter count, the model's bytes
-//! `P + S`, the bottom of the backward pass `P + 3·a` and the update `P + R` — and the stub's
-//! `deepest_fit` adds them to the batch's terms ([`crate::given`]) one layer more at a time.
+//! The learner writes three of the equation's model terms — the parameter count, the model's
+//! bytes `P + S` and the update `P + R` — and the stub's `deepest_fit` adds them to the given
+//! ones ([`crate::given`]: the batch's terms and the bottom of the backward pass `P + 3·a`)
+//! one layer more at a time.
 //! Each piece is compared with the engine's allocations, term by term ([`Parts`]), a miss
 //! naming the term it lacks; `deepest_fit` with the engine's deepest network.
 
@@ -17,17 +18,17 @@ use gpumem::lesson::CARD_BYTES;
 use rand::{RngExt, SeedableRng};
 use std::time::Duration;
 
-/// The learner's functions (`deepest_fit` is given in the stub: a loop over the pieces).
+/// The learner's functions (`deepest_fit` is given in the stub: a loop over the pieces and
+/// [`crate::given`]'s terms).
 #[derive(Debug, Clone, Copy)]
 pub struct Answers {
     pub parameter_count: fn(inputs: u64, width: u64, layers: u64, classes: u64) -> u64,
     pub model_bytes: fn(setup: Setup) -> u64,
-    pub bottom_of_backward: fn(setup: Setup) -> u64,
     pub update: fn(setup: Setup) -> u64,
     pub deepest_fit: fn(setup: Setup, card_bytes: u64) -> u64,
 }
 
-/// `Answers` from a module that defines the five functions.
+/// `Answers` from a module that defines the four functions.
 #[macro_export]
 #[doc(hidden)]
 macro_rules! challenge2_answers_of {
@@ -35,7 +36,6 @@ macro_rules! challenge2_answers_of {
         $crate::challenge2::Answers {
             parameter_count: $($m)::+::parameter_count,
             model_bytes: $($m)::+::model_bytes,
-            bottom_of_backward: $($m)::+::bottom_of_backward,
             update: $($m)::+::update,
             deepest_fit: $($m)::+::deepest_fit,
         }
@@ -70,29 +70,10 @@ pub fn grade_within(answers: &Answers, seed: u64, limit: Duration) -> Report {
         compare_model(&mut report, answers, limit, setup);
     }
     for &setup in &setups {
-        compare_bottom(&mut report, answers, limit, setup);
-    }
-    for &setup in &setups {
         compare_update(&mut report, answers, limit, setup);
     }
-    let pieces = [
-        "parameter_count",
-        "model_bytes",
-        "bottom_of_backward",
-        "update",
-    ];
-    let missed: Vec<&str> = pieces
-        .into_iter()
-        .filter(|f| report.misses().any(|c| c.function == *f))
-        .collect();
-    // A piece that missed makes `deepest_fit` miss too: say so rather than hint at the sum.
-    let first = |hint: &str| match missed.as_slice() {
-        [] => hint.to_string(),
-        pieces => format!(
-            "`deepest_fit` adds up your pieces: fix `{}` first (see above)",
-            pieces.join("` and `")
-        ),
-    };
+    let first =
+        report.fix_pieces_first("deepest_fit", &["parameter_count", "model_bytes", "update"]);
     for (setup, card_bytes) in depth_cases(&mut rng) {
         let found = deepest(&setup.config(), setup.batch, card_bytes, MAX_LAYERS)
             .expect("graders only plan valid setups");
@@ -232,46 +213,6 @@ fn compare_model(report: &mut Report, answers: &Answers, limit: Duration, setup:
     );
 }
 
-/// The bottom of the backward pass's hints.
-pub(crate) const BOTTOM_GRADIENTS: &str = "the gradients are missing: near the bottom of the \
-     backward pass every gradient exists, as large as the parameters (P)";
-pub(crate) const BOTTOM_THREE: &str = "three batch × width tensors: one kept activation and \
-     two gradients in flight";
-
-fn compare_bottom(report: &mut Report, answers: &Answers, limit: Duration, setup: Setup) {
-    let p = Parts::of(&setup);
-    let expected = p.gradients + 3 * p.activation;
-    let f = answers.bottom_of_backward;
-    let got = attempt_within(limit, f as usize, move || f(setup));
-    let hint = Diagnosis::new(expected)
-        .lacks(p.gradients, BOTTOM_GRADIENTS)
-        .lacks(
-            3 * p.activation,
-            format!("the batch × width tensors are missing: {BOTTOM_THREE}"),
-        )
-        .lacks(
-            p.activation,
-            format!("one batch × width tensor short: {BOTTOM_THREE}"),
-        )
-        .extra(
-            p.activation,
-            format!("one batch × width tensor too many: {BOTTOM_THREE}"),
-        )
-        .times(8, BITS)
-        .hint(
-            &got,
-            "every gradient (P) beside three batch × width float32 tensors",
-        );
-    report.compare(
-        "bottom_of_backward",
-        format!("bottom_of_backward({})", shown(&setup)),
-        &expected,
-        "bytes of every gradient and three batch × width tensors, as the engine allocated them",
-        got,
-        hint,
-    );
-}
-
 /// The update's hints.
 pub(crate) const ROOTS: &str = "Adam's square roots R are missing: foreach Adam takes the \
      square root of every running average at once, a temporary as large as the parameters";
@@ -315,7 +256,7 @@ fn compare_update(report: &mut Report, answers: &Answers, limit: Duration, setup
 /// The hint for a wrong `deepest_fit`.
 const DEPTH_HINT: &str = "`deepest_fit`, as the stub gives it, adds one layer at a time \
      while the model (your model_bytes), the batch and the busiest of the three moments (the \
-     top of the backward pass, your bottom_of_backward and update) fit the card";
+     given top and bottom of the backward pass, your update) fit the card";
 
 /// Asks `deepest_fit(setup, card)` and compares it with `found`, the engine's depth.
 fn compare_depth(

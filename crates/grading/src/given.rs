@@ -1,8 +1,9 @@
 //! The memory equation of the page "What lives in GPU memory", term by term, for the parts an
 //! exercise gives its learner: Challenge 1's `fits` takes the model's terms from here (the
-//! learner writes them in Challenge 2), Challenge 2's `deepest_fit` the batch's (written in
-//! Challenge 1). No grader compares an answer with these: every expected value is measured
-//! by the engine.
+//! learner writes most of them in Challenge 2), Challenge 2's `deepest_fit` the batch's
+//! (written in Challenge 1) and the bottom of the backward pass (given in both, to keep each
+//! exercise to three functions). No grader compares an answer with these: every expected
+//! value is measured by the engine.
 //!
 //! `peak = P + S + D + max(L·a + 2·a + G, P + 3·a, P + R)`, every value float32 (4 bytes) but
 //! the int64 labels.

@@ -108,6 +108,28 @@ impl Report {
         }
     }
 
+    /// The hint maker for `given`, a stub's function that adds up `pieces`: once a piece
+    /// missed, `given` misses too, and its hint sends the learner to that piece rather than
+    /// to the sum; while every piece passes, each check's own hint.
+    pub fn fix_pieces_first(
+        &self,
+        given: &'static str,
+        pieces: &[&'static str],
+    ) -> impl Fn(&str) -> String + use<> {
+        let missed: Vec<&str> = pieces
+            .iter()
+            .copied()
+            .filter(|f| self.misses().any(|c| c.function == *f))
+            .collect();
+        move |hint| match missed.as_slice() {
+            [] => hint.to_string(),
+            pieces => format!(
+                "`{given}` adds up your pieces: fix `{}` first (see above)",
+                pieces.join("` and `")
+            ),
+        }
+    }
+
     /// Whether a learner's test passes: the core passed, and every going-further group is
     /// either still `todo!()` (left for later) or passed.
     pub fn learner_passed(&self) -> bool {
@@ -275,5 +297,41 @@ impl fmt::Display for Report {
             }
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A report where `piece` got `got` (expected 1) and `other` passed.
+    fn graded(got: u64) -> Report {
+        let mut report = Report::new("test");
+        report.compare("piece", "piece()", &1u64, "", Ok(got), "piece's hint");
+        report.compare("other", "other()", &1u64, "", Ok(1u64), "other's hint");
+        report
+    }
+
+    #[test]
+    fn a_missed_piece_is_named_instead_of_the_hint() {
+        let first = graded(2).fix_pieces_first("sum", &["piece", "other"]);
+        assert_eq!(
+            first("the sum's hint"),
+            "`sum` adds up your pieces: fix `piece` first (see above)"
+        );
+    }
+
+    #[test]
+    fn every_piece_passed_keeps_the_hint() {
+        let first = graded(1).fix_pieces_first("sum", &["piece", "other"]);
+        assert_eq!(first("the sum's hint"), "the sum's hint");
+    }
+
+    #[test]
+    fn a_piece_not_attempted_is_named_too() {
+        let mut report = graded(1);
+        report.compare::<u64>("todo", "todo()", &1, "", Err(NoValue::NotAttempted), "");
+        let first = report.fix_pieces_first("sum", &["piece", "todo"]);
+        assert!(first("h").contains("fix `todo` first"));
     }
 }

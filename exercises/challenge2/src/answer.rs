@@ -6,11 +6,12 @@
 //! To start again from the stub: `git checkout -- exercises/challenge2/src/answer.rs`.
 #![allow(unused_variables, unused_imports)]
 
-use grading::given::{batch_bytes, top_of_backward};
+use grading::given::{batch_bytes, bottom_of_backward, top_of_backward};
 use grading::{Opt, Setup};
 
 // ANCHOR: parameter_count
-/// Weights and biases of a network `inputs → layers × width → classes`.
+/// Weights and biases of a network `inputs → layers × width → classes`,
+/// `layers ≥ 1` (the grader never asks for 0 hidden layers).
 pub fn parameter_count(inputs: u64, width: u64, layers: u64, classes: u64) -> u64 {
     todo!()
 }
@@ -23,17 +24,12 @@ pub fn model_bytes(setup: Setup) -> u64 {
 }
 // ANCHOR_END: model_bytes
 
-// ANCHOR: moments
-/// The bottom of the backward pass: `P + 3·a`.
-pub fn bottom_of_backward(setup: Setup) -> u64 {
-    todo!()
-}
-
+// ANCHOR: update
 /// The update: `P + R` (`R`: Adam's square roots).
 pub fn update(setup: Setup) -> u64 {
     todo!()
 }
-// ANCHOR_END: moments
+// ANCHOR_END: update
 
 // ANCHOR: deepest_fit
 /// Given: one hidden layer more while the equation still fits.
