@@ -217,16 +217,15 @@ fn warmup(
         };
         losses.push(mlp.train_step(batch)?.loss);
     }
-    let loss = |l: Option<&Option<f32>>| match l {
-        Some(Some(l)) => format!("{l:.4}"),
-        _ => "—".into(),
+    // Planned steps compute nothing: no loss to show.
+    let loss = match (losses.first(), losses.last()) {
+        (Some(Some(a)), Some(Some(b))) => format!("loss {a:.4} → {b:.4}, "),
+        _ => String::new(),
     };
     out.line(format!(
-        "\n{steps} training steps at batch {LESSON_BATCH} ({done} on {}): loss {} → {}, \
-         peak allocated {}, reserved {}.",
+        "\n{steps} training steps at batch {LESSON_BATCH} ({done} on {}): {loss}peak allocated \
+         {}, reserved {}.",
         info.backend,
-        loss(losses.first()),
-        loss(losses.last()),
         format_bytes(device.max_memory_allocated()),
         format_bytes(device.memory_reserved()),
     ));

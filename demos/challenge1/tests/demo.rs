@@ -17,6 +17,8 @@ fn defaults_reproduce_the_lessons_out_of_memory() {
     assert!(t.contains("Tried to allocate 8.74 GiB"), "{t}");
     assert!(t.contains("ran out of memory in the forward pass"), "{t}");
     assert!(t.contains("15.90 GiB total capacity"), "{t}");
+    // Planned warm-up steps compute no loss, and the line says none.
+    assert!(!t.contains("loss"), "{t}");
     assert!(
         t.contains("largest batch whose step fits this card is"),
         "{t}"
@@ -53,6 +55,8 @@ fn executes_on_cpu_when_asked() {
     assert!(o.status.success(), "{t}");
     assert!(t.contains("executed on cpu"), "{t}");
     assert!(t.contains("It fits"), "{t}");
+    // The warm-up's losses, first and last, when the steps ran.
+    assert!(t.contains("(executed on cpu): loss 0."), "{t}");
 }
 
 #[test]
