@@ -171,7 +171,7 @@
           host.dataset.request = request();
           var answer = JSON.parse(calc.calculateText(host.dataset.request));
           status.textContent = "";
-          output.replaceChildren(answer.error ? refused(answer.error) : render(answer));
+          output.replaceChildren(answer.error ? refused(answer.error) : render(answer, d.guessFirst === "true"));
         }).catch(failed);
       }, 150);
     }
@@ -193,10 +193,32 @@
 
   function count(n) { return n.toLocaleString("en"); }
 
-  function render(a) {
+  function message(a) {
+    return a.oom_message ? el("pre", { class: "calc-message", tabindex: "0" }, [el("code", { text: a.oom_message })]) : null;
+  }
+
+  // Where the step ran out, its tensor and PyTorch's message, behind a disclosure (kept open
+  // across answers once opened), for a calculator on a page before Challenge 1.
+  var failureOpen = false;
+  function failure(a) {
+    if (a.fits) return null;
+    var d = el("details", { class: "calc-limits calc-failure" }, [
+      el("summary", { text: "Where it ran out, and the message (Challenge 1 asks this: guess first)" }),
+      el("p", { text: "Out of memory in the " + a.failed_in +
+        (a.timeline.failed_label ? ", allocating " + a.timeline.failed_label : "") + "." }),
+      message(a)
+    ]);
+    d.open = failureOpen;
+    d.addEventListener("toggle", function () { failureOpen = d.open; });
+    return d;
+  }
+
+  function render(a, guessFirst) {
+    // Where a step runs out is Challenge 1's guess: a calculator before it folds that part.
+    var where = guessFirst ? "" : " in the " + a.failed_in;
     var verdict = a.fits
       ? "Fits: the step peaks at " + a.peak_reserved.text + " reserved (" + a.peak_allocated.text + " allocated) of a " + a.card.text + " card."
-      : "Does not fit: out of memory in the " + a.failed_in + " (" + a.peak_allocated.text + " allocated when it failed, card " + a.card.text + ").";
+      : "Does not fit: out of memory" + where + " (" + a.peak_allocated.text + " allocated when it failed, card " + a.card.text + ").";
     var rows = a.categories.map(function (c) {
       var share = a.equation_peak.bytes > 0 ? c.bytes / a.equation_peak.bytes : 0;
       return el("tr", {}, [
@@ -223,8 +245,8 @@
       ]),
       // Folded until asked: they are Challenges 1 and 2's answers, which a learner guesses first.
       limits(a, depth),
-      a.oom_message ? el("pre", { class: "calc-message", tabindex: "0" }, [el("code", { text: a.oom_message })]) : null,
-      timeline(a),
+      guessFirst ? failure(a) : message(a),
+      timeline(a, guessFirst),
       el("ul", { class: "calc-notes" }, a.notes.map(function (n) { return el("li", { text: n }); }))
     ]);
   }
@@ -248,7 +270,7 @@
   }
 
   // allocated (solid) and reserved (dashed) through the measured steps.
-  function timeline(a) {
+  function timeline(a, guessFirst) {
     var t = a.timeline, w = 600, h = 120;
     var top = Math.max.apply(null, t.points.map(function (p) { return p.reserved; }).concat([1]));
     var last = Math.max(1, t.points.length - 1);
@@ -264,8 +286,8 @@
     svg.setAttribute("role", "img");
     var title = "Allocated (solid) and reserved (dashed) memory over " + count(t.events) +
       " allocator events of the measured steps, up to " + a.peak_reserved.text + " reserved" +
-      (t.peak_label ? "; the highest allocation is " + t.peak_label : "") +
-      (t.failed_label ? "; it failed allocating " + t.failed_label : "") + ".";
+      (t.peak_label && (a.fits || !guessFirst) ? "; the highest allocation is " + t.peak_label : "") +
+      (t.failed_label && !guessFirst ? "; it failed allocating " + t.failed_label : "") + ".";
     svg.setAttribute("aria-label", title);
     [["allocated", ""], ["reserved", "6 4"]].forEach(function (s) {
       var p = document.createElementNS(ns, "polyline");

@@ -90,7 +90,10 @@ fn drive_states(widget: &Widget<'_>, report: &mut WidgetReport) -> Result<()> {
         "(() => { const s = document.querySelector('.gpumem-calculator select[id$=\"-batch\"]'); \
          s.value = 'all'; s.dispatchEvent(new Event('change', { bubbles: true })); return 'ok'; })()",
     )?;
-    let whole = settled(session, wait)?;
+    let mut whole = settled(session, wait)?;
+    if session.eval(GUESS_FIRST)? == "true" {
+        whole.text += &folded_failure(session, &whole, report)?;
+    }
     expect(report, "with the whole training set", &whole, |a| {
         a["fits"] == false
     })?;
@@ -138,6 +141,52 @@ fn no_spoiler(session: &Session, first: &Shown, report: &mut WidgetReport) -> Re
         ));
     }
     Ok(())
+}
+
+/// Whether the first calculator is on a page before Challenge 1 (`data-guess-first`).
+const GUESS_FIRST: &str = "(() => { const h = document.querySelector('.gpumem-calculator'); \
+     return String(!!h && h.dataset.guessFirst === 'true'); })()";
+
+/// On a page before Challenge 1, a step that does not fit must not show where it ran out —
+/// its pass and its tensor, Challenge 1's guess — until the reader opens that disclosure;
+/// opened, it shows them. Returns the opened disclosure's text.
+fn folded_failure(session: &Session, shown: &Shown, report: &mut WidgetReport) -> Result<String> {
+    let native: Value = serde_json::from_str(&gpumem_calculator::calculate(&shown.request))?;
+    let pass = native["failed_in"].as_str().unwrap_or_default();
+    let tensor = native["timeline"]["failed_label"]
+        .as_str()
+        .unwrap_or_default();
+    let opened = session.eval(
+        "(() => { const d = document.querySelector('.gpumem-calculator .calc-failure'); \
+         if (!d) return ''; d.open = true; const t = d.innerText; d.open = false; \
+         return t; })()",
+    )?;
+    for (what, word) in [("pass", pass), ("tensor", tensor)] {
+        if word.is_empty() {
+            report
+                .problems
+                .push(format!("the engine's answer names no failed {what}"));
+            continue;
+        }
+        // The tensor as a word (`a0`), not inside another (`data0`).
+        let named = |text: &str| {
+            text.split(|c: char| !c.is_alphanumeric() && c != '_')
+                .any(|w| w == word)
+                || (word.contains(' ') && text.contains(word))
+        };
+        if named(&shown.text) {
+            report.problems.push(format!(
+                "with the whole training set: the widget shows where it ran out ({what} \
+                 `{word}`), Challenge 1's guess, before the reader opens the disclosure"
+            ));
+        }
+        if !named(&opened) {
+            report.problems.push(format!(
+                "the widget's folded failure does not name its {what} (`{word}`) when opened"
+            ));
+        }
+    }
+    Ok(opened)
 }
 
 /// `n` as the book and the widget may print it: `655360`, `655,360`, `655 360` (a space, a

@@ -78,7 +78,7 @@ pub const ARTIFACTS: &[Artifact] = &[
     },
     Artifact {
         path: "generated/core_equation.md",
-        about: "the core's memory equation: the formula the graders are checked against, its symbols, the lesson's full batch",
+        about: "the core's memory equation: the formula the graders are checked against, its symbols, a worked example at 100 000 rows",
         render: pages::core_equation::core_equation,
     },
     Artifact {
@@ -568,7 +568,7 @@ pub const ARTIFACTS: &[Artifact] = &[
     },
     Artifact {
         path: "generated/calculator_lesson.md",
-        about: "the in-page calculator, starting from the lesson's network and the whole training set",
+        about: "the in-page calculator, starting from the lesson's network at 32 rows, where a step runs out folded (Challenge 1's guess)",
         render: pages::calculator::calculator_lesson,
     },
     Artifact {
@@ -660,11 +660,6 @@ pub const ARTIFACTS: &[Artifact] = &[
         path: "generated/quizzes/mini-batching.toml",
         about: "quiz (mdbook-quiz): predict-then-check questions for mini-batching.md, numbers from the engine",
         render: || crate::quizzes::render("mini-batching"),
-    },
-    Artifact {
-        path: "generated/quizzes/challenge-1.toml",
-        about: "quiz (mdbook-quiz): predict-then-check questions for challenge-1.md, numbers from the engine",
-        render: || crate::quizzes::render("challenge-1"),
     },
     Artifact {
         path: "generated/quizzes/networks.toml",

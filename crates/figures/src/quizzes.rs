@@ -53,10 +53,6 @@ pub const QUIZZES: &[Quiz] = &[
         questions: lesson::mini_batching,
     },
     Quiz {
-        page: "challenge-1",
-        questions: challenges::challenge_1,
-    },
-    Quiz {
         page: "networks",
         questions: lesson::networks,
     },

@@ -365,6 +365,23 @@ fn lesson_pages_open_with_questions_and_objectives() {
     }
 }
 
+/// The introduction: the lesson's four teaching pages close with key points and a quiz.
+#[test]
+fn the_lessons_teaching_pages_close_with_key_points_and_a_quiz() {
+    let src = figures::book::book_src();
+    let intro = std::fs::read_to_string(src.join("introduction.md")).unwrap();
+    assert!(intro.contains("(memory, mini-batching, networks, monitoring)"));
+    for page in ["memory-equation", "mini-batching", "networks", "monitoring"] {
+        let text = std::fs::read_to_string(src.join(format!("{page}.md"))).unwrap();
+        let k = text.find("<div class=\"callout keypoints\">");
+        let q = text.find("{{#quiz ");
+        assert!(
+            matches!((k, q), (Some(_), Some(_))),
+            "{page}: key points and a quiz"
+        );
+    }
+}
+
 /// Challenge 4: every combination the demo recommends was timed in every recorded run, and
 /// the generated advice names, for each run, its device and the fastest timed row that fits
 /// (found here from the record, not by the advice's code).

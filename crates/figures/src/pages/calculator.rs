@@ -12,6 +12,9 @@ struct Start {
     /// `None`: the whole training set.
     batch: Option<u64>,
     optimizer: &'static str,
+    /// On a page before Challenge 1: where a step runs out (its pass, tensor and message) is
+    /// folded, as the largest batch always is.
+    guess_first: bool,
 }
 
 /// Layers per checkpoint segment the form offers first: an input we choose.
@@ -24,13 +27,18 @@ fn widget(start: Start) -> Result<String> {
     Ok(format!(
         "<div class=\"gpumem-calculator\" data-width=\"{}\" data-layers=\"{}\" \
          data-batch=\"{batch}\" data-rows=\"{}\" data-optimizer=\"{}\" data-precision=\"float32\" \
-         data-accumulation=\"1\" data-checkpointing=\"off\" data-segment=\"{FIRST_SEGMENT}\">\n\
+         data-accumulation=\"1\" data-checkpointing=\"off\" data-segment=\"{FIRST_SEGMENT}\"{}>\n\
          <p>The calculator runs the engine in this page: it needs JavaScript, and the book served \
          by <code>mdbook serve</code> (a page opened as a file cannot load it).</p>\n</div>\n",
         start.width,
         start.layers,
         start.batch.unwrap_or(DEEP_BATCH),
-        start.optimizer
+        start.optimizer,
+        if start.guess_first {
+            " data-guess-first=\"true\""
+        } else {
+            ""
+        }
     ))
 }
 
@@ -43,6 +51,7 @@ pub fn calculator_lesson() -> Result<String> {
         layers: 1,
         batch: Some(DEEP_BATCH),
         optimizer: "sgd",
+        guess_first: true,
     })
 }
 
@@ -53,6 +62,7 @@ pub fn calculator_deep() -> Result<String> {
         layers: 1,
         batch: Some(DEEP_BATCH),
         optimizer: "sgd",
+        guess_first: false,
     })
 }
 
@@ -63,5 +73,6 @@ pub fn calculator_strategies() -> Result<String> {
         layers: crate::measured::CHALLENGE4_DEEP_LAYERS,
         batch: None,
         optimizer: "sgd",
+        guess_first: false,
     })
 }

@@ -189,16 +189,30 @@ pub fn core_equation() -> Result<String> {
     let t = Terms::of(setup);
     let [top, bottom, update] = t.moments();
     let total = peak(setup)?;
+    // Each moment with its terms filled in, so that a reader can follow it without redoing it.
+    let b = format_bytes;
     writeln!(
         out,
-        "\nFor example, the lesson's network at {} rows (a batch we chose; one hidden layer, SGD): \
-         `a` is {}; the three moments come to {}, {} and {}, and the peak is {}.",
-        grouped(EXAMPLE_ROWS),
-        format_bytes(t.a),
-        format_bytes(top),
-        format_bytes(bottom),
-        format_bytes(update),
-        format_bytes(total),
+        "\nFor example, the lesson's network at {rows} rows (a batch we chose; one hidden layer, \
+         SGD): `a` = 4 × {rows} × {h} bytes = {a}, `P` = {p}, `G` = {g}, `D` = {d}.\n\n\
+         - the top of the backward pass, `L·a + 2·a + G` = {kept} × {a} + {g} = {top};\n\
+         - the bottom, `P + 3·a` = {p} + 3 × {a} = {bottom};\n\
+         - the update, `P + R` = {p} + {r} = {update};\n\
+         - the peak, `P + S + D` + the busiest = {p} + {s} + {d} + {busiest} = {total}.",
+        rows = grouped(EXAMPLE_ROWS),
+        h = grouped(setup.width),
+        a = b(t.a),
+        p = b(t.p),
+        g = b(t.g),
+        d = b(t.d),
+        s = b(t.s),
+        r = b(t.r),
+        kept = t.l + 2,
+        top = b(top),
+        bottom = b(bottom),
+        update = b(update),
+        busiest = b(top.max(bottom).max(update)),
+        total = b(total),
     )?;
     let blocks = crate::data::equation(&gpumem::mlp::MlpConfig::lesson(setup.width), EXAMPLE_ROWS)?;
     writeln!(

@@ -1,63 +1,15 @@
 //! The challenges' quizzes: predictions to make before running each demo.
 
 use super::{LARGE_ROWS, Question, distinct};
-use crate::data::{
-    DEEP_BATCH, DEEP_WIDTH, LESSON_WIDTH, adam, deepest_fit, equation, largest_batch_on_card,
-    network,
-};
+use crate::data::{DEEP_BATCH, DEEP_WIDTH, LESSON_WIDTH, adam, deepest_fit, equation, network};
 use crate::measured::CHALLENGE4_DEEP_LAYERS;
 use anyhow::{Result, anyhow};
-use charts::style::grouped;
 use gpumem::alloc::{MIN_BLOCK, ROUND_LARGE, round_size, segment_size};
 use gpumem::data::LESSON_TRAINING_EVENTS as FULL;
 use gpumem::lesson::CARD_BYTES;
 use gpumem::mlp::{Checkpointing, Optimizer, Strategy};
 use gpumem::size::format_bytes as bytes;
 use gpumem::tensor::DType;
-
-/// The largest batch by the core's equation (which tensor fails, the guess and the demo tell).
-pub fn challenge_1() -> Result<Vec<Question>> {
-    use crate::pages::core_equation::{Terms, peak};
-    use grading::{Opt, Setup};
-    let engine = largest_batch_on_card(LESSON_WIDTH)?
-        .ok_or_else(|| anyhow!("not even one row fits on the card"))?;
-    // The page's equation: the largest batch whose peak is within the card.
-    let rows = crate::pages::challenge_1::equation_largest_rows()?;
-    // The usual formula (model + activations + optimizer state + batch) forgets the two
-    // temporaries: by it the whole set fits.
-    let usual = |b: u64| {
-        let t = Terms::of(Setup::lesson(LESSON_WIDTH, 1, b, Opt::Sgd));
-        t.p + t.s + t.d + t.l * t.a
-    };
-    if usual(FULL) > CARD_BYTES || engine.rows >= rows {
-        return Err(anyhow!(
-            "the distractors no longer make the mistakes they name"
-        ));
-    }
-    let (answer, all) = (grouped(rows), format!("all {}", grouped(FULL)));
-    let batch_q = Question {
-        prompt: format!(
-            "The lesson's network, SGD, on the {} card: by the memory equation, the largest \
-             batch whose step fits is about",
-            bytes(CARD_BYTES)
-        ),
-        answer: answer.clone(),
-        distractors: distinct(&answer, vec![all, grouped(engine.rows)]),
-        context: format!(
-            "Each row holds three activations of {LESSON_WIDTH} float32 values at the busiest \
-             moment — the kept one and two gradients — and the model is tiny: {answer} rows \
-             fill the card. The usual formula, without the two temporaries, would fit all {} \
-             rows ({} by it), yet they need {} (raw bytes, as the equation counts). {} is the \
-             engine's plan, which fits fewer: a freed block gets cut up before it is needed \
-             again (the page explains it below).",
-            grouped(FULL),
-            bytes(usual(FULL)),
-            bytes(peak(Setup::lesson(LESSON_WIDTH, 1, FULL, Opt::Sgd))?),
-            grouped(engine.rows)
-        ),
-    };
-    Ok(vec![batch_q])
-}
 
 /// How deep with Adam (where it runs out, the demo shows).
 pub fn challenge_2() -> Result<Vec<Question>> {
