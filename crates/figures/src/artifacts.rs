@@ -667,11 +667,6 @@ pub const ARTIFACTS: &[Artifact] = &[
         render: || crate::quizzes::render("networks"),
     },
     Artifact {
-        path: "generated/quizzes/challenge-2.toml",
-        about: "quiz (mdbook-quiz): predict-then-check questions for challenge-2.md, numbers from the engine",
-        render: || crate::quizzes::render("challenge-2"),
-    },
-    Artifact {
         path: "generated/quizzes/monitoring.toml",
         about: "quiz (mdbook-quiz): predict-then-check questions for monitoring.md, numbers from the engine",
         render: || crate::quizzes::render("monitoring"),

@@ -57,10 +57,6 @@ pub const QUIZZES: &[Quiz] = &[
         questions: lesson::networks,
     },
     Quiz {
-        page: "challenge-2",
-        questions: challenges::challenge_2,
-    },
-    Quiz {
         page: "monitoring",
         questions: lesson::monitoring,
     },

@@ -1,55 +1,14 @@
 //! The challenges' quizzes: predictions to make before running each demo.
 
 use super::{LARGE_ROWS, Question, distinct};
-use crate::data::{DEEP_BATCH, DEEP_WIDTH, LESSON_WIDTH, adam, deepest_fit, equation, network};
+use crate::data::{DEEP_WIDTH, LESSON_WIDTH, equation, network};
 use crate::measured::CHALLENGE4_DEEP_LAYERS;
 use anyhow::{Result, anyhow};
 use gpumem::alloc::{MIN_BLOCK, ROUND_LARGE, round_size, segment_size};
 use gpumem::data::LESSON_TRAINING_EVENTS as FULL;
-use gpumem::lesson::CARD_BYTES;
 use gpumem::mlp::{Checkpointing, Optimizer, Strategy};
 use gpumem::size::format_bytes as bytes;
 use gpumem::tensor::DType;
-
-/// How deep with Adam (where it runs out, the demo shows).
-pub fn challenge_2() -> Result<Vec<Question>> {
-    let sgd = deepest_fit(Optimizer::LESSON)?;
-    let adam = deepest_fit(adam())?;
-    let momentum = deepest_fit(Optimizer::Sgd {
-        lr: 0.001,
-        momentum: 0.9,
-    })?;
-    // No depth in the prompt: it would give the challenge's answers (the guess comes first).
-    let share = |layers: u64| -> String {
-        if layers >= sgd.layers {
-            return "as many as with SGD".to_string();
-        }
-        // To the nearest 5 %.
-        let percent = (layers as f64 / sgd.layers as f64 * 20.0).round() * 5.0;
-        format!("about {percent:.0} % as many as with SGD")
-    };
-    let depth_q = Question {
-        prompt: format!(
-            "Hidden layers of {DEEP_WIDTH}, batch {DEEP_BATCH}, on the {} card. Take Adam \
-             instead of SGD: how many hidden layers fit?",
-            bytes(CARD_BYTES),
-        ),
-        answer: share(adam.layers),
-        distractors: distinct(
-            &share(adam.layers),
-            vec![share(sgd.layers), share(momentum.layers)],
-        ),
-        context: format!(
-            "At a small batch the update decides: each layer brings its weights, its gradients, \
-             Adam's two averages and, in the `foreach` update, their square roots — five \
-             copies where SGD has two, so about two fifths as many layers fit ({} against {}). \
-             Adam counted as one copy gives {} (SGD with momentum); as many ignores the \
-             optimizer.",
-            adam.layers, sgd.layers, momentum.layers
-        ),
-    };
-    Ok(vec![depth_q])
-}
 
 /// The allocator's rounding of one large activation: what allocated and reserved grow by.
 pub fn challenge_3() -> Result<Vec<Question>> {
