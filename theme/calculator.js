@@ -256,7 +256,7 @@
   var limitsOpen = false;
   function limits(a, depth) {
     var d = el("details", { class: "calc-limits" }, [
-      el("summary", { text: "Largest batch and deepest network that fit (Challenges 1 and 2 ask for these: guess first)" }),
+      el("summary", { text: "Largest batch and deepest network that fit (the answers of Challenges 1 and 2: guess first)" }),
       el("dl", { class: "calc-facts" }, [
         el("dt", { text: "Largest batch that fits this card" }),
         el("dd", { text: a.largest_batch === null ? "none" : count(a.largest_batch) + " rows" }),

@@ -562,6 +562,11 @@ pub const ARTIFACTS: &[Artifact] = &[
         render: || Ok(format!("{:.1}", charts::depth::slope_ratio()?)),
     },
     Artifact {
+        path: "generated/hidden_layer_in_numbers.md",
+        about: "inline: a hidden-to-hidden layer of 5000, its parameters and their raw bytes with gradients",
+        render: pages::networks::hidden_layer_in_numbers,
+    },
+    Artifact {
         path: "generated/per_layer_bytes.md",
         about: "inline: what each extra hidden layer of 5000 adds to the peak at batch 32 with SGD",
         render: pages::networks::per_layer_bytes,

@@ -4,7 +4,7 @@
 //! compares each piece with the tensors the engine allocates when it plans the same training
 //! steps, and names the term a wrong answer lacks. Every value is float32 (4 bytes), except
 //! the labels: int64 (8 bytes), as PyTorch's cross-entropy wants them.
-//! To start again from the stub: `git checkout -- exercises/challenge1/src/answer.rs`.
+//! To start again from the stub: `git checkout -- src/answer.rs` (in `exercises/challenge1`).
 #![allow(unused_variables)]
 
 use grading::Setup;

@@ -3,7 +3,7 @@
 //! Replace each `todo!()` with your answer, then run `cargo test` in this folder: the grader
 //! compares each piece with the tensors the engine allocates when it builds and plans the
 //! same networks, and names the term a wrong answer lacks. Every value is float32 (4 bytes).
-//! To start again from the stub: `git checkout -- exercises/challenge2/src/answer.rs`.
+//! To start again from the stub: `git checkout -- src/answer.rs` (in `exercises/challenge2`).
 #![allow(unused_variables, unused_imports)]
 
 use grading::given::{batch_bytes, bottom_of_backward, top_of_backward};

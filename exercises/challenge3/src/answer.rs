@@ -14,7 +14,7 @@
 //! 5. a whole script: `(allocated, reserved)` after each step, built from steps 1–4.
 //!
 //! The book's page "Monitoring memory" has the rules. To start again from the
-//! stub: `git checkout -- exercises/challenge3/src/answer.rs`.
+//! stub: `git checkout -- src/answer.rs` (in `exercises/challenge3`).
 #![allow(unused_variables, unused_imports)]
 
 use gpumem::Error;

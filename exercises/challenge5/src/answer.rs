@@ -7,7 +7,7 @@
 //! update's temporaries, activations, what the loop holds during the update);
 //! what each scheme does with them is the exercise. The pipeline schemes are
 //! not graded here. To start again from the stub:
-//! `git checkout -- exercises/challenge5/src/answer.rs`.
+//! `git checkout -- src/answer.rs` (in `exercises/challenge5`).
 #![allow(unused_variables, unused_imports)]
 
 use grading::Setup;

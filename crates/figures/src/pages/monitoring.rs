@@ -63,7 +63,8 @@ pub fn story(rows: u64, f: &Fragmented) -> String {
         "At {} rows the step runs out in step {} of the measurement, in the {}, allocating \
          `{}`: it asks for {}, and the cache holds {} unused — more than the request. The block \
          it needed is the {} segment first made for `{}`; when the request came, {} lived inside \
-         that segment, so the largest free piece of it was too small.\n",
+         that segment, so the largest free piece of it was too small, and a segment with a live \
+         block in it is not handed back when the allocator frees its cache and retries.\n",
         grouped(rows),
         f.step,
         f.pass,

@@ -38,6 +38,18 @@ pub fn widest_on_card() -> Result<String> {
     ))
 }
 
+/// A hidden-to-hidden layer of 5000 in numbers: its parameters, and their raw float32 bytes
+/// with one gradient each (plain SGD), as the page's sentence says them.
+pub fn hidden_layer_in_numbers() -> Result<String> {
+    let params = DEEP_WIDTH * DEEP_WIDTH + DEEP_WIDTH;
+    Ok(format!(
+        "For `H` = {} that is {} parameters: with a gradient each, {} of float32.",
+        grouped(DEEP_WIDTH),
+        grouped(params),
+        format_bytes(params * 4 * 2)
+    ))
+}
+
 /// What each extra hidden layer of 5000 adds to the step's peak at batch 32 with SGD.
 pub fn per_layer_bytes() -> Result<String> {
     let peak = |layers: u64| -> Result<u64> {

@@ -151,8 +151,9 @@ pub fn monitoring() -> Result<Vec<Question>> {
         context: format!(
             "Capacity − free − reserved: {} − {} − {} = {}. \"free\" is the driver's figure \
              (`torch.cuda.mem_get_info()`), already net of everything any process holds; \
-             reserved − allocated ({}) is PyTorch's own cache, and capacity − free ({}) counts \
-             PyTorch's reserved memory as well.",
+             reserved − allocated ({}, hidden by the message's two decimals of GiB) is \
+             PyTorch's own cache, and capacity − free ({}) counts PyTorch's reserved memory as \
+             well.",
             bytes(capacity),
             bytes(free),
             bytes(oom.reserved),
