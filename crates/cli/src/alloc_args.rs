@@ -3,7 +3,7 @@
 //! a bad one is a clear command-line error rather than a failure halfway through a run.
 
 use clap::Args;
-use gpumem::alloc::{AllocatorConfig, LARGE_BUFFER};
+use gpumem::alloc::{AllocatorConfig, conf};
 use gpumem::size::{format_bytes, parse_bytes};
 
 /// How the caching allocator behaves.
@@ -115,51 +115,36 @@ pub fn notes(config: &AllocatorConfig) -> Vec<String> {
     out
 }
 
-/// A fraction from 0 to 1, as `set_per_process_memory_fraction` accepts.
-pub fn parse_memory_fraction(s: &str) -> Result<f64, String> {
+/// A number, or the door's own words for what the setting is.
+fn number(s: &str, what: &str) -> Result<f64, String> {
     let t = s.trim();
-    match t.parse::<f64>() {
-        Ok(v) if (0.0..=1.0).contains(&v) => Ok(v),
-        Ok(v) => Err(format!(
-            "the memory fraction is a share of the card from 0 to 1 (as set_per_process_memory_fraction accepts), e.g. 0.5; got {v}"
-        )),
-        Err(_) => Err(format!(
-            "`{t}` is not a number: the memory fraction is a share of the card from 0 to 1, e.g. 0.5"
-        )),
-    }
+    t.parse::<f64>()
+        .map_err(|_| format!("`{t}` is not a number: {what}"))
 }
 
-/// At least 20 MiB, as PyTorch requires of `max_split_size_mb` (older versions: more than
-/// 20): a smaller limit would keep even the 20 MiB segments of small large-pool requests
-/// whole.
+/// A fraction from 0 to 1, as `set_per_process_memory_fraction` accepts.
+pub fn parse_memory_fraction(s: &str) -> Result<f64, String> {
+    let v = number(
+        s,
+        "the memory fraction is a share of the card from 0 to 1, e.g. 0.5",
+    )?;
+    conf::check_memory_fraction(v).map_err(|e| e.to_string())
+}
+
+/// At least 20 MiB, as PyTorch requires of `max_split_size_mb` (before 2.9: more than 20,
+/// checked against `--torch` once the version is known).
 pub fn parse_max_split_size(s: &str) -> Result<u64, String> {
     let bytes = parse_bytes(s).map_err(|e| e.to_string())?;
-    if bytes < LARGE_BUFFER {
-        return Err(format!(
-            "the max split size must be at least {} (PyTorch's max_split_size_mb has the same minimum, 20), got {}",
-            format_bytes(LARGE_BUFFER),
-            if bytes < 1024 {
-                format!("{bytes} B")
-            } else {
-                format_bytes(bytes)
-            }
-        ));
-    }
-    Ok(bytes)
+    conf::check_max_split_size(bytes, conf::MaxSplitMinimum::AtLeast).map_err(|e| e.to_string())
 }
 
 /// A fraction strictly between 0 and 1.
 pub fn parse_gc_threshold(s: &str) -> Result<f64, String> {
-    let t = s.trim();
-    match t.parse::<f64>() {
-        Ok(v) if v > 0.0 && v < 1.0 => Ok(v),
-        Ok(v) => Err(format!(
-            "the garbage collection threshold is a fraction of the card between 0 and 1 (exclusive), e.g. 0.8; got {v}"
-        )),
-        Err(_) => Err(format!(
-            "`{t}` is not a number: the garbage collection threshold is a fraction between 0 and 1, e.g. 0.8"
-        )),
-    }
+    let v = number(
+        s,
+        "the garbage collection threshold is a fraction between 0 and 1, e.g. 0.8",
+    )?;
+    conf::check_gc_threshold(v).map_err(|e| e.to_string())
 }
 
 #[cfg(test)]

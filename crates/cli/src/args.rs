@@ -35,7 +35,7 @@ pub struct DeviceArgs {
     /// it: 0.72 GiB outside the allocator, and the lesson's PyTorch, 1.12: gradients zeroed,
     /// optimizers looping per parameter, no workspace in the allocator). The flags below
     /// change either.
-    #[arg(long, value_name = "CARD", default_value = "ideal", value_parser = parse_card)]
+    #[arg(long, value_name = "CARD", default_value = "ideal")]
     pub card: Card,
 
     /// Memory on the card that the allocator does not hold: the CUDA context and other
@@ -55,12 +55,12 @@ pub struct DeviceArgs {
     /// cuBLASLt workspaces come from and their sizes, what zero_grad() does, foreach or
     /// for-loop optimizers, the message's wording. A version between two the program knows
     /// takes the earlier one's rules [default: the card's: none on ideal, 1.12 on lesson].
-    #[arg(long, value_name = "VERSION", value_parser = parse_torch)]
+    #[arg(long, value_name = "VERSION")]
     pub torch: Option<TorchVersion>,
 
     /// The card's compute capability (torch.cuda.get_device_capability()), for the
     /// workspaces' sizes under --torch: 9.0 and newer get larger ones in some versions.
-    #[arg(long, value_name = "X.Y", default_value = "7.0", value_parser = parse_capability)]
+    #[arg(long, value_name = "X.Y", default_value = "7.0")]
     pub compute_capability: ComputeCapability,
 
     /// Wording of out-of-memory errors: lesson (PyTorch up to 2.0, as the lesson quotes it) or
@@ -270,24 +270,12 @@ fn parse_context_memory(s: &str) -> Result<u64, String> {
     gpumem::size::parse_bytes(s).map_err(|e| e.to_string())
 }
 
-fn parse_card(s: &str) -> Result<Card, String> {
-    s.parse()
-}
-
 fn parse_cublas_workspace(s: &str) -> Result<CublasWorkspace, String> {
     s.parse::<CublasWorkspace>().map_err(|e| e.to_string())
 }
 
 fn parse_oom_message(s: &str) -> Result<OomMessage, String> {
     s.parse()
-}
-
-fn parse_torch(s: &str) -> Result<TorchVersion, String> {
-    s.parse::<TorchVersion>().map_err(|e| e.to_string())
-}
-
-fn parse_capability(s: &str) -> Result<ComputeCapability, String> {
-    s.parse::<ComputeCapability>().map_err(|e| e.to_string())
 }
 
 fn parse_backend(s: &str) -> Result<Backend, String> {

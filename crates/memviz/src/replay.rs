@@ -7,7 +7,6 @@
 //! form, with the cuBLAS workspaces a GPU would add. `--memory-snapshot` writes the replayed
 //! run as a snapshot memviz and PyTorch's viewer draw.
 
-mod conf;
 mod engine;
 mod largest;
 mod report;
@@ -21,8 +20,9 @@ pub use source::{Kind, Plan};
 use anyhow::{Context, Result, bail};
 use clap::Parser;
 use gpumem::alloc::AllocatorConfig;
+use gpumem::alloc::conf::{self, AllocConf};
 use gpumem::cublas::WorkspaceRules;
-use gpumem::lesson::Card as Preset;
+use gpumem::lesson::{Card as Preset, CardChoice};
 use gpumem::snapshot::Snapshot;
 use gpumem::versions::{ComputeCapability, DEFAULT_COMPUTE_CAPABILITY, KNOWN, Rules, TorchVersion};
 use std::ffi::OsString;
@@ -38,17 +38,17 @@ pub struct Cli {
     pub file: PathBuf,
     /// The card: `ideal` (15.90 GiB, all of it for tensors), `lesson` (the lesson's card:
     /// 0.72 GiB outside the allocator, PyTorch 1.12) or a size (`80GiB`, `24GB`, `17179869184`).
-    #[arg(long, value_name = "SIZE|ideal|lesson", default_value = "ideal", value_parser = parse_card)]
+    #[arg(long, value_name = "SIZE|ideal|lesson", default_value = "ideal")]
     pub card: CardChoice,
     /// Memory on the card outside the allocator (the CUDA context, other processes): a size
     /// [default: the card's: 0, or 0.72 GiB on lesson].
-    #[arg(long, value_name = "SIZE", value_parser = parse_size)]
-    pub context_memory: Option<u64>,
+    #[arg(long, value_name = "SIZE")]
+    pub context_memory: Option<gpumem::Bytes>,
     /// The allocator's settings in PYTORCH_CUDA_ALLOC_CONF's syntax, replacing the
     /// snapshot's own (`expandable_segments:True,max_split_size_mb:128`,
     /// `garbage_collection_threshold:0.8`) [default: the settings the snapshot ran with].
     #[arg(long, value_name = "CONF")]
-    pub alloc_conf: Option<String>,
+    pub alloc_conf: Option<AllocConf>,
     /// torch.cuda.set_per_process_memory_fraction: the allocator may reserve at most this
     /// share of the card, from 0 to 1.
     #[arg(long, value_name = "F", value_parser = cli::alloc_args::parse_memory_fraction, allow_hyphen_values = true)]
@@ -56,11 +56,11 @@ pub struct Cli {
     /// The PyTorch to predict (`torch.__version__`): the error's words, and for a recorded
     /// trace the cuBLAS workspaces its matrix products take [default: the card's (none on
     /// ideal, 1.12 on lesson); on a card given by size, the recording's PyTorch].
-    #[arg(long, value_name = "VERSION", value_parser = parse_torch)]
+    #[arg(long, value_name = "VERSION")]
     pub torch: Option<TorchVersion>,
     /// The card's compute capability, for the workspaces' sizes (9.0 and newer get larger
     /// ones in some versions).
-    #[arg(long, value_name = "X.Y", default_value = "7.0", value_parser = parse_capability)]
+    #[arg(long, value_name = "X.Y", default_value = "7.0")]
     pub compute_capability: ComputeCapability,
     /// Replay at this batch (a recorded trace whose bytes are affine in the batch).
     #[arg(long, value_name = "N", value_parser = cli::args::parse_positive, allow_hyphen_values = true)]
@@ -80,36 +80,6 @@ pub struct Cli {
     /// Print one JSON document instead of text.
     #[arg(long)]
     pub json: bool,
-}
-
-/// `--card`: a preset or a size.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum CardChoice {
-    Preset(Preset),
-    Bytes(u64),
-}
-
-fn parse_card(s: &str) -> Result<CardChoice, String> {
-    if let Ok(p) = s.parse::<Preset>() {
-        return Ok(CardChoice::Preset(p));
-    }
-    match gpumem::size::parse_bytes(s) {
-        Ok(0) => Err("a card of 0 bytes holds nothing; give its memory, e.g. 80GiB".into()),
-        Ok(b) => Ok(CardChoice::Bytes(b)),
-        Err(e) => Err(format!("{e} (or `ideal`, `lesson`)")),
-    }
-}
-
-fn parse_size(s: &str) -> Result<u64, String> {
-    gpumem::size::parse_bytes(s).map_err(|e| e.to_string())
-}
-
-fn parse_torch(s: &str) -> Result<TorchVersion, String> {
-    s.parse::<TorchVersion>().map_err(|e| e.to_string())
-}
-
-fn parse_capability(s: &str) -> Result<ComputeCapability, String> {
-    s.parse::<ComputeCapability>().map_err(|e| e.to_string())
 }
 
 /// Everything the replay was asked, resolved.
@@ -147,35 +117,33 @@ impl Cli {
     /// Resolves the card, the settings and the version for `snap` and its `plan`.
     pub fn setup(&self, snap: &Snapshot, plan: &Plan) -> Result<Setup> {
         use gpumem::size::format_bytes;
-        let (capacity, outside, card_words) = match self.card {
-            CardChoice::Preset(Preset::Ideal) => (
-                Preset::Ideal.capacity(),
-                0,
-                format!("the ideal card: {}", format_bytes(Preset::Ideal.capacity())),
-            ),
-            CardChoice::Preset(p) => (
-                p.capacity(),
-                p.outside(),
-                format!("the lesson's card: {}", format_bytes(p.capacity())),
-            ),
-            CardChoice::Bytes(b) => (b, 0, format_bytes(b)),
+        let (capacity, outside) = (self.card.capacity(), self.card.outside());
+        let card_words = match self.card {
+            CardChoice::Preset(Preset::Ideal) => {
+                format!("the ideal card: {}", format_bytes(capacity))
+            }
+            CardChoice::Preset(Preset::Lesson) => {
+                format!("the lesson's card: {}", format_bytes(capacity))
+            }
+            CardChoice::Bytes(b) => format_bytes(b),
         };
-        let (base, alloc_conf) = match (&self.alloc_conf, &snap.allocator_settings) {
-            (Some(text), _) => (AllocatorConfig::default(), text.clone()),
-            (None, Some(s)) => (conf::from_snapshot(s), s.alloc_conf.clone()),
-            (None, None) => (AllocatorConfig::default(), String::new()),
-        };
-        let (mut config, mut notes) = match &self.alloc_conf {
-            Some(text) => conf::apply(text, base)?,
-            None => (base, Vec::new()),
+        let (mut config, alloc_conf, mut notes) = match (&self.alloc_conf, &snap.allocator_settings)
+        {
+            (Some(c), _) => (
+                c.apply(AllocatorConfig::default()),
+                c.text.clone(),
+                c.notes.clone(),
+            ),
+            (None, Some(s)) => (conf::from_snapshot(s), s.alloc_conf.clone(), Vec::new()),
+            (None, None) => (AllocatorConfig::default(), String::new(), Vec::new()),
         };
         config.capacity = Some(capacity);
-        config.context_memory = self.context_memory.unwrap_or(outside);
+        config.context_memory = self.context_memory.map_or(outside, |b| b.0);
         config.memory_fraction = self.memory_fraction;
-        config
-            .validate()
-            .with_context(|| format!("the card and settings: {}", card_words))?;
         let (torch, torch_from) = self.torch(snap);
+        config
+            .validate_for(torch.map(|r| r.asked))
+            .with_context(|| format!("the card and settings: {}", card_words))?;
         let latest = KNOWN[KNOWN.len() - 1];
         let release = torch.map_or(latest, |r| r.release);
         let workspaces = match (plan.kind, torch) {
