@@ -20,11 +20,11 @@ pub use source::{Kind, Plan};
 use anyhow::{Context, Result, bail};
 use clap::Parser;
 use gpumem::alloc::AllocatorConfig;
-use gpumem::alloc::conf::{self, AllocConf};
+use gpumem::alloc::conf;
 use gpumem::cublas::WorkspaceRules;
 use gpumem::lesson::{Card as Preset, CardChoice};
 use gpumem::snapshot::Snapshot;
-use gpumem::versions::{ComputeCapability, DEFAULT_COMPUTE_CAPABILITY, KNOWN, Rules, TorchVersion};
+use gpumem::versions::{DEFAULT_COMPUTE_CAPABILITY, KNOWN, Rules, TorchVersion};
 use std::ffi::OsString;
 use std::path::PathBuf;
 
@@ -40,28 +40,10 @@ pub struct Cli {
     /// 0.72 GiB outside the allocator, PyTorch 1.12) or a size (`80GiB`, `24GB`, `17179869184`).
     #[arg(long, value_name = "SIZE|ideal|lesson", default_value = "ideal")]
     pub card: CardChoice,
-    /// Memory on the card outside the allocator (the CUDA context, other processes): a size
-    /// [default: the card's: 0, or 0.72 GiB on lesson].
-    #[arg(long, value_name = "SIZE")]
-    pub context_memory: Option<gpumem::Bytes>,
-    /// The allocator's settings in PYTORCH_CUDA_ALLOC_CONF's syntax, replacing the
-    /// snapshot's own (`expandable_segments:True,max_split_size_mb:128`,
-    /// `garbage_collection_threshold:0.8`) [default: the settings the snapshot ran with].
-    #[arg(long, value_name = "CONF")]
-    pub alloc_conf: Option<AllocConf>,
-    /// torch.cuda.set_per_process_memory_fraction: the allocator may reserve at most this
-    /// share of the card, from 0 to 1.
-    #[arg(long, value_name = "F", value_parser = cli::alloc_args::parse_memory_fraction, allow_hyphen_values = true)]
-    pub memory_fraction: Option<f64>,
-    /// The PyTorch to predict (`torch.__version__`): the error's words, and for a recorded
-    /// trace the cuBLAS workspaces its matrix products take [default: the card's (none on
-    /// ideal, 1.12 on lesson); on a card given by size, the recording's PyTorch].
-    #[arg(long, value_name = "VERSION")]
-    pub torch: Option<TorchVersion>,
-    /// The card's compute capability, for the workspaces' sizes (9.0 and newer get larger
-    /// ones in some versions).
-    #[arg(long, value_name = "X.Y", default_value = "7.0")]
-    pub compute_capability: ComputeCapability,
+    /// The PyTorch, the memory outside the allocator and the allocator's settings, as the
+    /// demos take them.
+    #[command(flatten)]
+    pub settings: cli::CardArgs,
     /// Replay at this batch (a recorded trace whose bytes are affine in the batch).
     #[arg(long, value_name = "N", value_parser = cli::args::parse_positive, allow_hyphen_values = true)]
     pub batch: Option<u64>,
@@ -99,7 +81,7 @@ pub struct Setup {
 impl Cli {
     /// The PyTorch whose rules apply, and why.
     fn torch(&self, snap: &Snapshot) -> (Option<Rules>, String) {
-        if let Some(v) = self.torch {
+        if let Some(v) = self.settings.torch {
             return (Some(Rules::of(v)), "--torch".into());
         }
         match self.card {
@@ -127,19 +109,16 @@ impl Cli {
             }
             CardChoice::Bytes(b) => format_bytes(b),
         };
-        let (mut config, alloc_conf, mut notes) = match (&self.alloc_conf, &snap.allocator_settings)
-        {
-            (Some(c), _) => (
-                c.apply(AllocatorConfig::default()),
-                c.text.clone(),
-                c.notes.clone(),
-            ),
-            (None, Some(s)) => (conf::from_snapshot(s), s.alloc_conf.clone(), Vec::new()),
-            (None, None) => (AllocatorConfig::default(), String::new(), Vec::new()),
+        let alloc = &self.settings.allocator;
+        let (base, alloc_conf) = match (&alloc.alloc_conf, &snap.allocator_settings) {
+            (Some(c), _) => (AllocatorConfig::default(), c.text.clone()),
+            (None, Some(s)) => (conf::from_snapshot(s), s.alloc_conf.clone()),
+            (None, None) => (AllocatorConfig::default(), String::new()),
         };
+        let mut notes = alloc.conf_notes();
+        let mut config = alloc.over(base);
         config.capacity = Some(capacity);
-        config.context_memory = self.context_memory.map_or(outside, |b| b.0);
-        config.memory_fraction = self.memory_fraction;
+        config.context_memory = self.settings.context_memory.unwrap_or(outside);
         let (torch, torch_from) = self.torch(snap);
         config
             .validate_for(torch.map(|r| r.asked))
@@ -147,10 +126,10 @@ impl Cli {
         let latest = KNOWN[KNOWN.len() - 1];
         let release = torch.map_or(latest, |r| r.release);
         let workspaces = match (plan.kind, torch) {
-            (Kind::Recorded, Some(r)) => r.workspaces(self.compute_capability),
+            (Kind::Recorded, Some(r)) => r.workspaces(self.settings.compute_capability),
             _ => WorkspaceRules::NONE,
         };
-        if plan.kind == Kind::Gpu && self.torch.is_some() {
+        if plan.kind == Kind::Gpu && self.settings.torch.is_some() {
             notes.push(
                 "a GPU's trace holds its own cuBLAS workspaces: --torch sets only the error's \
                  words here, nothing is added"
@@ -170,7 +149,8 @@ impl Cli {
                 r.asked
             ));
         }
-        if self.compute_capability != DEFAULT_COMPUTE_CAPABILITY && plan.kind == Kind::Gpu {
+        if self.settings.compute_capability != DEFAULT_COMPUTE_CAPABILITY && plan.kind == Kind::Gpu
+        {
             notes.push(
                 "--compute-capability sizes workspaces, and a GPU's trace has its own".into(),
             );

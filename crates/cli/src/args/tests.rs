@@ -1,4 +1,6 @@
 use super::*;
+use crate::card_args::parse_context_memory;
+use gpumem::versions::{ComputeCapability, TorchVersion};
 
 #[test]
 fn positive_numbers_explain_themselves() {
