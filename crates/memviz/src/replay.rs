@@ -18,21 +18,18 @@ pub use largest::{Largest, MAX_BATCH};
 pub use source::{Kind, Plan};
 
 use anyhow::{Context, Result, bail};
-use clap::Parser;
 use gpumem::alloc::AllocatorConfig;
 use gpumem::alloc::conf;
 use gpumem::cublas::WorkspaceRules;
 use gpumem::lesson::{Card as Preset, CardChoice};
 use gpumem::snapshot::Snapshot;
 use gpumem::versions::{DEFAULT_COMPUTE_CAPABILITY, KNOWN, Rules, TorchVersion};
-use std::ffi::OsString;
 use std::path::PathBuf;
 
 /// Replay a snapshot's trace (PyTorch's `_dump_snapshot` from a GPU, pytorch/record.py's
 /// recording, or a demo's --memory-snapshot) through PyTorch's caching allocator rules on
 /// another card or settings: does the step fit, where would it run out, what are the peaks.
-#[derive(Debug, Parser)]
-#[command(name = "memviz replay", version)]
+#[derive(Debug, clap::Args)]
 pub struct Cli {
     /// The snapshot: a pickle of the dict `torch.cuda.memory._snapshot()` returns, with a trace.
     pub file: PathBuf,
@@ -300,10 +297,9 @@ fn check_writable(path: &std::path::Path) -> Result<()> {
     Ok(())
 }
 
-/// Runs `memviz replay` with `args` (the program's name first); returns what it prints.
-pub fn run(args: impl IntoIterator<Item = impl Into<OsString> + Clone>) -> Result<String> {
-    let cli = Cli::try_parse_from(args)?;
-    let r = replay(&cli)?;
+/// What `memviz replay` prints for `cli`.
+pub fn answer(cli: &Cli) -> Result<String> {
+    let r = replay(cli)?;
     Ok(if cli.json {
         serde_json::to_string_pretty(&report::json(&r))? + "\n"
     } else {
