@@ -13,7 +13,7 @@ mod report;
 mod source;
 mod workspaces;
 
-pub use engine::{AtPeak, Card, Outcome};
+pub use engine::{AtPeak, Outcome, ReplayCard};
 pub use largest::{Largest, MAX_BATCH};
 pub use source::{Kind, Plan};
 
@@ -64,7 +64,7 @@ pub struct Cli {
 /// Everything the replay was asked, resolved.
 #[derive(Debug, Clone)]
 pub struct Setup {
-    pub card: Card,
+    pub card: ReplayCard,
     pub card_words: String,
     pub capacity: u64,
     pub torch: Option<Rules>,
@@ -153,7 +153,7 @@ impl Cli {
             );
         }
         Ok(Setup {
-            card: Card {
+            card: ReplayCard {
                 config,
                 message: release.oom_message,
                 exception: release.exception,

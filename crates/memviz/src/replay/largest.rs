@@ -3,7 +3,7 @@
 //! two replays per bit of the answer. It reports the boundary it checked (B fits, B + 1 does
 //! not), so an allocator that fits at B + 2 again would not hide behind the search.
 
-use super::engine::{Card, run};
+use super::engine::{ReplayCard, run};
 use super::source::Plan;
 use anyhow::{Result, bail};
 
@@ -26,7 +26,7 @@ pub enum Largest {
 /// each replay (how many so far, and the batch it tries).
 pub fn largest(
     plan: &Plan,
-    card: &Card,
+    card: &ReplayCard,
     progress: &mut dyn FnMut(usize, u64),
 ) -> Result<(Largest, usize)> {
     let Some(recorded) = plan.batch else {
