@@ -3,7 +3,8 @@
 //! a bad one is a clear command-line error rather than a failure halfway through a run.
 
 use clap::Args;
-use gpumem::alloc::{AllocatorConfig, LARGE_BUFFER};
+use gpumem::alloc::AllocatorConfig;
+use gpumem::alloc::conf::{self, AllocConf};
 use gpumem::size::{format_bytes, parse_bytes};
 
 /// How the caching allocator behaves.
@@ -36,19 +37,41 @@ pub struct AllocatorArgs {
     /// holds.
     #[arg(long)]
     pub no_caching: bool,
+
+    /// The allocator's settings in PYTORCH_CUDA_ALLOC_CONF's own syntax
+    /// (`expandable_segments:True,max_split_size_mb:128`, `garbage_collection_threshold:0.8`);
+    /// the flags above change what it sets. memviz replay: it replaces the snapshot's own
+    /// settings [default: the settings the snapshot ran with].
+    #[arg(long, value_name = "CONF")]
+    pub alloc_conf: Option<AllocConf>,
 }
 
 impl AllocatorArgs {
     /// The allocator's configuration (the capacity comes from the device's memory).
     pub fn config(&self) -> AllocatorConfig {
-        AllocatorConfig {
-            max_split_size: self.max_split_size,
-            gc_threshold: self.gc_threshold,
-            caching: !self.no_caching,
-            memory_fraction: self.memory_fraction,
-            expandable_segments: self.expandable_segments,
-            ..Default::default()
-        }
+        self.over(AllocatorConfig::default())
+    }
+
+    /// `base` (the settings a snapshot ran with, say) with `--alloc-conf`'s text in its
+    /// place when given, then what the flags set.
+    pub fn over(&self, base: AllocatorConfig) -> AllocatorConfig {
+        let mut c = match &self.alloc_conf {
+            Some(conf) => conf.apply(AllocatorConfig::default()),
+            None => base,
+        };
+        c.max_split_size = self.max_split_size.or(c.max_split_size);
+        c.gc_threshold = self.gc_threshold.or(c.gc_threshold);
+        c.memory_fraction = self.memory_fraction.or(c.memory_fraction);
+        c.expandable_segments |= self.expandable_segments;
+        c.caching &= !self.no_caching;
+        c
+    }
+
+    /// What `--alloc-conf` accepts and has no effect on the card's memory, in words.
+    pub fn conf_notes(&self) -> Vec<String> {
+        self.alloc_conf
+            .as_ref()
+            .map_or_else(Vec::new, |c| c.notes.clone())
     }
 
     /// The settings in words, e.g. `max_split_size 64.00 MiB, no caching`, or `defaults`.
@@ -115,51 +138,36 @@ pub fn notes(config: &AllocatorConfig) -> Vec<String> {
     out
 }
 
-/// A fraction from 0 to 1, as `set_per_process_memory_fraction` accepts.
-pub fn parse_memory_fraction(s: &str) -> Result<f64, String> {
+/// A number, or the door's own words for what the setting is.
+fn number(s: &str, what: &str) -> Result<f64, String> {
     let t = s.trim();
-    match t.parse::<f64>() {
-        Ok(v) if (0.0..=1.0).contains(&v) => Ok(v),
-        Ok(v) => Err(format!(
-            "the memory fraction is a share of the card from 0 to 1 (as set_per_process_memory_fraction accepts), e.g. 0.5; got {v}"
-        )),
-        Err(_) => Err(format!(
-            "`{t}` is not a number: the memory fraction is a share of the card from 0 to 1, e.g. 0.5"
-        )),
-    }
+    t.parse::<f64>()
+        .map_err(|_| format!("`{t}` is not a number: {what}"))
 }
 
-/// At least 20 MiB, as PyTorch requires of `max_split_size_mb` (older versions: more than
-/// 20): a smaller limit would keep even the 20 MiB segments of small large-pool requests
-/// whole.
+/// A fraction from 0 to 1, as `set_per_process_memory_fraction` accepts.
+pub fn parse_memory_fraction(s: &str) -> Result<f64, String> {
+    let v = number(
+        s,
+        "the memory fraction is a share of the card from 0 to 1, e.g. 0.5",
+    )?;
+    conf::check_memory_fraction(v).map_err(|e| e.to_string())
+}
+
+/// At least 20 MiB, as PyTorch requires of `max_split_size_mb` (before 2.9: more than 20,
+/// checked against `--torch` once the version is known).
 pub fn parse_max_split_size(s: &str) -> Result<u64, String> {
     let bytes = parse_bytes(s).map_err(|e| e.to_string())?;
-    if bytes < LARGE_BUFFER {
-        return Err(format!(
-            "the max split size must be at least {} (PyTorch's max_split_size_mb has the same minimum, 20), got {}",
-            format_bytes(LARGE_BUFFER),
-            if bytes < 1024 {
-                format!("{bytes} B")
-            } else {
-                format_bytes(bytes)
-            }
-        ));
-    }
-    Ok(bytes)
+    conf::check_max_split_size(bytes, conf::MaxSplitMinimum::AtLeast).map_err(|e| e.to_string())
 }
 
 /// A fraction strictly between 0 and 1.
 pub fn parse_gc_threshold(s: &str) -> Result<f64, String> {
-    let t = s.trim();
-    match t.parse::<f64>() {
-        Ok(v) if v > 0.0 && v < 1.0 => Ok(v),
-        Ok(v) => Err(format!(
-            "the garbage collection threshold is a fraction of the card between 0 and 1 (exclusive), e.g. 0.8; got {v}"
-        )),
-        Err(_) => Err(format!(
-            "`{t}` is not a number: the garbage collection threshold is a fraction between 0 and 1, e.g. 0.8"
-        )),
-    }
+    let v = number(
+        s,
+        "the garbage collection threshold is a fraction between 0 and 1, e.g. 0.8",
+    )?;
+    conf::check_gc_threshold(v).map_err(|e| e.to_string())
 }
 
 #[cfg(test)]
@@ -209,6 +217,32 @@ mod tests {
             "{}",
             a.describe()
         );
+    }
+
+    /// `--alloc-conf`'s text first, the flags over it; a base it replaces.
+    #[test]
+    fn the_conf_text_and_the_flags_combine() {
+        let a = parse(&[
+            "--alloc-conf",
+            "expandable_segments:True,max_split_size_mb:128,pinned_use_background_threads:True",
+            "--max-split-size",
+            "64MiB",
+        ])
+        .unwrap();
+        let c = a.config();
+        assert!(c.expandable_segments);
+        assert_eq!(c.max_split_size, Some(64 << 20));
+        assert_eq!(a.conf_notes().len(), 1);
+        let snapshot_ran_with = AllocatorConfig {
+            gc_threshold: Some(0.5),
+            ..AllocatorConfig::default()
+        };
+        assert_eq!(a.over(snapshot_ran_with.clone()).gc_threshold, None);
+        let flags_only = parse(&["--no-caching"]).unwrap();
+        let kept = flags_only.over(snapshot_ran_with);
+        assert_eq!((kept.gc_threshold, kept.caching), (Some(0.5), false));
+        let e = parse(&["--alloc-conf", "max_split_size_mb:19"]).unwrap_err();
+        assert!(e.contains("must be >= 20"), "{e}");
     }
 
     #[test]

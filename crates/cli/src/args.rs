@@ -11,7 +11,7 @@ use gpumem::lesson::Card;
 use gpumem::mlp::{MlpConfig, Optimizer, OptimizerImpl, ZeroGrad};
 use gpumem::size::MemorySpec;
 use gpumem::train::BatchSize;
-use gpumem::versions::{ComputeCapability, DEFAULT_COMPUTE_CAPABILITY, Rules, TorchVersion};
+use gpumem::versions::{DEFAULT_COMPUTE_CAPABILITY, Rules};
 use std::num::{IntErrorKind, NonZeroU64};
 
 /// Where to run and how much memory the card has.
@@ -35,14 +35,8 @@ pub struct DeviceArgs {
     /// it: 0.72 GiB outside the allocator, and the lesson's PyTorch, 1.12: gradients zeroed,
     /// optimizers looping per parameter, no workspace in the allocator). The flags below
     /// change either.
-    #[arg(long, value_name = "CARD", default_value = "ideal", value_parser = parse_card)]
+    #[arg(long, value_name = "CARD", default_value = "ideal")]
     pub card: Card,
-
-    /// Memory on the card that the allocator does not hold: the CUDA context and other
-    /// processes. It lowers the "free" figure as a driver's would; the book's Monitoring page
-    /// derives the lesson's from its message. A size [default: the card's, 0 on ideal].
-    #[arg(long, value_name = "SIZE", value_parser = parse_context_memory, allow_hyphen_values = true)]
-    pub context_memory: Option<u64>,
 
     /// Each thread's cuBLAS workspace, taken through the caching allocator by its first
     /// matrix product: a size (`8MiB`), CUBLAS_WORKSPACE_CONFIG's `:SIZE_KiB:COUNT` pairs
@@ -51,26 +45,15 @@ pub struct DeviceArgs {
     #[arg(long, value_name = "SIZE|:S:C|off", value_parser = parse_cublas_workspace, allow_hyphen_values = true)]
     pub cublas_workspace: Option<CublasWorkspace>,
 
-    /// Follow this PyTorch's defaults (`torch.__version__`, e.g. 2.11): where the cuBLAS and
-    /// cuBLASLt workspaces come from and their sizes, what zero_grad() does, foreach or
-    /// for-loop optimizers, the message's wording. A version between two the program knows
-    /// takes the earlier one's rules [default: the card's: none on ideal, 1.12 on lesson].
-    #[arg(long, value_name = "VERSION", value_parser = parse_torch)]
-    pub torch: Option<TorchVersion>,
-
-    /// The card's compute capability (torch.cuda.get_device_capability()), for the
-    /// workspaces' sizes under --torch: 9.0 and newer get larger ones in some versions.
-    #[arg(long, value_name = "X.Y", default_value = "7.0", value_parser = parse_capability)]
-    pub compute_capability: ComputeCapability,
-
     /// Wording of out-of-memory errors: lesson (PyTorch up to 2.0, as the lesson quotes it) or
     /// current (PyTorch 2.1 and later) [default: --torch's, else lesson].
     #[arg(long, value_name = "FORM", value_parser = parse_oom_message)]
     pub oom_message: Option<OomMessage>,
 
-    /// The caching allocator's settings (PyTorch's PYTORCH_CUDA_ALLOC_CONF and friends).
+    /// What the demos share with `memviz replay`: the version, the memory outside the
+    /// allocator, the allocator's settings.
     #[command(flatten)]
-    pub allocator: crate::AllocatorArgs,
+    pub settings: crate::CardArgs,
 }
 
 impl DeviceArgs {
@@ -79,8 +62,8 @@ impl DeviceArgs {
             backend,
             memory: self.device_memory,
             allocator: gpumem::alloc::AllocatorConfig {
-                context_memory: self.context_memory.unwrap_or(self.card.outside()),
-                ..self.allocator.config()
+                context_memory: self.settings.context_memory.unwrap_or(self.card.outside()),
+                ..self.settings.allocator.config()
             },
             oom_message: self.oom_message(),
             cublas: self.workspaces(),
@@ -90,7 +73,7 @@ impl DeviceArgs {
 
     /// The PyTorch whose defaults apply: `--torch`'s, else the card's (none on ideal).
     pub fn torch_rules(&self) -> Option<Rules> {
-        self.torch.map(Rules::of).or(self.card.torch())
+        self.settings.torch.map(Rules::of).or(self.card.torch())
     }
 
     /// The message's wording: `--oom-message`, else the version's, else the lesson's.
@@ -110,7 +93,11 @@ impl DeviceArgs {
                 self.device_memory
             ));
         }
-        if let Some(c) = self.context_memory.filter(|&c| c != self.card.outside()) {
+        if let Some(c) = self
+            .settings
+            .context_memory
+            .filter(|&c| c != self.card.outside())
+        {
             changed.push(format!(
                 "{} outside the allocator (--context-memory)",
                 format_bytes(c)
@@ -126,14 +113,14 @@ impl DeviceArgs {
             )),
             None => {}
         }
-        if let Some(r) = self.torch.map(Rules::of) {
+        if let Some(r) = self.settings.torch.map(Rules::of) {
             changed.push(format!("{} (--torch)", r.describe()));
             changed.extend(r.note());
         }
-        if self.compute_capability != DEFAULT_COMPUTE_CAPABILITY {
+        if self.settings.compute_capability != DEFAULT_COMPUTE_CAPABILITY {
             changed.push(format!(
                 "compute capability {} (--compute-capability)",
-                self.compute_capability
+                self.settings.compute_capability
             ));
         }
         let mut line = format!("card:    {}", self.card.describe());
@@ -146,8 +133,8 @@ impl DeviceArgs {
     /// The workspaces the matrix products take: the version's (`--torch`, at
     /// `--compute-capability`) or the card's, changed by `--cublas-workspace`.
     pub fn workspaces(&self) -> WorkspaceRules {
-        let base = match self.torch {
-            Some(v) => Rules::of(v).workspaces(self.compute_capability),
+        let base = match self.settings.torch {
+            Some(v) => Rules::of(v).workspaces(self.settings.compute_capability),
             None => self.card.workspaces(),
         };
         self.cublas_workspace.map_or(base, |w| base.with_cublas(w))
@@ -265,29 +252,12 @@ fn parse_memory(s: &str) -> Result<MemorySpec, String> {
     s.parse::<MemorySpec>().map_err(|e| e.to_string())
 }
 
-/// A size; whether it fits the card is checked when the device opens.
-fn parse_context_memory(s: &str) -> Result<u64, String> {
-    gpumem::size::parse_bytes(s).map_err(|e| e.to_string())
-}
-
-fn parse_card(s: &str) -> Result<Card, String> {
-    s.parse()
-}
-
 fn parse_cublas_workspace(s: &str) -> Result<CublasWorkspace, String> {
     s.parse::<CublasWorkspace>().map_err(|e| e.to_string())
 }
 
 fn parse_oom_message(s: &str) -> Result<OomMessage, String> {
     s.parse()
-}
-
-fn parse_torch(s: &str) -> Result<TorchVersion, String> {
-    s.parse::<TorchVersion>().map_err(|e| e.to_string())
-}
-
-fn parse_capability(s: &str) -> Result<ComputeCapability, String> {
-    s.parse::<ComputeCapability>().map_err(|e| e.to_string())
 }
 
 fn parse_backend(s: &str) -> Result<Backend, String> {

@@ -4,6 +4,7 @@
 
 pub mod alloc_args;
 pub mod args;
+pub mod card_args;
 pub mod output;
 pub mod setup;
 pub mod snapshot_args;
@@ -13,6 +14,7 @@ pub mod testing;
 
 pub use alloc_args::AllocatorArgs;
 pub use args::{DeviceArgs, ModelArgs, with_defaults};
+pub use card_args::CardArgs;
 pub use output::{Output, capture, device_line, progress, run_main};
 pub use setup::ModelSetup;
 pub use snapshot_args::SnapshotArgs;

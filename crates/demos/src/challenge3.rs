@@ -193,7 +193,7 @@ impl Setup {
         let step = cli.model.setup(&cli.device)?.step;
         cli.snapshot.check()?;
         let probe = DeviceOptions {
-            allocator: cli.device.allocator.config(),
+            allocator: cli.device.settings.allocator.config(),
             ..cli.device.options(cli.device.backend)
         };
         let opened = Device::new(&probe)?.info();
@@ -222,7 +222,7 @@ impl Setup {
         Ok(Setup {
             scenario: cli.scenario,
             json: cli.json,
-            allocator: cli.device.allocator.clone(),
+            allocator: cli.device.settings.allocator.clone(),
             snapshot: cli.snapshot,
             device: cli.device,
             model: cli.model,

@@ -20,6 +20,7 @@
 //! - when the device refuses a segment, the allocator gives back cached segments and tries
 //!   again before reporting out-of-memory.
 
+pub mod conf;
 mod config;
 mod expandable;
 mod history;

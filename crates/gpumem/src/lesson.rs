@@ -8,9 +8,11 @@ use crate::device::{Backend, DeviceOptions};
 use crate::size::MemorySpec;
 
 mod card;
+mod choice;
 mod message;
 
 pub use card::{Card, LESSON_COMPUTE_CAPABILITY, LESSON_TORCH};
+pub use choice::CardChoice;
 pub use message::{
     FigureError, LESSON_OOM, LessonFigures, hundredths, hundredths_arg, hundredths_text,
     lesson_figures,

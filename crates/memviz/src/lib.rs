@@ -19,7 +19,7 @@ pub mod views;
 
 use anyhow::{Context, bail};
 use charts::tensor_timeline::{self, Bounds, TensorTimelineChart};
-use clap::Parser;
+use clap::{Parser, Subcommand};
 use gpumem::size::format_bytes;
 use gpumem::snapshot::{Snapshot, Summary, Timeline};
 use serde_json::json;
@@ -27,10 +27,34 @@ use std::ffi::OsString;
 use std::path::PathBuf;
 
 /// Read a memory snapshot (PyTorch's `torch.cuda.memory._dump_snapshot("file.pickle")`, or a
+/// demo's `--memory-snapshot`) offline: view it, or replay its trace on another card.
+/// `memviz FILE …` is `memviz view FILE …`.
+#[derive(Debug, Parser)]
+#[command(
+    name = "memviz",
+    version,
+    subcommand_required = true,
+    arg_required_else_help = true
+)]
+struct Memviz {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    View(Cli),
+    Replay(replay::Cli),
+}
+
+/// The subcommands' names, and what clap answers itself: anything else in the first place
+/// is a snapshot (or a flag) for `view`, as `memviz FILE` read before the subcommands.
+const NOT_A_VIEW: [&str; 7] = ["view", "replay", "help", "-h", "--help", "-V", "--version"];
+
+/// Read a memory snapshot (PyTorch's `torch.cuda.memory._dump_snapshot("file.pickle")`, or a
 /// demo's `--memory-snapshot`): print its summary, the state at the peak and the segments,
 /// and draw its per-tensor timeline.
-#[derive(Debug, Parser)]
-#[command(name = "memviz", version)]
+#[derive(Debug, clap::Args)]
 struct Cli {
     /// The snapshot: a pickle of the dict `torch.cuda.memory._snapshot()` returns.
     file: PathBuf,
@@ -92,13 +116,21 @@ struct Drawn {
 
 /// Runs the command with `args`, the program's name first; returns what it prints.
 pub fn run(args: impl IntoIterator<Item = impl Into<OsString> + Clone>) -> anyhow::Result<String> {
-    let args: Vec<OsString> = args.into_iter().map(Into::into).collect();
-    if args.get(1).is_some_and(|a| a == "replay") {
-        let rest =
-            std::iter::once(OsString::from("memviz replay")).chain(args[2..].iter().cloned());
-        return replay::run(rest);
+    let mut args: Vec<OsString> = args.into_iter().map(Into::into).collect();
+    if args
+        .get(1)
+        .is_some_and(|a| !NOT_A_VIEW.iter().any(|n| a == n))
+    {
+        args.insert(1, "view".into());
     }
-    let cli = Cli::try_parse_from(args)?;
+    match Memviz::try_parse_from(args)?.command {
+        Command::View(cli) => view(&cli),
+        Command::Replay(cli) => replay::answer(&cli),
+    }
+}
+
+/// `memviz view`: the summary, the views, the drawing.
+fn view(cli: &Cli) -> anyhow::Result<String> {
     let bar = cli::progress(0, "reading", cli::Output::new(cli.json));
     let snap = Snapshot::read_with_progress(&cli.file, &mut |at, total| {
         bar.set_length(total);
@@ -126,7 +158,7 @@ pub fn run(args: impl IntoIterator<Item = impl Into<OsString> + Clone>) -> anyho
         bail!("the snapshot has no segments and no trace: nothing to draw");
     }
     let views = match (first, devices.first()) {
-        (Some(t), Some(&d)) => Some(views_of(&cli, &snap, d, &t)?),
+        (Some(t), Some(&d)) => Some(views_of(cli, &snap, d, &t)?),
         _ => None,
     };
     if cli.json {
@@ -148,7 +180,7 @@ pub fn run(args: impl IntoIterator<Item = impl Into<OsString> + Clone>) -> anyho
             })),
         }))?);
     }
-    Ok(text::report(&cli, &summaries, &problems, views.as_ref()))
+    Ok(text::report(cli, &summaries, &problems, views.as_ref()))
 }
 
 /// The peak, the segments and the drawing of device `d`.

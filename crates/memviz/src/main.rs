@@ -1,5 +1,5 @@
-//! `cargo run -p memviz -- FILE [--svg OUT] [--json]`: a memory snapshot's summary and its
-//! per-tensor timeline (see the library).
+//! `cargo run -p memviz -- view FILE [--svg OUT] [--json]` (or `-- FILE …`): a snapshot's summary and its
+//! per-tensor timeline; `-- replay FILE …`: its trace on another card (see the library).
 
 use std::process::ExitCode;
 

@@ -7,61 +7,40 @@
 //! form, with the cuBLAS workspaces a GPU would add. `--memory-snapshot` writes the replayed
 //! run as a snapshot memviz and PyTorch's viewer draw.
 
-mod conf;
 mod engine;
 mod largest;
 mod report;
 mod source;
 mod workspaces;
 
-pub use engine::{AtPeak, Card, Outcome};
+pub use engine::{AtPeak, Outcome, ReplayCard};
 pub use largest::{Largest, MAX_BATCH};
 pub use source::{Kind, Plan};
 
 use anyhow::{Context, Result, bail};
-use clap::Parser;
 use gpumem::alloc::AllocatorConfig;
+use gpumem::alloc::conf;
 use gpumem::cublas::WorkspaceRules;
-use gpumem::lesson::Card as Preset;
+use gpumem::lesson::{Card as Preset, CardChoice};
 use gpumem::snapshot::Snapshot;
-use gpumem::versions::{ComputeCapability, DEFAULT_COMPUTE_CAPABILITY, KNOWN, Rules, TorchVersion};
-use std::ffi::OsString;
+use gpumem::versions::{DEFAULT_COMPUTE_CAPABILITY, KNOWN, Rules, TorchVersion};
 use std::path::PathBuf;
 
 /// Replay a snapshot's trace (PyTorch's `_dump_snapshot` from a GPU, pytorch/record.py's
 /// recording, or a demo's --memory-snapshot) through PyTorch's caching allocator rules on
 /// another card or settings: does the step fit, where would it run out, what are the peaks.
-#[derive(Debug, Parser)]
-#[command(name = "memviz replay", version)]
+#[derive(Debug, clap::Args)]
 pub struct Cli {
     /// The snapshot: a pickle of the dict `torch.cuda.memory._snapshot()` returns, with a trace.
     pub file: PathBuf,
     /// The card: `ideal` (15.90 GiB, all of it for tensors), `lesson` (the lesson's card:
     /// 0.72 GiB outside the allocator, PyTorch 1.12) or a size (`80GiB`, `24GB`, `17179869184`).
-    #[arg(long, value_name = "SIZE|ideal|lesson", default_value = "ideal", value_parser = parse_card)]
+    #[arg(long, value_name = "SIZE|ideal|lesson", default_value = "ideal")]
     pub card: CardChoice,
-    /// Memory on the card outside the allocator (the CUDA context, other processes): a size
-    /// [default: the card's: 0, or 0.72 GiB on lesson].
-    #[arg(long, value_name = "SIZE", value_parser = parse_size)]
-    pub context_memory: Option<u64>,
-    /// The allocator's settings in PYTORCH_CUDA_ALLOC_CONF's syntax, replacing the
-    /// snapshot's own (`expandable_segments:True,max_split_size_mb:128`,
-    /// `garbage_collection_threshold:0.8`) [default: the settings the snapshot ran with].
-    #[arg(long, value_name = "CONF")]
-    pub alloc_conf: Option<String>,
-    /// torch.cuda.set_per_process_memory_fraction: the allocator may reserve at most this
-    /// share of the card, from 0 to 1.
-    #[arg(long, value_name = "F", value_parser = cli::alloc_args::parse_memory_fraction, allow_hyphen_values = true)]
-    pub memory_fraction: Option<f64>,
-    /// The PyTorch to predict (`torch.__version__`): the error's words, and for a recorded
-    /// trace the cuBLAS workspaces its matrix products take [default: the card's (none on
-    /// ideal, 1.12 on lesson); on a card given by size, the recording's PyTorch].
-    #[arg(long, value_name = "VERSION", value_parser = parse_torch)]
-    pub torch: Option<TorchVersion>,
-    /// The card's compute capability, for the workspaces' sizes (9.0 and newer get larger
-    /// ones in some versions).
-    #[arg(long, value_name = "X.Y", default_value = "7.0", value_parser = parse_capability)]
-    pub compute_capability: ComputeCapability,
+    /// The PyTorch, the memory outside the allocator and the allocator's settings, as the
+    /// demos take them.
+    #[command(flatten)]
+    pub settings: cli::CardArgs,
     /// Replay at this batch (a recorded trace whose bytes are affine in the batch).
     #[arg(long, value_name = "N", value_parser = cli::args::parse_positive, allow_hyphen_values = true)]
     pub batch: Option<u64>,
@@ -82,40 +61,10 @@ pub struct Cli {
     pub json: bool,
 }
 
-/// `--card`: a preset or a size.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum CardChoice {
-    Preset(Preset),
-    Bytes(u64),
-}
-
-fn parse_card(s: &str) -> Result<CardChoice, String> {
-    if let Ok(p) = s.parse::<Preset>() {
-        return Ok(CardChoice::Preset(p));
-    }
-    match gpumem::size::parse_bytes(s) {
-        Ok(0) => Err("a card of 0 bytes holds nothing; give its memory, e.g. 80GiB".into()),
-        Ok(b) => Ok(CardChoice::Bytes(b)),
-        Err(e) => Err(format!("{e} (or `ideal`, `lesson`)")),
-    }
-}
-
-fn parse_size(s: &str) -> Result<u64, String> {
-    gpumem::size::parse_bytes(s).map_err(|e| e.to_string())
-}
-
-fn parse_torch(s: &str) -> Result<TorchVersion, String> {
-    s.parse::<TorchVersion>().map_err(|e| e.to_string())
-}
-
-fn parse_capability(s: &str) -> Result<ComputeCapability, String> {
-    s.parse::<ComputeCapability>().map_err(|e| e.to_string())
-}
-
 /// Everything the replay was asked, resolved.
 #[derive(Debug, Clone)]
 pub struct Setup {
-    pub card: Card,
+    pub card: ReplayCard,
     pub card_words: String,
     pub capacity: u64,
     pub torch: Option<Rules>,
@@ -129,7 +78,7 @@ pub struct Setup {
 impl Cli {
     /// The PyTorch whose rules apply, and why.
     fn torch(&self, snap: &Snapshot) -> (Option<Rules>, String) {
-        if let Some(v) = self.torch {
+        if let Some(v) = self.settings.torch {
             return (Some(Rules::of(v)), "--torch".into());
         }
         match self.card {
@@ -147,42 +96,37 @@ impl Cli {
     /// Resolves the card, the settings and the version for `snap` and its `plan`.
     pub fn setup(&self, snap: &Snapshot, plan: &Plan) -> Result<Setup> {
         use gpumem::size::format_bytes;
-        let (capacity, outside, card_words) = match self.card {
-            CardChoice::Preset(Preset::Ideal) => (
-                Preset::Ideal.capacity(),
-                0,
-                format!("the ideal card: {}", format_bytes(Preset::Ideal.capacity())),
-            ),
-            CardChoice::Preset(p) => (
-                p.capacity(),
-                p.outside(),
-                format!("the lesson's card: {}", format_bytes(p.capacity())),
-            ),
-            CardChoice::Bytes(b) => (b, 0, format_bytes(b)),
+        let (capacity, outside) = (self.card.capacity(), self.card.outside());
+        let card_words = match self.card {
+            CardChoice::Preset(Preset::Ideal) => {
+                format!("the ideal card: {}", format_bytes(capacity))
+            }
+            CardChoice::Preset(Preset::Lesson) => {
+                format!("the lesson's card: {}", format_bytes(capacity))
+            }
+            CardChoice::Bytes(b) => format_bytes(b),
         };
-        let (base, alloc_conf) = match (&self.alloc_conf, &snap.allocator_settings) {
-            (Some(text), _) => (AllocatorConfig::default(), text.clone()),
+        let alloc = &self.settings.allocator;
+        let (base, alloc_conf) = match (&alloc.alloc_conf, &snap.allocator_settings) {
+            (Some(c), _) => (AllocatorConfig::default(), c.text.clone()),
             (None, Some(s)) => (conf::from_snapshot(s), s.alloc_conf.clone()),
             (None, None) => (AllocatorConfig::default(), String::new()),
         };
-        let (mut config, mut notes) = match &self.alloc_conf {
-            Some(text) => conf::apply(text, base)?,
-            None => (base, Vec::new()),
-        };
+        let mut notes = alloc.conf_notes();
+        let mut config = alloc.over(base);
         config.capacity = Some(capacity);
-        config.context_memory = self.context_memory.unwrap_or(outside);
-        config.memory_fraction = self.memory_fraction;
-        config
-            .validate()
-            .with_context(|| format!("the card and settings: {}", card_words))?;
+        config.context_memory = self.settings.context_memory.unwrap_or(outside);
         let (torch, torch_from) = self.torch(snap);
+        config
+            .validate_for(torch.map(|r| r.asked))
+            .with_context(|| format!("the card and settings: {}", card_words))?;
         let latest = KNOWN[KNOWN.len() - 1];
         let release = torch.map_or(latest, |r| r.release);
         let workspaces = match (plan.kind, torch) {
-            (Kind::Recorded, Some(r)) => r.workspaces(self.compute_capability),
+            (Kind::Recorded, Some(r)) => r.workspaces(self.settings.compute_capability),
             _ => WorkspaceRules::NONE,
         };
-        if plan.kind == Kind::Gpu && self.torch.is_some() {
+        if plan.kind == Kind::Gpu && self.settings.torch.is_some() {
             notes.push(
                 "a GPU's trace holds its own cuBLAS workspaces: --torch sets only the error's \
                  words here, nothing is added"
@@ -202,13 +146,14 @@ impl Cli {
                 r.asked
             ));
         }
-        if self.compute_capability != DEFAULT_COMPUTE_CAPABILITY && plan.kind == Kind::Gpu {
+        if self.settings.compute_capability != DEFAULT_COMPUTE_CAPABILITY && plan.kind == Kind::Gpu
+        {
             notes.push(
                 "--compute-capability sizes workspaces, and a GPU's trace has its own".into(),
             );
         }
         Ok(Setup {
-            card: Card {
+            card: ReplayCard {
                 config,
                 message: release.oom_message,
                 exception: release.exception,
@@ -352,10 +297,9 @@ fn check_writable(path: &std::path::Path) -> Result<()> {
     Ok(())
 }
 
-/// Runs `memviz replay` with `args` (the program's name first); returns what it prints.
-pub fn run(args: impl IntoIterator<Item = impl Into<OsString> + Clone>) -> Result<String> {
-    let cli = Cli::try_parse_from(args)?;
-    let r = replay(&cli)?;
+/// What `memviz replay` prints for `cli`.
+pub fn answer(cli: &Cli) -> Result<String> {
+    let r = replay(cli)?;
     Ok(if cli.json {
         serde_json::to_string_pretty(&report::json(&r))? + "\n"
     } else {

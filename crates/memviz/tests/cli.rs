@@ -152,5 +152,25 @@ fn the_program_exits_non_zero_on_bad_input_and_has_help() {
     let help = Command::new(bin).arg("--help").output().unwrap();
     assert!(help.status.success());
     let text = String::from_utf8_lossy(&help.stdout);
+    assert!(text.contains("view") && text.contains("replay"), "{text}");
+    let help = Command::new(bin).args(["view", "--help"]).output().unwrap();
+    assert!(help.status.success());
+    let text = String::from_utf8_lossy(&help.stdout);
     assert!(text.contains("--svg") && text.contains("--json") && text.contains("[default: 8]"));
+}
+
+/// `memviz --help` names both subcommands; `memviz FILE` is still `memviz view FILE`.
+#[test]
+fn view_and_replay_are_subcommands_and_a_file_alone_is_a_view() {
+    let help = run(&["--help"]).unwrap_err().to_string();
+    for want in ["view", "replay", "Usage: memviz <COMMAND>"] {
+        assert!(help.contains(want), "{want:?} missing from:\n{help}");
+    }
+    let replay_help = run(&["replay", "--help"]).unwrap_err().to_string();
+    assert!(replay_help.contains("--largest-batch") && replay_help.contains("--json"));
+    let path = fixture("hand_built.pickle");
+    let p = path.to_str().unwrap();
+    let old = run(&[p, "--json"]).unwrap();
+    assert_eq!(run(&["view", p, "--json"]).unwrap(), old);
+    assert_eq!(run(&["--json", p]).unwrap(), old);
 }

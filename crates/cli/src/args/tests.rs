@@ -1,4 +1,6 @@
 use super::*;
+use crate::card_args::parse_context_memory;
+use gpumem::versions::{ComputeCapability, TorchVersion};
 
 #[test]
 fn positive_numbers_explain_themselves() {
@@ -100,10 +102,17 @@ fn device_flags_reach_the_device_options() {
     let i = parse(&["--cublas-workspace", "8MiB"]);
     assert_eq!((i.cublas.cublas, i.cublas.lt), (8 << 20, 0));
     assert!(parse_cublas_workspace("0").unwrap_err().contains("off"));
-    assert!(parse_card("big").unwrap_err().contains("ideal or lesson"));
-    assert!(parse_torch("1.9").unwrap_err().contains("1.12"));
-    assert!(parse_torch("latest").unwrap_err().contains("2.11"));
-    assert!(parse_capability("H100").unwrap_err().contains("9.0"));
+    assert!(
+        "big"
+            .parse::<Card>()
+            .unwrap_err()
+            .contains("ideal or lesson")
+    );
+    let e = |s: &str| s.parse::<TorchVersion>().unwrap_err().to_string();
+    assert!(e("1.9").contains("1.12"));
+    assert!(e("latest").contains("2.11"));
+    let cc = "H100".parse::<ComputeCapability>().unwrap_err();
+    assert!(cc.to_string().contains("9.0"));
 }
 
 #[test]

@@ -43,8 +43,8 @@ fn replay(snapshot: &str, args: &[&str]) -> Result<Value> {
     Ok(serde_json::from_str(&text)?)
 }
 
-/// The card and the PyTorch of the run, as Challenge 1's record names them.
-struct Card {
+/// The card and the PyTorch of the recorded H200 run, as Challenge 1's record names them.
+struct RecordedCard {
     name: String,
     capability: ComputeCapability,
     /// `torch.__version__`, e.g. `2.11.0+cu130`.
@@ -52,7 +52,7 @@ struct Card {
     version: TorchVersion,
 }
 
-fn card() -> Result<Card> {
+fn card() -> Result<RecordedCard> {
     let env = &record("part2/pytorch/challenge1_cuda.json")?["environment"];
     let cc = &env["gpu_capability"];
     let capability = format!("{}.{}", num(&cc[0])?, num(&cc[1])?).parse()?;
@@ -60,7 +60,7 @@ fn card() -> Result<Card> {
         .as_str()
         .context("torch_version")?
         .to_string();
-    Ok(Card {
+    Ok(RecordedCard {
         name: env["gpu_name"].as_str().context("gpu_name")?.to_string(),
         capability,
         version: torch.parse()?,

@@ -1,6 +1,9 @@
 //! The allocator's settings, PyTorch's `PYTORCH_CUDA_ALLOC_CONF` options.
 
 use super::LARGE_BUFFER;
+use super::conf::{self, MaxSplitMinimum};
+use crate::size::format_bytes;
+use crate::versions::TorchVersion;
 
 // ANCHOR: allocator_config
 /// The allocator's settings (PyTorch's `PYTORCH_CUDA_ALLOC_CONF` and
@@ -48,20 +51,18 @@ impl Default for AllocatorConfig {
 /// Settings that make no sense.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum ConfigError {
+    #[error("{}", max_split_words(*.0, *.1))]
+    MaxSplitTooSmall(u64, MaxSplitMinimum),
     #[error(
-        "max split size must be at least {} (PyTorch's max_split_size_mb has the same minimum, 20), got {}",
-        crate::size::format_bytes(LARGE_BUFFER),
-        crate::size::format_bytes(*.0)
+        "the garbage collection threshold is a fraction of the card between 0 and 1 (exclusive), e.g. 0.8; got {0}"
     )]
-    MaxSplitTooSmall(u64),
-    #[error("garbage collection threshold must be between 0 and 1 (exclusive), got {0}")]
     GcThresholdRange(f64),
     #[error(
         "a garbage collection threshold needs a known capacity; give the device memory as a size"
     )]
     GcNeedsCapacity,
     #[error(
-        "the memory fraction must be between 0 and 1 (PyTorch's set_per_process_memory_fraction accepts 0 to 1), got {0}"
+        "the memory fraction is a share of the card from 0 to 1 (as set_per_process_memory_fraction accepts), e.g. 0.5; got {0}"
     )]
     FractionRange(f64),
     #[error("a memory fraction needs a known capacity; give the device memory as a size")]
@@ -82,24 +83,25 @@ impl AllocatorConfig {
         Some((f * c as f64) as u64)
     }
 
+    /// [`AllocatorConfig::validate_for`] the newest PyTorch.
     pub fn validate(&self) -> Result<(), ConfigError> {
-        if let Some(m) = self.max_split_size
-            && m < LARGE_BUFFER
-        {
-            return Err(ConfigError::MaxSplitTooSmall(m));
+        self.validate_for(None)
+    }
+
+    /// Whether `torch` (the newest where `None`) would accept these settings, and whether
+    /// they make sense together.
+    pub fn validate_for(&self, torch: Option<TorchVersion>) -> Result<(), ConfigError> {
+        if let Some(m) = self.max_split_size {
+            conf::check_max_split_size(m, MaxSplitMinimum::of(torch))?;
         }
         if let Some(t) = self.gc_threshold {
-            if !(t > 0.0 && t < 1.0) {
-                return Err(ConfigError::GcThresholdRange(t));
-            }
+            conf::check_gc_threshold(t)?;
             if self.capacity.is_none() {
                 return Err(ConfigError::GcNeedsCapacity);
             }
         }
         if let Some(f) = self.memory_fraction {
-            if !(0.0..=1.0).contains(&f) {
-                return Err(ConfigError::FractionRange(f));
-            }
+            conf::check_memory_fraction(f)?;
             if self.capacity.is_none() {
                 return Err(ConfigError::FractionNeedsCapacity);
             }
@@ -110,5 +112,26 @@ impl AllocatorConfig {
             return Err(ConfigError::ContextTooLarge(self.context_memory, c));
         }
         Ok(())
+    }
+}
+
+/// The max split size's error: the minimum as `rule` states it, and what was given (in bytes
+/// when under a KiB, so that `0` reads as 0 B).
+fn max_split_words(bytes: u64, rule: MaxSplitMinimum) -> String {
+    let got = if bytes < 1024 {
+        format!("{bytes} B")
+    } else {
+        format_bytes(bytes)
+    };
+    match rule {
+        MaxSplitMinimum::AtLeast => format!(
+            "the max split size must be at least {} (PyTorch's max_split_size_mb has the same minimum, 20), got {got}",
+            format_bytes(LARGE_BUFFER)
+        ),
+        MaxSplitMinimum::MoreThan => format!(
+            "the max split size must be more than {} (PyTorch before {}: max_split_size_mb must be > 20), got {got}",
+            format_bytes(LARGE_BUFFER),
+            conf::MAX_SPLIT_AT_LEAST_FROM
+        ),
     }
 }

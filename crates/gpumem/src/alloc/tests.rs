@@ -206,7 +206,7 @@ fn max_split_size_is_at_least_20_mib() {
     };
     assert!(matches!(
         Allocator::new(TestStore::default(), with(20 * MIB - 512)),
-        Err(ConfigError::MaxSplitTooSmall(_))
+        Err(ConfigError::MaxSplitTooSmall(..))
     ));
     assert!(Allocator::new(TestStore::default(), with(20 * MIB)).is_ok());
     for t in [0.0, 1.0, 1.5, -0.1, f64::NAN] {

@@ -10,10 +10,10 @@ use gpumem::alloc::{
 };
 use gpumem::snapshot::{Frames, Snapshot, build};
 
-/// The card: nothing but its numbers (the allocator's config holds its capacity and the
-/// memory outside the allocator).
+/// The card a replay runs on (not gpumem's preset `lesson::Card`): nothing but its numbers
+/// (the allocator's config holds its capacity and the memory outside the allocator).
 #[derive(Debug, Clone)]
-pub struct Card {
+pub struct ReplayCard {
     pub config: AllocatorConfig,
     /// The message's form and the exception's name, of the PyTorch asked for.
     pub message: OomMessage,
@@ -103,7 +103,7 @@ const PROGRESS_EVERY: usize = 1 << 16;
 pub fn run(
     plan: &Plan,
     batch: u64,
-    card: &Card,
+    card: &ReplayCard,
     snapshot: bool,
     progress: &mut dyn FnMut(usize, usize),
 ) -> Result<Outcome> {

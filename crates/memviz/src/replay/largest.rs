@@ -1,11 +1,12 @@
 //! `--largest-batch`: the largest batch whose replay fits the card, for a trace whose bytes
-//! are affine in the batch. Doubling from the recorded batch, then halving the gap: about
-//! two replays per bit of the answer. It reports the boundary it checked (B fits, B + 1 does
-//! not), so an allocator that fits at B + 2 again would not hide behind the search.
+//! are affine in the batch, found by the engine's search ([`largest_near`]) outward from the
+//! recorded batch. It reports the boundary it checked (B fits, B + 1 does not), so an
+//! allocator that fits at B + 2 again would not hide behind the search.
 
-use super::engine::{Card, run};
+use super::engine::{ReplayCard, run};
 use super::source::Plan;
 use anyhow::{Result, bail};
+use gpumem::search::largest_near;
 
 /// No search goes past this many rows (2^40): a step that still fits there grows by nothing
 /// that matters.
@@ -26,7 +27,7 @@ pub enum Largest {
 /// each replay (how many so far, and the batch it tries).
 pub fn largest(
     plan: &Plan,
-    card: &Card,
+    card: &ReplayCard,
     progress: &mut dyn FnMut(usize, u64),
 ) -> Result<(Largest, usize)> {
     let Some(recorded) = plan.batch else {
@@ -49,31 +50,9 @@ pub fn largest(
         };
         return Ok((answer, runs));
     }
-    // A batch that fits (lo) and one that does not (hi).
-    let (mut lo, mut hi) = if fits(recorded)? {
-        let mut lo = recorded;
-        loop {
-            let next = lo.saturating_mul(2).min(MAX_BATCH);
-            if next == lo {
-                return Ok((Largest::Unbounded, runs));
-            }
-            if !fits(next)? {
-                break (lo, next);
-            }
-            lo = next;
-        }
-    } else if !fits(1)? {
-        return Ok((Largest::None, runs));
-    } else {
-        (1, recorded)
-    };
-    while hi - lo > 1 {
-        let mid = lo + (hi - lo) / 2;
-        if fits(mid)? {
-            lo = mid;
-        } else {
-            hi = mid;
-        }
-    }
-    Ok((Largest::Batch(lo), runs))
+    Ok(match largest_near(MAX_BATCH, Some(recorded), &mut fits)? {
+        None => (Largest::None, runs),
+        Some(b) if b >= MAX_BATCH => (Largest::Unbounded, runs),
+        Some(b) => (Largest::Batch(b), runs),
+    })
 }

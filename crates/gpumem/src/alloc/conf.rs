@@ -1,0 +1,313 @@
+//! The allocator's settings as users type them, checked in one place: PyTorch's
+//! `PYTORCH_CUDA_ALLOC_CONF` text ([`AllocConf`]) and the rules every door applies to a
+//! value ([`check_max_split_size`], [`check_gc_threshold`], [`check_memory_fraction`]), so
+//! the flags, the text and [`AllocatorConfig::validate`] cannot disagree.
+
+use super::{AllocatorConfig, ConfigError, LARGE_BUFFER};
+use crate::versions::TorchVersion;
+use std::fmt;
+use std::str::FromStr;
+
+/// The first PyTorch whose `max_split_size_mb` may equal the 20 MiB minimum. PyTorch's source
+/// checks `val > kLargeBuffer / MB` in `CUDAAllocatorConfig.cpp` (older releases) and
+/// `val_env >= min_allowed_split_size_mb` in `c10/core/AllocatorConfig.cpp` (newer ones);
+/// which release first carries `>=` is taken from this project's earlier notes, not
+/// confirmed against a release tag.
+pub const MAX_SPLIT_AT_LEAST_FROM: TorchVersion = TorchVersion::new(2, 9);
+
+/// How `max_split_size` compares with the 20 MiB minimum in a given PyTorch.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum MaxSplitMinimum {
+    /// `>= 20` (PyTorch 2.9 and later; the default where no version is asked).
+    #[default]
+    AtLeast,
+    /// `> 20` (before 2.9).
+    MoreThan,
+}
+
+impl MaxSplitMinimum {
+    /// The rule of `torch`; without a version, the newest's.
+    pub fn of(torch: Option<TorchVersion>) -> Self {
+        match torch {
+            Some(v) if v < MAX_SPLIT_AT_LEAST_FROM => MaxSplitMinimum::MoreThan,
+            _ => MaxSplitMinimum::AtLeast,
+        }
+    }
+
+    /// PyTorch's operator, as its message prints it.
+    pub fn operator(self) -> &'static str {
+        match self {
+            MaxSplitMinimum::AtLeast => ">=",
+            MaxSplitMinimum::MoreThan => ">",
+        }
+    }
+
+    fn allows(self, bytes: u64) -> bool {
+        match self {
+            MaxSplitMinimum::AtLeast => bytes >= LARGE_BUFFER,
+            MaxSplitMinimum::MoreThan => bytes > LARGE_BUFFER,
+        }
+    }
+}
+
+/// `max_split_size` in bytes under `rule`: a smaller limit would keep even the 20 MiB
+/// segments of small large-pool requests whole.
+pub fn check_max_split_size(bytes: u64, rule: MaxSplitMinimum) -> Result<u64, ConfigError> {
+    if rule.allows(bytes) {
+        Ok(bytes)
+    } else {
+        Err(ConfigError::MaxSplitTooSmall(bytes, rule))
+    }
+}
+
+/// `garbage_collection_threshold`: strictly between 0 and 1, as PyTorch requires.
+pub fn check_gc_threshold(t: f64) -> Result<f64, ConfigError> {
+    if t > 0.0 && t < 1.0 {
+        Ok(t)
+    } else {
+        Err(ConfigError::GcThresholdRange(t))
+    }
+}
+
+/// `set_per_process_memory_fraction`: from 0 to 1.
+pub fn check_memory_fraction(f: f64) -> Result<f64, ConfigError> {
+    if (0.0..=1.0).contains(&f) {
+        Ok(f)
+    } else {
+        Err(ConfigError::FractionRange(f))
+    }
+}
+
+/// Options that only touch pinned host memory or locking: accepted, no effect on the card.
+const HOST_ONLY: [&str; 5] = [
+    "pinned_use_cuda_host_register",
+    "pinned_num_register_threads",
+    "pinned_use_background_threads",
+    "release_lock_on_cudamalloc",
+    "graph_capture_record_stream_reuse",
+];
+
+/// `PYTORCH_CUDA_ALLOC_CONF`'s text (`expandable_segments:True,max_split_size_mb:128`),
+/// parsed and checked as PyTorch checks it. What the engine's allocator does not model is
+/// refused by name rather than run wrongly.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct AllocConf {
+    /// The text as given.
+    pub text: String,
+    pub max_split_size: Option<u64>,
+    pub gc_threshold: Option<f64>,
+    pub expandable_segments: Option<bool>,
+    /// Options with no effect on device memory, in words.
+    pub notes: Vec<String>,
+}
+
+impl AllocConf {
+    /// `config` with what the text sets.
+    pub fn apply(&self, mut config: AllocatorConfig) -> AllocatorConfig {
+        if let Some(m) = self.max_split_size {
+            config.max_split_size = Some(m);
+        }
+        if let Some(t) = self.gc_threshold {
+            config.gc_threshold = Some(t);
+        }
+        if let Some(e) = self.expandable_segments {
+            config.expandable_segments = e;
+        }
+        config
+    }
+
+    fn set(&mut self, key: &str, value: &str) -> Result<(), String> {
+        match key {
+            "max_split_size_mb" => self.max_split_size = Some(max_split_mb(value)?),
+            "garbage_collection_threshold" => self.gc_threshold = Some(threshold(value)?),
+            "expandable_segments" => self.expandable_segments = Some(boolean(key, value)?),
+            "backend" => match value {
+                "native" => {}
+                "cudaMallocAsync" => {
+                    return Err(
+                        "backend:cudaMallocAsync hands memory to CUDA's own allocator, \
+                                not PyTorch's caching allocator: the engine models only the \
+                                native one"
+                            .into(),
+                    );
+                }
+                other => {
+                    return Err(format!(
+                        "unknown allocator backend `{other}` (PyTorch's options are native and \
+                         cudaMallocAsync)"
+                    ));
+                }
+            },
+            "roundup_power2_divisions" | "max_non_split_rounding_mb" => {
+                return Err(format!(
+                    "{key} is not modelled: the engine's allocator rounds every request to 512 \
+                     bytes and splits blocks as PyTorch does without it; refusing rather than \
+                     running with rounding PyTorch would not use"
+                ));
+            }
+            k if HOST_ONLY.contains(&k) => self.notes.push(format!(
+                "{k}: a setting of pinned host memory or locking, no effect on the card's memory"
+            )),
+            other => {
+                return Err(format!(
+                    "unrecognized key `{other}` in --alloc-conf (the engine knows \
+                     max_split_size_mb, garbage_collection_threshold, expandable_segments, \
+                     backend and the pinned-memory options)"
+                ));
+            }
+        }
+        Ok(())
+    }
+}
+
+impl FromStr for AllocConf {
+    type Err = String;
+
+    fn from_str(text: &str) -> Result<Self, Self::Err> {
+        let mut conf = AllocConf {
+            text: text.to_string(),
+            ..AllocConf::default()
+        };
+        for option in text.split(',').map(str::trim).filter(|o| !o.is_empty()) {
+            let Some((key, value)) = option.split_once(':') else {
+                return Err(format!(
+                    "`{option}` in --alloc-conf is not KEY:VALUE (PYTORCH_CUDA_ALLOC_CONF's \
+                     syntax, e.g. expandable_segments:True,max_split_size_mb:128)"
+                ));
+            };
+            conf.set(key.trim(), value.trim())?;
+        }
+        Ok(conf)
+    }
+}
+
+impl fmt::Display for AllocConf {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.text)
+    }
+}
+
+/// A whole number of MiB, checked by the newest PyTorch's rule here (the version asked is
+/// checked with the whole configuration, [`AllocatorConfig::validate_for`]).
+fn max_split_mb(value: &str) -> Result<u64, String> {
+    let mb: u64 = value
+        .parse()
+        .map_err(|_| format!("max_split_size_mb:{value}: not a whole number of MiB (e.g. 128)"))?;
+    let bytes = mb
+        .checked_mul(1 << 20)
+        .ok_or_else(|| format!("max_split_size_mb:{mb} is too large to count in bytes"))?;
+    let rule = MaxSplitMinimum::AtLeast;
+    check_max_split_size(bytes, rule).map_err(|_| {
+        format!(
+            "CachingAllocator option max_split_size_mb too small, must be {} {} (got {mb})",
+            rule.operator(),
+            LARGE_BUFFER >> 20
+        )
+    })
+}
+
+fn threshold(value: &str) -> Result<f64, String> {
+    value
+        .parse::<f64>()
+        .ok()
+        .and_then(|v| check_gc_threshold(v).ok())
+        .ok_or_else(|| {
+            format!(
+                "garbage_collection_threshold:{value}: must be a number between 0 and 1 \
+                 (exclusive), as PyTorch requires"
+            )
+        })
+}
+
+/// PyTorch accepts exactly `True` or `False`.
+fn boolean(key: &str, value: &str) -> Result<bool, String> {
+    match value {
+        "True" => Ok(true),
+        "False" => Ok(false),
+        _ => Err(format!(
+            "{key}:{value}: expected True or False (PyTorch's spelling)"
+        )),
+    }
+}
+
+/// The settings a snapshot ran with (its `allocator_settings`).
+pub fn from_snapshot(s: &crate::snapshot::AllocatorSettings) -> AllocatorConfig {
+    AllocatorConfig {
+        max_split_size: u64::try_from(s.max_split_size)
+            .ok()
+            .filter(|&m| m > 0 && m < u64::MAX / 2),
+        gc_threshold: Some(s.garbage_collection_threshold).filter(|&t| t > 0.0 && t < 1.0),
+        expandable_segments: s.expandable_segments,
+        ..AllocatorConfig::default()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn apply(text: &str) -> Result<(AllocatorConfig, Vec<String>), String> {
+        let c: AllocConf = text.parse()?;
+        Ok((c.apply(AllocatorConfig::default()), c.notes))
+    }
+
+    #[test]
+    fn pytorchs_syntax_sets_the_config() {
+        let (c, notes) = apply(
+            "expandable_segments:True, max_split_size_mb:128,garbage_collection_threshold:0.6,\
+             pinned_use_cuda_host_register:True",
+        )
+        .unwrap();
+        assert!(c.expandable_segments);
+        assert_eq!(c.max_split_size, Some(128 << 20));
+        assert_eq!(c.gc_threshold, Some(0.6));
+        assert_eq!(notes.len(), 1);
+        let empty: AllocConf = "".parse().unwrap();
+        assert_eq!(empty.apply(c.clone()), c);
+    }
+
+    #[test]
+    fn what_pytorch_refuses_or_we_do_not_model_is_refused_by_name() {
+        for (text, says) in [
+            ("max_split_size_mb:19", "too small, must be >= 20"),
+            ("max_split_size_mb:lots", "not a whole number"),
+            ("garbage_collection_threshold:1.5", "between 0 and 1"),
+            ("expandable_segments:true", "True or False"),
+            ("roundup_power2_divisions:4", "not modelled"),
+            ("backend:cudaMallocAsync", "CUDA's own allocator"),
+            (
+                "max_split_sized_mb:64",
+                "unrecognized key `max_split_sized_mb`",
+            ),
+            ("expandable_segments", "not KEY:VALUE"),
+        ] {
+            let e = apply(text).unwrap_err();
+            assert!(e.contains(says), "{text}: {e}");
+        }
+        assert!(apply("max_split_size_mb:20").is_ok());
+    }
+
+    /// 20 MiB itself: allowed from 2.9 (`>=`), refused before (`>`), allowed with no version.
+    #[test]
+    fn the_minimum_split_follows_the_version() {
+        let at = MaxSplitMinimum::of;
+        assert_eq!(at(None), MaxSplitMinimum::AtLeast);
+        assert_eq!(at(Some(TorchVersion::new(2, 9))), MaxSplitMinimum::AtLeast);
+        assert_eq!(at(Some(TorchVersion::new(2, 8))), MaxSplitMinimum::MoreThan);
+        assert_eq!(
+            at(Some(TorchVersion::new(1, 12))),
+            MaxSplitMinimum::MoreThan
+        );
+        let twenty = LARGE_BUFFER;
+        assert!(check_max_split_size(twenty, MaxSplitMinimum::AtLeast).is_ok());
+        let e = check_max_split_size(twenty, MaxSplitMinimum::MoreThan).unwrap_err();
+        assert!(e.to_string().contains("more than 20.00 MiB"), "{e}");
+        assert!(check_max_split_size(twenty + 1, MaxSplitMinimum::MoreThan).is_ok());
+        let e = check_max_split_size(twenty - 1, MaxSplitMinimum::AtLeast).unwrap_err();
+        assert!(e.to_string().contains("at least 20.00 MiB"), "{e}");
+        assert!(check_gc_threshold(1.0).is_err() && check_gc_threshold(0.0).is_err());
+        assert!(check_gc_threshold(f64::NAN).is_err());
+        assert_eq!(check_gc_threshold(0.5), Ok(0.5));
+        assert!(check_memory_fraction(1.5).is_err() && check_memory_fraction(0.0).is_ok());
+    }
+}
