@@ -4,7 +4,7 @@
 
 use clap::Args;
 use gpumem::alloc::AllocatorConfig;
-use gpumem::alloc::conf::{self, AllocConf};
+use gpumem::alloc::conf::{self, AllocConf, Overrides};
 use gpumem::size::{format_bytes, parse_bytes};
 
 /// How the caching allocator behaves.
@@ -55,23 +55,24 @@ impl AllocatorArgs {
     /// `base` (the settings a snapshot ran with, say) with `--alloc-conf`'s text in its
     /// place when given, then what the flags set.
     pub fn over(&self, base: AllocatorConfig) -> AllocatorConfig {
-        let mut c = match &self.alloc_conf {
-            Some(conf) => conf.apply(AllocatorConfig::default()),
-            None => base,
-        };
-        c.max_split_size = self.max_split_size.or(c.max_split_size);
-        c.gc_threshold = self.gc_threshold.or(c.gc_threshold);
-        c.memory_fraction = self.memory_fraction.or(c.memory_fraction);
-        c.expandable_segments |= self.expandable_segments;
-        c.caching &= !self.no_caching;
-        c
+        self.overrides().over(base)
+    }
+
+    /// The flags as plain values, for a library that takes no clap (the replay's).
+    pub fn overrides(&self) -> Overrides {
+        Overrides {
+            alloc_conf: self.alloc_conf.clone(),
+            max_split_size: self.max_split_size,
+            gc_threshold: self.gc_threshold,
+            memory_fraction: self.memory_fraction,
+            expandable_segments: self.expandable_segments,
+            no_caching: self.no_caching,
+        }
     }
 
     /// What `--alloc-conf` accepts and has no effect on the card's memory, in words.
     pub fn conf_notes(&self) -> Vec<String> {
-        self.alloc_conf
-            .as_ref()
-            .map_or_else(Vec::new, |c| c.notes.clone())
+        self.overrides().conf_notes()
     }
 
     /// The settings in words, e.g. `max_split_size 64.00 MiB, no caching`, or `defaults`.

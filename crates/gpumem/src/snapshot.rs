@@ -23,7 +23,7 @@ pub use format::{
     ACTIVE_ALLOCATED, ACTIVE_PENDING_FREE, AllocatorSettings, Block, FRAME_FILE, Frame, Frames,
     INACTIVE, Segment, Snapshot, TraceEntry, frames_name,
 };
-pub use recorded::{Affine, Recorded};
+pub use recorded::{Affine, CudaDifference, CudaFact, Recorded};
 pub use summary::{Band, Summary, Timeline};
 
 #[cfg(test)]

@@ -1,30 +1,13 @@
-//! `memviz replay FILE`: a snapshot's trace replayed through the engine's caching allocator
-//! (PyTorch's rules) on any card and allocator settings. It answers whether the step fits,
-//! or the out-of-memory error PyTorch would raise (in the asked version's words) at which
-//! trace entry, for which tensor and from where; the peaks `max_memory_allocated()` and
-//! `max_memory_reserved()` would read; what is cached but unused at the peak; and, for a
-//! trace `pytorch/record.py` wrote, any batch (`--batch`, `--largest-batch`) from its affine
-//! form, with the cuBLAS workspaces a GPU would add. `--memory-snapshot` writes the replayed
-//! run as a snapshot memviz and PyTorch's viewer draw.
-
-mod engine;
-mod largest;
-mod report;
-mod source;
-mod workspaces;
-
-pub use engine::{AtPeak, Outcome, ReplayCard};
-pub use largest::{Largest, MAX_BATCH};
-pub use source::{Kind, Plan};
+//! `memviz replay FILE`: the command-line door to the replay library (`gpumem-replay`). It
+//! parses the flags into [`ReplaySettings`], reads the file, shows the library's progress
+//! as bars, writes the replayed run's snapshot when asked, and prints the library's report
+//! as text or JSON.
 
 use anyhow::{Context, Result, bail};
-use gpumem::alloc::AllocatorConfig;
-use gpumem::alloc::conf;
-use gpumem::cublas::WorkspaceRules;
-use gpumem::lesson::{Card as Preset, CardChoice};
+use gpumem::lesson::CardChoice;
 use gpumem::snapshot::Snapshot;
-use gpumem::versions::{DEFAULT_COMPUTE_CAPABILITY, KNOWN, Rules, TorchVersion};
-use std::path::PathBuf;
+use gpumem_replay::{Progress, ReplayReport, ReplaySettings};
+use std::path::{Path, PathBuf};
 
 /// Replay a snapshot's trace (PyTorch's `_dump_snapshot` from a GPU, pytorch/record.py's
 /// recording, or a demo's --memory-snapshot) through PyTorch's caching allocator rules on
@@ -61,136 +44,26 @@ pub struct Cli {
     pub json: bool,
 }
 
-/// Everything the replay was asked, resolved.
-#[derive(Debug, Clone)]
-pub struct Setup {
-    pub card: ReplayCard,
-    pub card_words: String,
-    pub capacity: u64,
-    pub torch: Option<Rules>,
-    /// Where the version came from, in words.
-    pub torch_from: String,
-    pub workspaces: WorkspaceRules,
-    pub alloc_conf: String,
-    pub notes: Vec<String>,
-}
-
 impl Cli {
-    /// The PyTorch whose rules apply, and why.
-    fn torch(&self, snap: &Snapshot) -> (Option<Rules>, String) {
-        if let Some(v) = self.settings.torch {
-            return (Some(Rules::of(v)), "--torch".into());
+    /// The flags as the library's settings.
+    pub fn settings(&self) -> ReplaySettings {
+        ReplaySettings {
+            name: self.file.display().to_string(),
+            card: self.card,
+            context_memory: self.settings.context_memory,
+            torch: self.settings.torch,
+            compute_capability: self.settings.compute_capability,
+            allocator: self.settings.allocator.overrides(),
+            batch: self.batch,
+            largest_batch: self.largest_batch,
+            device: self.device,
+            keep_snapshot: self.memory_snapshot.is_some(),
         }
-        match self.card {
-            CardChoice::Preset(p) => (p.torch(), format!("the {} card's", preset_name(p))),
-            CardChoice::Bytes(_) => match snap.recorder.as_ref() {
-                Some(r) => match r.torch.parse::<TorchVersion>() {
-                    Ok(v) => (Some(Rules::of(v)), "the recording's".into()),
-                    Err(_) => (None, "none known".into()),
-                },
-                None => (None, "none asked".into()),
-            },
-        }
-    }
-
-    /// Resolves the card, the settings and the version for `snap` and its `plan`.
-    pub fn setup(&self, snap: &Snapshot, plan: &Plan) -> Result<Setup> {
-        use gpumem::size::format_bytes;
-        let (capacity, outside) = (self.card.capacity(), self.card.outside());
-        let card_words = match self.card {
-            CardChoice::Preset(Preset::Ideal) => {
-                format!("the ideal card: {}", format_bytes(capacity))
-            }
-            CardChoice::Preset(Preset::Lesson) => {
-                format!("the lesson's card: {}", format_bytes(capacity))
-            }
-            CardChoice::Bytes(b) => format_bytes(b),
-        };
-        let alloc = &self.settings.allocator;
-        let (base, alloc_conf) = match (&alloc.alloc_conf, &snap.allocator_settings) {
-            (Some(c), _) => (AllocatorConfig::default(), c.text.clone()),
-            (None, Some(s)) => (conf::from_snapshot(s), s.alloc_conf.clone()),
-            (None, None) => (AllocatorConfig::default(), String::new()),
-        };
-        let mut notes = alloc.conf_notes();
-        let mut config = alloc.over(base);
-        config.capacity = Some(capacity);
-        config.context_memory = self.settings.context_memory.unwrap_or(outside);
-        let (torch, torch_from) = self.torch(snap);
-        config
-            .validate_for(torch.map(|r| r.asked))
-            .with_context(|| format!("the card and settings: {}", card_words))?;
-        let latest = KNOWN[KNOWN.len() - 1];
-        let release = torch.map_or(latest, |r| r.release);
-        let workspaces = match (plan.kind, torch) {
-            (Kind::Recorded, Some(r)) => r.workspaces(self.settings.compute_capability),
-            _ => WorkspaceRules::NONE,
-        };
-        if plan.kind == Kind::Gpu && self.settings.torch.is_some() {
-            notes.push(
-                "a GPU's trace holds its own cuBLAS workspaces: --torch sets only the error's \
-                 words here, nothing is added"
-                    .into(),
-            );
-        }
-        if let Some(note) = torch.and_then(|r| r.note()) {
-            notes.push(note);
-        }
-        let recorded_with = snap.recorder.as_ref().map(|r| r.torch.as_str());
-        if let (Some(r), Some(with)) = (torch, recorded_with)
-            && with.parse::<TorchVersion>().ok() != Some(r.asked)
-        {
-            notes.push(format!(
-                "the tensors are those PyTorch {with} made when recording (its zero_grad() and \
-                 optimizer loop); PyTorch {} sets only the workspaces and the error's words here",
-                r.asked
-            ));
-        }
-        if self.settings.compute_capability != DEFAULT_COMPUTE_CAPABILITY && plan.kind == Kind::Gpu
-        {
-            notes.push(
-                "--compute-capability sizes workspaces, and a GPU's trace has its own".into(),
-            );
-        }
-        Ok(Setup {
-            card: ReplayCard {
-                config,
-                message: release.oom_message,
-                exception: release.exception,
-            },
-            card_words,
-            capacity,
-            torch,
-            torch_from,
-            workspaces,
-            alloc_conf,
-            notes,
-        })
     }
 }
 
-fn preset_name(p: Preset) -> &'static str {
-    match p {
-        Preset::Ideal => "ideal",
-        Preset::Lesson => "lesson's",
-    }
-}
-
-/// Everything one `memviz replay` found, for the text and the JSON.
-#[derive(Debug)]
-pub struct Replayed {
-    pub file: PathBuf,
-    pub plan: Plan,
-    pub setup: Setup,
-    pub added: workspaces::Added,
-    pub outcome: Outcome,
-    pub largest: Option<(Largest, usize)>,
-    pub recorder_notes: Vec<String>,
-    pub snapshot_path: Option<PathBuf>,
-}
-
-/// Reads, plans and replays as `cli` asks.
-pub fn replay(cli: &Cli) -> Result<Replayed> {
+/// Reads the file and replays it as `cli` asks, with progress bars on a terminal.
+pub fn replay(cli: &Cli) -> Result<ReplayReport> {
     let out = cli::Output::new(cli.json);
     let bar = cli::progress(0, "reading", out);
     let snap = Snapshot::read_with_progress(&cli.file, &mut |at, total| {
@@ -198,83 +71,35 @@ pub fn replay(cli: &Cli) -> Result<Replayed> {
         bar.set_position(at);
     })?;
     bar.finish_and_clear();
-    let device = source::device(&snap, cli.device)?;
-    let mut plan = source::plan(&snap, device)?;
-    let setup = cli.setup(&snap, &plan)?;
-    let added = workspaces::add(&mut plan, setup.workspaces);
-    let batch = match (cli.batch, plan.batch) {
-        (Some(b), Some(rec)) if b != rec => {
-            if let Some(why) = &plan.not_affine {
-                bail!(
-                    "--batch {b}: this trace was recorded at batch {rec} and its bytes are not \
-                     affine in the batch ({why}); record it again at {b} \
-                     (python pytorch/record.py TEMPLATE --batch {b})"
-                );
-            }
-            b
-        }
-        (Some(b), None) => bail!(
-            "--batch {b}: a GPU's trace holds the batch it ran with; only a trace recorded by \
-             pytorch/record.py (with its affine form) can be asked another"
-        ),
-        (_, rec) => rec.unwrap_or(0),
-    };
     if let Some(path) = &cli.memory_snapshot {
         check_writable(path)?;
     }
-    let bar = cli::progress(plan.ops.len() as u64, "replaying", out);
-    let outcome = engine::run(
-        &plan,
-        batch,
-        &setup.card,
-        cli.memory_snapshot.is_some(),
-        &mut |at, _| bar.set_position(at as u64),
-    )?;
-    bar.finish_and_clear();
-    if let (Some(path), Some(s)) = (&cli.memory_snapshot, &outcome.snapshot) {
+    let replaying = cli::progress(0, "replaying", out);
+    let searching = cli::progress(0, "searching the largest batch", out);
+    let report = gpumem_replay::replay_with_progress(&snap, &cli.settings(), &mut |p| match p {
+        Progress::Replaying { done, of } => {
+            replaying.set_length(of as u64);
+            replaying.set_position(done as u64);
+            if done == of {
+                replaying.finish_and_clear();
+            }
+        }
+        Progress::Searching { replays, batch } => {
+            searching.set_position(replays as u64);
+            searching.set_message(format!("searching the largest batch: trying {batch}"));
+        }
+    });
+    replaying.finish_and_clear();
+    searching.finish_and_clear();
+    let report = report?;
+    if let (Some(path), Some(s)) = (&cli.memory_snapshot, &report.snapshot) {
         s.write(path)?;
     }
-    let largest = if cli.largest_batch {
-        let bar = cli::progress(0, "searching the largest batch", out);
-        let found = largest::largest(&plan, &setup.card, &mut |runs, batch| {
-            bar.set_position(runs as u64);
-            bar.set_message(format!("searching the largest batch: trying {batch}"));
-        })?;
-        bar.finish_and_clear();
-        Some(found)
-    } else {
-        None
-    };
-    let recorder_notes = snap.recorder.as_ref().map_or_else(Vec::new, |r| {
-        let mut n: Vec<String> = r
-            .not_in_trace
-            .iter()
-            .map(|t| format!("not in this trace: {t}"))
-            .collect();
-        // The workspaces and the host-side counters are the replay's own business (its
-        // workspaces line and its cuda_host note say what it did): the rest still holds.
-        n.extend(
-            r.cuda_differences
-                .iter()
-                .filter(|t| !t.starts_with("cuBLAS workspaces") && !t.starts_with("Adam"))
-                .map(|t| format!("on CUDA: {t}")),
-        );
-        n
-    });
-    Ok(Replayed {
-        file: cli.file.clone(),
-        plan,
-        setup,
-        added,
-        outcome,
-        largest,
-        recorder_notes,
-        snapshot_path: cli.memory_snapshot.clone(),
-    })
+    Ok(report)
 }
 
 /// Fails before the work when OUT cannot be written (its folder missing or read-only).
-fn check_writable(path: &std::path::Path) -> Result<()> {
+fn check_writable(path: &Path) -> Result<()> {
     let dir = path.parent().filter(|p| !p.as_os_str().is_empty());
     if let Some(d) = dir
         && !d.is_dir()
@@ -300,9 +125,13 @@ fn check_writable(path: &std::path::Path) -> Result<()> {
 /// What `memviz replay` prints for `cli`.
 pub fn answer(cli: &Cli) -> Result<String> {
     let r = replay(cli)?;
-    Ok(if cli.json {
-        serde_json::to_string_pretty(&report::json(&r))? + "\n"
-    } else {
-        report::text(&r, cli.frames)
-    })
+    if cli.json {
+        // Through a JSON value, whose keys are sorted: the document memviz has printed.
+        return Ok(serde_json::to_string_pretty(&serde_json::to_value(&r)?)? + "\n");
+    }
+    let mut text = r.text(cli.frames);
+    if let Some(path) = &cli.memory_snapshot {
+        text += &format!("wrote {} (the replayed run's snapshot)\n", path.display());
+    }
+    Ok(text)
 }

@@ -13,6 +13,7 @@
 //!   replay at the same request, with the same reserved bytes and the same figures in
 //!   PyTorch's message; 531 628 rows fit, with the card's peaks.
 
+use gpumem::snapshot::CudaFact;
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 
@@ -142,7 +143,7 @@ fn the_recorders_cpu_recordings_replay_as_the_card_to_its_peaks() {
             || rec
                 .cuda_differences
                 .iter()
-                .any(|d| d.contains("scaled_dot_product_attention"));
+                .any(|d| d.fact == CudaFact::Attention);
         for (ours, theirs) in [
             ("peak_allocated", "max_memory_allocated"),
             ("peak_reserved", "max_memory_reserved"),

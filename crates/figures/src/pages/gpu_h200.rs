@@ -7,8 +7,11 @@
 
 use anyhow::{Context, Result, bail, ensure};
 use charts::style::grouped;
+use gpumem::lesson::CardChoice;
 use gpumem::size::format_bytes;
+use gpumem::snapshot::CudaFact;
 use gpumem::versions::{ComputeCapability, KNOWN, Rules, TorchVersion};
+use gpumem_replay::{ReplayReport, ReplaySettings};
 use serde_json::Value;
 use std::fmt::Write as _;
 use std::path::PathBuf;
@@ -33,14 +36,13 @@ fn num(v: &Value) -> Result<u64> {
     v.as_u64().with_context(|| format!("{v} is not a count"))
 }
 
-/// `memviz replay SNAPSHOT ARGS --json`, on one of the run's snapshots.
-fn replay(snapshot: &str, args: &[&str]) -> Result<Value> {
-    let path = snapshots_dir().join(snapshot);
-    let path = path.to_str().context("a path that is not UTF-8")?;
-    let mut all = vec!["memviz", "replay", path, "--json"];
-    all.extend_from_slice(args);
-    let text = memviz::run(all).with_context(|| format!("memviz replay {snapshot}"))?;
-    Ok(serde_json::from_str(&text)?)
+/// The replay of one of the run's snapshots on a card of `capacity` bytes.
+fn replay(snapshot: &str, capacity: u64) -> Result<ReplayReport> {
+    let settings = ReplaySettings {
+        card: CardChoice::Bytes(capacity),
+        ..ReplaySettings::default()
+    };
+    super::own_model::replay_file(&snapshots_dir().join(snapshot), settings)
 }
 
 /// The card and the PyTorch of the recorded H200 run, as Challenge 1's record names them.
@@ -75,10 +77,10 @@ struct RealStep {
     max_allocated: u64,
     max_reserved: u64,
     /// `memviz replay` of the card's own snapshot, on the card.
-    snapshot: Value,
+    snapshot: ReplayReport,
     /// `memviz replay` of the recorder's CPU recording of the same step (its committed
     /// fixture), as that card: its capacity, PyTorch and compute capability.
-    recording: Value,
+    recording: ReplayReport,
     /// What the recording says a GPU does that it could not record, when the replay differs.
     lacks: Option<String>,
 }
@@ -100,9 +102,9 @@ fn real_steps() -> Result<Vec<RealStep>> {
             r["torch"] == c.torch.as_str() && r["compute_capability"] == c.capability.to_string(),
             "{name}: another card or PyTorch than Challenge 1's"
         );
-        let capacity = num(&r["total_memory"])?.to_string();
+        let capacity = num(&r["total_memory"])?;
         let snapshot = r["snapshot"].as_str().context("snapshot")?;
-        let snapshot = replay(snapshot, &["--card", &capacity])?;
+        let snapshot = replay(snapshot, capacity)?;
         let fixture = super::own_model::recorded_dir().join(format!("{name}.pickle"));
         let recorded = gpumem::snapshot::Snapshot::read(&fixture)?;
         let rec = recorded
@@ -114,17 +116,13 @@ fn real_steps() -> Result<Vec<RealStep>> {
             rec.batch == batch && rec.steps == steps,
             "{name}: the recorder's fixture is not the real run's step"
         );
-        let recording = super::own_model::replay(
-            &name,
-            &[
-                "--card",
-                &capacity,
-                "--torch",
-                &c.torch,
-                "--compute-capability",
-                &c.capability.to_string(),
-            ],
-        )?;
+        let as_the_card = ReplaySettings {
+            card: CardChoice::Bytes(capacity),
+            torch: Some(c.version),
+            compute_capability: c.capability,
+            ..ReplaySettings::default()
+        };
+        let recording = super::own_model::replay(&name, as_the_card)?;
         // The recorder's own words for what a GPU takes that a CPU trace has not: cuDNN's
         // buffers (`not_in_trace`), or a kernel CUDA chooses differently.
         let lacks = rec
@@ -134,8 +132,11 @@ fn real_steps() -> Result<Vec<RealStep>> {
             .or_else(|| {
                 rec.cuda_differences
                     .iter()
-                    .find(|t| t.contains("attention"))
-                    .map(|t| t.split(" (").next().unwrap_or(t).trim().to_string())
+                    .find(|d| d.fact == CudaFact::Attention)
+                    .map(|d| {
+                        let t = &d.text;
+                        t.split(" (").next().unwrap_or(t).trim().to_string()
+                    })
             });
         out.push(RealStep {
             name,
@@ -154,8 +155,8 @@ fn real_steps() -> Result<Vec<RealStep>> {
 /// Whether every replay of a card's own snapshot gave its card's peaks.
 fn all_equal(steps: &[RealStep]) -> Result<bool> {
     for s in steps {
-        if num(&s.snapshot["peak_allocated"])? != s.max_allocated
-            || num(&s.snapshot["peak_reserved"])? != s.max_reserved
+        if s.snapshot.peak_allocated != s.max_allocated
+            || s.snapshot.peak_reserved != s.max_reserved
         {
             return Ok(false);
         }
@@ -205,10 +206,7 @@ pub fn models_table() -> Result<String> {
     let mut equal = 0;
     let mut lacking = Vec::new();
     for s in &steps {
-        let (alloc, res) = (
-            num(&s.recording["peak_allocated"])?,
-            num(&s.recording["peak_reserved"])?,
-        );
+        let (alloc, res) = (s.recording.peak_allocated, s.recording.peak_reserved);
         if alloc == s.max_allocated && res == s.max_reserved {
             equal += 1;
         } else {
@@ -282,16 +280,13 @@ fn challenge1(args: &[&str]) -> Result<Value> {
     Ok(serde_json::from_str(&text)?)
 }
 
-/// The failure of a replay's JSON: (tried, allocated, reserved but unallocated).
-fn failure_figures(v: &Value) -> Result<(u64, u64, u64)> {
-    let f = &v["failure"];
-    ensure!(!f.is_null(), "the replay fits: {v}");
-    let allocated = num(&f["allocated"])?;
-    Ok((
-        num(&f["requested"])?,
-        allocated,
-        num(&f["reserved"])? - allocated,
-    ))
+/// The failure of a replay: (tried, allocated, reserved but unallocated).
+fn failure_figures(r: &ReplayReport) -> Result<(u64, u64, u64)> {
+    let f = r
+        .failure
+        .as_ref()
+        .with_context(|| format!("the replay of {} fits", r.file))?;
+    Ok((f.requested, f.allocated, f.reserved - f.allocated))
 }
 
 /// Allocator page: Challenge 1 on the H200 against the engine, with and without workspaces.
@@ -358,11 +353,8 @@ pub fn challenge1_table() -> Result<String> {
     let attempt = &at["stages"]["attempt"];
     ensure!(attempt["fits"] == false, "{ideal} rows fit on the card");
     let message = attempt["oom_message"].as_str().context("oom_message")?;
-    let allowance = num(&at["card"]["allowed_bytes"])?.to_string();
-    let r = replay(
-        &format!("challenge1_r{ideal}.pickle"),
-        &["--card", &allowance],
-    )?;
+    let allowance = num(&at["card"]["allowed_bytes"])?;
+    let r = replay(&format!("challenge1_r{ideal}.pickle"), allowance)?;
     let (tried, allocated, unallocated) = failure_figures(&r)?;
     let words = [
         format!("Tried to allocate {}", format_bytes(tried)),

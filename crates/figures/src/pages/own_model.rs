@@ -5,11 +5,16 @@
 //! `generated` check. The cards (16 GiB and 80 GiB), the PyTorch (2.15) and the compute
 //! capabilities (7.0, 9.0) are inputs we chose, and the pages say so.
 
-use anyhow::{Context, Result, bail};
+use anyhow::{Context, Result, anyhow, bail};
 use charts::style::grouped;
+use gpumem::alloc::conf::{AllocConf, Overrides};
+use gpumem::lesson::CardChoice;
 use gpumem::size::format_bytes;
+use gpumem::snapshot::Snapshot;
+use gpumem::versions::{ComputeCapability, TorchVersion};
+use gpumem_replay::{Largest, ReplayReport, ReplaySettings};
 use serde_json::Value;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 /// Where the recorded models are.
 pub fn recorded_dir() -> PathBuf {
@@ -21,10 +26,16 @@ pub const EXAMPLE: &str = "transformer_encoder";
 
 /// The two cards of the model table, with the compute capability we give each: a 16 GiB
 /// card of Volta's generation and an 80 GiB Hopper (inputs, not measurements).
-pub const CARDS: [(&str, &str); 2] = [("16GiB", "7.0"), ("80GiB", "9.0")];
+pub const CARDS: [(u64, ComputeCapability); 2] = [
+    (16 * GIB, ComputeCapability { major: 7, minor: 0 }),
+    (80 * GIB, ComputeCapability { major: 9, minor: 0 }),
+];
+
+const GIB: u64 = 1 << 30;
+const MIB: u64 = 1 << 20;
 
 /// The PyTorch whose workspaces the tables add: the one that recorded the models.
-pub const TORCH: &str = "2.15";
+pub const TORCH: TorchVersion = TorchVersion::new(2, 15);
 
 /// The models, sorted, from the committed pickles.
 pub fn models() -> Result<Vec<String>> {
@@ -38,65 +49,74 @@ pub fn models() -> Result<Vec<String>> {
     Ok(out)
 }
 
-/// `memviz replay MODEL.pickle ARGS --json`.
-pub fn replay(model: &str, args: &[&str]) -> Result<Value> {
-    let path = recorded_dir().join(format!("{model}.pickle"));
-    let path = path.to_str().context("a path that is not UTF-8")?;
-    let mut all = vec!["memviz", "replay", path, "--json"];
-    all.extend_from_slice(args);
-    let text = memviz::run(all).with_context(|| format!("memviz replay {model}"))?;
-    Ok(serde_json::from_str(&text)?)
+/// The replay of the snapshot at `path` (named by its path) as `settings` ask.
+pub fn replay_file(path: &Path, settings: ReplaySettings) -> Result<ReplayReport> {
+    let snap = Snapshot::read(path)?;
+    let settings = ReplaySettings {
+        name: path.display().to_string(),
+        ..settings
+    };
+    gpumem_replay::replay(&snap, &settings)
+        .with_context(|| format!("the replay of {}", path.display()))
+}
+
+/// The replay of a recorded model as `settings` ask.
+pub fn replay(model: &str, settings: ReplaySettings) -> Result<ReplayReport> {
+    replay_file(&recorded_dir().join(format!("{model}.pickle")), settings)
+}
+
+/// A card of `bytes`, its largest batch searched.
+fn largest_on(bytes: u64) -> ReplaySettings {
+    ReplaySettings {
+        card: CardChoice::Bytes(bytes),
+        largest_batch: true,
+        ..ReplaySettings::default()
+    }
 }
 
 fn num(v: &Value) -> Result<u64> {
     v.as_u64().with_context(|| format!("{v} is not a count"))
 }
 
-/// The largest batch of a replay's JSON, in words.
-fn largest(v: &Value) -> Result<String> {
-    let l = &v["largest_batch"];
-    Ok(match l["answer"].as_str() {
-        Some("batch") => grouped(num(&l["batch"])?),
-        Some("unbounded") => "any".into(),
-        Some("none") => "none".into(),
-        _ => bail!("no largest batch in {v}"),
+/// The largest batch of a replay, in words.
+fn largest(r: &ReplayReport) -> Result<String> {
+    Ok(match r.largest_batch.map(|l| l.answer) {
+        Some(Largest::Batch(b)) => grouped(b),
+        Some(Largest::Unbounded) => "any".into(),
+        Some(Largest::None) => "none".into(),
+        None => bail!("no largest batch in the replay of {}", r.file),
     })
 }
 
 /// The core page's example: what `memviz replay` prints for the transformer on a 16 GiB card.
 pub fn example_replay() -> Result<String> {
     let path = recorded_dir().join(format!("{EXAMPLE}.pickle"));
-    let path = path
-        .to_str()
-        .context("a path that is not UTF-8")?
-        .to_string();
-    let printed = memviz::run([
-        "memviz",
-        "replay",
-        &path,
-        "--card",
-        "16GiB",
-        "--largest-batch",
-    ])?;
     // The path as typed from the repository's root, where the page says to run it.
     let root = crate::book::book_src().join("..").canonicalize()?;
-    let shown = recorded_dir()
+    let shown = path
         .canonicalize()?
-        .join(format!("{EXAMPLE}.pickle"))
         .strip_prefix(&root)
         .context("the recordings are outside the repository")?
         .to_str()
         .context("a path that is not UTF-8")?
         .to_string();
+    let snap = Snapshot::read(&path)?;
+    let settings = ReplaySettings {
+        name: shown.clone(),
+        ..largest_on(16 * GIB)
+    };
+    let printed = gpumem_replay::replay(&snap, &settings)?.text(FRAMES);
     Ok(format!(
-        "```text\n$ cargo run --release -p memviz -- replay {shown} --card 16GiB --largest-batch\n{}```\n",
-        printed.replace(&path, &shown)
+        "```text\n$ cargo run --release -p memviz -- replay {shown} --card 16GiB --largest-batch\n{printed}```\n",
     ))
 }
 
+/// The stack frames `memviz replay` prints by default for the tensor that did not fit.
+const FRAMES: usize = 6;
+
 /// The example's largest batch on a 16 GiB card, e.g. `930 246`.
 pub fn example_largest() -> Result<String> {
-    largest(&replay(EXAMPLE, &["--card", "16GiB", "--largest-batch"])?)
+    largest(&replay(EXAMPLE, largest_on(16 * GIB))?)
 }
 
 /// The model set on two cards: the recorded batch and its peaks, and the largest batch.
@@ -107,22 +127,19 @@ pub fn model_cards() -> Result<String> {
     );
     for m in models()? {
         let mut cells = Vec::new();
-        for (i, (card, cc)) in CARDS.iter().enumerate() {
-            let v = replay(
-                &m,
-                &[
-                    "--card",
-                    card,
-                    "--torch",
-                    TORCH,
-                    "--compute-capability",
-                    cc,
-                    "--largest-batch",
-                ],
-            )?;
+        for (i, &(card, cc)) in CARDS.iter().enumerate() {
+            let settings = ReplaySettings {
+                torch: Some(TORCH),
+                compute_capability: cc,
+                ..largest_on(card)
+            };
+            let v = replay(&m, settings)?;
             if i == 0 {
-                cells.push(grouped(num(&v["batch"])?));
-                cells.push(format_bytes(num(&v["peak_allocated"])?));
+                let batch = v
+                    .batch
+                    .context("a recorded model replayed without its batch")?;
+                cells.push(grouped(batch));
+                cells.push(format_bytes(v.peak_allocated));
             }
             cells.push(largest(&v)?);
         }
@@ -134,59 +151,91 @@ pub fn model_cards() -> Result<String> {
 /// The example at its largest batch on 16 GiB, asked what-ifs: fits, peak reserved, and the
 /// largest batch under each.
 pub fn what_ifs() -> Result<String> {
-    let base = replay(EXAMPLE, &["--card", "16GiB", "--largest-batch"])?;
-    let batch = num(&base["largest_batch"]["batch"])?.to_string();
-    let rows: [(&str, Vec<&str>); 8] = [
-        ("as recorded (PyTorch 2.15, its workspaces)", vec![]),
+    let base = replay(EXAMPLE, largest_on(16 * GIB))?;
+    let batch = match base.largest_batch.map(|l| l.answer) {
+        Some(Largest::Batch(b)) => b,
+        _ => bail!("the example has no largest batch on 16 GiB"),
+    };
+    let at = ReplaySettings {
+        batch: Some(batch),
+        ..largest_on(16 * GIB)
+    };
+    let conf = |text: &str| -> Result<ReplaySettings> {
+        let conf: AllocConf = text.parse().map_err(|e: String| anyhow!(e))?;
+        Ok(ReplaySettings {
+            allocator: Overrides {
+                alloc_conf: Some(conf),
+                ..Overrides::default()
+            },
+            ..at.clone()
+        })
+    };
+    let rows: [(&str, ReplaySettings); 8] = [
+        ("as recorded (PyTorch 2.15, its workspaces)", at.clone()),
         (
             "`--context-memory 500MiB` (a CUDA context)",
-            vec!["--context-memory", "500MiB"],
+            ReplaySettings {
+                context_memory: Some(500 * MIB),
+                ..at.clone()
+            },
         ),
         (
             "`--alloc-conf expandable_segments:True`",
-            vec!["--alloc-conf", "expandable_segments:True"],
+            conf("expandable_segments:True")?,
         ),
         (
             "`--alloc-conf max_split_size_mb:128`",
-            vec!["--alloc-conf", "max_split_size_mb:128"],
+            conf("max_split_size_mb:128")?,
         ),
-        ("`--memory-fraction 0.9`", vec!["--memory-fraction", "0.9"]),
+        (
+            "`--memory-fraction 0.9`",
+            ReplaySettings {
+                allocator: Overrides {
+                    memory_fraction: Some(0.9),
+                    ..Overrides::default()
+                },
+                ..at.clone()
+            },
+        ),
         (
             "`--torch 1.12` (no workspace in the allocator)",
-            vec!["--torch", "1.12"],
+            ReplaySettings {
+                torch: Some(TorchVersion::new(1, 12)),
+                ..at.clone()
+            },
         ),
         (
             "`--torch 2.1` (both workspaces, cuBLASLt's per call)",
-            vec!["--torch", "2.1"],
+            ReplaySettings {
+                torch: Some(TorchVersion::new(2, 1)),
+                ..at.clone()
+            },
         ),
-        ("`--card 24GiB`", vec!["--card", "24GiB"]),
+        (
+            "`--card 24GiB`",
+            ReplaySettings {
+                card: CardChoice::Bytes(24 * GIB),
+                ..at.clone()
+            },
+        ),
     ];
     let mut out = format!(
         "| at batch {} | fits? | peak reserved | largest batch |\n|---|---|---:|---:|\n",
-        grouped(batch.parse()?)
+        grouped(batch)
     );
-    for (what, extra) in rows {
-        let card = if extra.contains(&"--card") {
-            vec![]
-        } else {
-            vec!["--card", "16GiB"]
-        };
-        let mut args = vec!["--batch", &batch, "--largest-batch"];
-        args.extend(card);
-        args.extend(extra);
-        let v = replay(EXAMPLE, &args)?;
-        let fits = if v["fits"] == Value::Bool(true) {
-            "fits".to_string()
-        } else {
-            format!(
+    for (what, settings) in rows {
+        let v = replay(EXAMPLE, settings)?;
+        let fits = match &v.failure {
+            None => "fits".to_string(),
+            Some(f) => format!(
                 "out of memory at entry {} (`{}`)",
-                v["failure"]["entry"],
-                v["failure"]["tensor"].as_str().unwrap_or("?")
-            )
+                f.entry.map_or("null".to_string(), |e| e.to_string()),
+                f.tensor
+            ),
         };
         out += &format!(
             "| {what} | {fits} | {} | {} |\n",
-            format_bytes(num(&v["peak_reserved"])?),
+            format_bytes(v.peak_reserved),
             largest(&v)?
         );
     }
@@ -250,13 +299,13 @@ pub fn lesson_dir() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../memviz/tests/fixtures/lesson")
 }
 
-/// `memviz replay` of a lesson fixture on the ideal card.
-pub fn replay_lesson(name: &str, args: &[&str]) -> Result<Value> {
-    let path = lesson_dir().join(format!("{name}.pickle"));
-    let path = path.to_str().context("a path that is not UTF-8")?;
-    let mut all = vec!["memviz", "replay", path, "--card", "ideal", "--json"];
-    all.extend_from_slice(args);
-    Ok(serde_json::from_str(&memviz::run(all)?)?)
+/// The replay of a lesson fixture on the ideal card.
+pub fn replay_lesson(name: &str, largest_batch: bool) -> Result<ReplayReport> {
+    let settings = ReplaySettings {
+        largest_batch,
+        ..ReplaySettings::default()
+    };
+    replay_file(&lesson_dir().join(format!("{name}.pickle")), settings)
 }
 
 /// The two routes to the lesson's answers: what the replay of the recorder's traces says,
@@ -272,8 +321,8 @@ pub struct LessonAnswers {
 
 pub fn lesson_answers() -> Result<LessonAnswers> {
     use crate::data;
-    let c1 = replay_lesson("c1_sgd", &["--largest-batch"])?;
-    let replay_batch = c1["largest_batch"]["batch"].as_u64();
+    let c1 = replay_lesson("c1_sgd", true)?;
+    let replay_batch = c1.largest_batch.and_then(|l| l.batch);
     let engine_batch = super::largest_batch()?.rows;
     let mut depths = Vec::new();
     for (name, opt, file) in [
@@ -292,7 +341,7 @@ pub fn lesson_answers() -> Result<LessonAnswers> {
             .min()
             .with_context(|| format!("no c2_{file}_* in lesson.json"))?;
         let fits = |layers: u64| -> Result<bool> {
-            Ok(replay_lesson(&format!("c2_{file}_{layers}"), &[])?["fits"] == Value::Bool(true))
+            Ok(replay_lesson(&format!("c2_{file}_{layers}"), false)?.fits)
         };
         depths.push((
             name,

@@ -101,6 +101,43 @@ pub struct AllocConf {
     pub notes: Vec<String>,
 }
 
+/// The allocator's settings as a door takes them: a `PYTORCH_CUDA_ALLOC_CONF` text and the
+/// single settings laid over it (the demos' and memviz's flags, the replay library's fields),
+/// so every door lays them over a base the same way.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct Overrides {
+    /// Replaces the base's settings when given.
+    pub alloc_conf: Option<AllocConf>,
+    pub max_split_size: Option<u64>,
+    pub gc_threshold: Option<f64>,
+    pub memory_fraction: Option<f64>,
+    pub expandable_segments: bool,
+    pub no_caching: bool,
+}
+
+impl Overrides {
+    /// `base` (or the defaults with `alloc_conf`'s settings) with the single settings over it.
+    pub fn over(&self, base: AllocatorConfig) -> AllocatorConfig {
+        let mut c = match &self.alloc_conf {
+            Some(conf) => conf.apply(AllocatorConfig::default()),
+            None => base,
+        };
+        c.max_split_size = self.max_split_size.or(c.max_split_size);
+        c.gc_threshold = self.gc_threshold.or(c.gc_threshold);
+        c.memory_fraction = self.memory_fraction.or(c.memory_fraction);
+        c.expandable_segments |= self.expandable_segments;
+        c.caching &= !self.no_caching;
+        c
+    }
+
+    /// What `alloc_conf` accepts and has no effect on the card's memory, in words.
+    pub fn conf_notes(&self) -> Vec<String> {
+        self.alloc_conf
+            .as_ref()
+            .map_or_else(Vec::new, |c| c.notes.clone())
+    }
+}
+
 impl AllocConf {
     /// `config` with what the text sets.
     pub fn apply(&self, mut config: AllocatorConfig) -> AllocatorConfig {

@@ -22,11 +22,63 @@ pub struct Recorded {
     /// What a GPU takes through the allocator that this trace cannot show (cuDNN's
     /// workspaces, …), in the recorder's words.
     pub not_in_trace: Vec<String>,
-    /// Where CUDA would differ from the recorded (CPU) step, in the recorder's words.
-    pub cuda_differences: Vec<String>,
+    /// Where CUDA would differ from the recorded (CPU) step: each a fact and its words.
+    pub cuda_differences: Vec<CudaDifference>,
     /// The allocations (their places among the trace's `alloc` entries) that CUDA keeps on
     /// the host, such as Adam's `step` counters: in the recorded CPU step, not on a GPU.
     pub cuda_host: Vec<usize>,
+}
+
+/// What one of the recorder's notes on CUDA is about. `pytorch/record.py` (format 1) writes
+/// each as a sentence, with no id beside it; its head is the topic record.py's own
+/// `relevant()` keys on. It is read here, once, so that the replay acts on facts and not
+/// on words.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CudaFact {
+    /// cuBLAS's workspaces, taken through the allocator on CUDA (the replay adds them).
+    CublasWorkspaces,
+    /// An optimizer's `step` counters, on the host on CUDA (`cuda_host` lists them).
+    HostStepCounters,
+    /// CUDA's autocast casts other ops than the CPU's.
+    Autocast,
+    /// CUDA picks another scaled_dot_product_attention kernel.
+    Attention,
+    /// A note this reader does not know: its words are all there is.
+    Other,
+}
+
+/// The heads of record.py's `CUDA_DIFFERENCES`, as its `relevant()` tells them apart.
+const TOPICS: [(&str, CudaFact); 4] = [
+    ("cuBLAS workspaces", CudaFact::CublasWorkspaces),
+    ("Adam", CudaFact::HostStepCounters),
+    ("autocast", CudaFact::Autocast),
+    ("scaled_dot_product_attention", CudaFact::Attention),
+];
+
+/// One of the recorder's notes on CUDA: its fact, and its words for the reader.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CudaDifference {
+    pub fact: CudaFact,
+    pub text: String,
+}
+
+impl CudaDifference {
+    /// The note `text` as record.py wrote it.
+    pub fn new(text: impl Into<String>) -> CudaDifference {
+        let text = text.into();
+        let fact = TOPICS
+            .iter()
+            .find(|(head, _)| text.starts_with(head))
+            .map_or(CudaFact::Other, |&(_, f)| f);
+        CudaDifference { fact, text }
+    }
+}
+
+impl serde::Serialize for CudaDifference {
+    /// As the recorder writes it: the sentence.
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(&self.text)
+    }
 }
 
 /// Each `alloc` entry's bytes at B rows, `at_zero[i] + per_row[i] × B`, or why there is no
@@ -174,7 +226,10 @@ pub fn recorded(d: &Items) -> Result<Option<Recorded>, SnapshotError> {
         steps: count(&r, "steps")?,
         affine: affine(item(&r, "affine"))?,
         not_in_trace: texts(&r, "not_in_trace")?,
-        cuda_differences: texts(&r, "cuda_differences")?,
+        cuda_differences: texts(&r, "cuda_differences")?
+            .into_iter()
+            .map(CudaDifference::new)
+            .collect(),
         cuda_host: places(&r, "cuda_host")?,
     }))
 }

@@ -2,8 +2,8 @@
 //! rules) on an emulated card, watching what `memory_allocated()` and `memory_reserved()`
 //! would read, until the trace ends or a request cannot be served.
 
-use super::source::{Op, Plan, Size};
-use anyhow::{Result, bail};
+use crate::error::{ReplayError, Result, refuse};
+use crate::source::{Op, Plan, Size};
 use gpumem::alloc::{
     AllocError, Allocator, AllocatorConfig, BlockAddr, History, OomMessage, OutOfMemory,
     SegmentStore, StoreError,
@@ -25,7 +25,7 @@ pub struct ReplayCard {
 struct Nothing;
 
 impl SegmentStore for Nothing {
-    fn create_segment(&mut self, _: u64, _: u64) -> Result<(), StoreError> {
+    fn create_segment(&mut self, _: u64, _: u64) -> std::result::Result<(), StoreError> {
         Ok(())
     }
     fn release_segment(&mut self, _: u64) {}
@@ -79,20 +79,27 @@ pub fn bytes_at(size: Size, batch: u64) -> Result<u64> {
         .and_then(|b| size.per_row.checked_mul(b))
         .and_then(|v| v.checked_add(size.at_zero));
     match v {
-        Some(v) if v >= 0 && (v as u64) < super::source::ABSURD => Ok(v as u64),
-        Some(v) if v < 0 => bail!(
+        Some(v) if v >= 0 && (v as u64) < crate::source::ABSURD => Ok(v as u64),
+        Some(v) if v < 0 => refuse!(
+            Batch,
             "at batch {batch} an allocation of {} + {} × batch bytes would be negative: the \
              affine form does not reach down there",
             size.at_zero,
             size.per_row
         ),
-        _ => bail!(
+        _ => refuse!(
+            Batch,
             "at batch {batch} an allocation of {} + {} × batch bytes is over a pebibyte: no card \
              holds it",
             size.at_zero,
             size.per_row
         ),
     }
+}
+
+/// An allocator's failure other than running out of memory.
+fn failed(e: impl std::fmt::Display) -> ReplayError {
+    ReplayError::Allocator(e.to_string())
 }
 
 /// How often (in operations) the progress callback hears of it.
@@ -107,7 +114,7 @@ pub fn run(
     snapshot: bool,
     progress: &mut dyn FnMut(usize, usize),
 ) -> Result<Outcome> {
-    let mut alloc = Allocator::new(Nothing, card.config.clone())?;
+    let mut alloc = Allocator::new(Nothing, card.config.clone()).map_err(failed)?;
     if snapshot {
         alloc.record_memory_history(true, History::UNBOUNDED);
     }
@@ -123,7 +130,7 @@ pub fn run(
             Op::Alloc { slot, size, entry } => (slot, bytes_at(size, batch)?, entry),
             Op::Free { slot, .. } => {
                 if let Some(b) = blocks[slot].take() {
-                    alloc.free(b)?;
+                    alloc.free(b).map_err(failed)?;
                 }
                 continue;
             }
@@ -138,7 +145,7 @@ pub fn run(
         }
         match alloc.malloc(bytes, &format!("#{slot}")) {
             Ok(b) if matches!(op, Op::SourceOom { .. }) => {
-                alloc.free(b)?;
+                alloc.free(b).map_err(failed)?;
                 source_oom_fits = entry;
                 break;
             }
@@ -149,7 +156,7 @@ pub fn run(
                 failure = Some(Failure { entry, slot, oom });
                 break;
             }
-            Err(e) => bail!("the replay's allocator failed: {e}"),
+            Err(e) => return Err(failed(e)),
         }
         if alloc.allocated() > at_peak.allocated {
             at_peak = AtPeak {

@@ -1,144 +1,10 @@
-//! A snapshot's trace as the replay's list of operations: every tensor's allocation and
-//! free, in the trace's order, with the tensors alive before the trace began allocated first.
-//!
-//! The rules, each from what PyTorch's allocator writes into a trace:
-//! - a block is given back to the cache at `free_completed` (`free_requested` is the tensor's
-//!   death in Python; on one stream the two are adjacent, across streams the block waits);
-//! - a `free_completed` with no `alloc` before it was alive when the trace began (its ring
-//!   buffer had dropped the `alloc`), as PyTorch's viewer reads it; so is an active block of
-//!   the dump never allocated in the trace. Such a block is checked against the segments the
-//!   trace began with (the dump's, and those the trace frees without allocating);
-//! - a run of `segment_free` / `segment_unmap` entries not followed by the allocator getting
-//!   memory (`segment_alloc`, `segment_map`, `oom`) is `empty_cache()`, replayed; one that is
-//!   followed by it is the allocator's own retry or garbage collection, which the replay's
-//!   allocator does by its own rules on its own card;
-//! - an `oom` entry is a request the run could not serve: the replay asks for it too.
-//!
-//! A trace the recorder (`pytorch/record.py`) wrote is complete from the start: its segment
-//! entries are its own addressing, not an allocator's, and a free it never allocated is an
-//! error. Its bytes may be affine in the batch, and a GPU's cuBLAS workspaces are added.
+//! The walk over a trace that makes the replay's [`Plan`]: each entry by the rules of the
+//! parent module, and the tensors alive before the trace put first.
 
-use anyhow::{Result, bail};
-use gpumem::snapshot::{Affine, Frames, Snapshot, TraceEntry, frames_name};
+use super::{ABSURD, Kind, Op, Plan, Size};
+use crate::error::{ReplayError, Result, refuse};
+use gpumem::snapshot::{Affine, Frames, Snapshot, TraceEntry};
 use std::collections::{BTreeMap, HashMap, HashSet};
-
-/// No GPU holds a pebibyte: a larger request is a corrupt trace, not a question of cards.
-pub const ABSURD: u64 = 1 << 50;
-
-/// Bytes of an allocation at B rows: `at_zero + per_row × B`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Size {
-    pub at_zero: i64,
-    pub per_row: i64,
-}
-
-impl Size {
-    pub fn fixed(bytes: u64) -> Size {
-        Size {
-            at_zero: bytes as i64,
-            per_row: 0,
-        }
-    }
-}
-
-/// One thing the replay does.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Op {
-    /// Tensor `slot` is allocated (at trace entry `entry`; `None`: before the trace, or a
-    /// workspace the replay adds).
-    Alloc {
-        slot: usize,
-        size: Size,
-        entry: Option<usize>,
-    },
-    Free {
-        slot: usize,
-        entry: Option<usize>,
-    },
-    /// `empty_cache()` in the run, at this entry.
-    EmptyCache {
-        entry: usize,
-    },
-    /// The run could not serve a request of `bytes` (rounded) here; `slot` names it.
-    SourceOom {
-        slot: usize,
-        bytes: u64,
-        entry: usize,
-    },
-}
-
-/// Which kind of trace.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Kind {
-    /// Written by `pytorch/record.py`: no GPU's workspaces in it.
-    Recorded,
-    /// A GPU's (PyTorch's `_dump_snapshot`, or a demo's `--memory-snapshot`): its workspaces
-    /// are already in it.
-    Gpu,
-}
-
-/// The trace, ready to replay.
-#[derive(Debug, Clone)]
-pub struct Plan {
-    pub kind: Kind,
-    pub device: i64,
-    pub ops: Vec<Op>,
-    /// Each slot's frames (what it is, where it was made).
-    pub frames: Vec<Frames>,
-    /// The batch the trace was recorded at, for a recorded trace.
-    pub batch: Option<u64>,
-    /// Why the bytes are not affine in the batch, when they are not.
-    pub not_affine: Option<String>,
-    pub entries: usize,
-    pub alive_at_start: usize,
-    /// `empty_cache()` calls replayed; runs of segment frees left to the allocator.
-    pub empty_caches: usize,
-    pub own_releases: usize,
-    /// Allocations CUDA keeps on the host (skipped) and their bytes at the recorded batch.
-    pub on_host: (usize, u64),
-    /// Frees requested but never completed by the trace's end (blocks still waiting).
-    pub pending: usize,
-}
-
-impl Plan {
-    /// The label of `slot`: its first frame's name.
-    pub fn label(&self, slot: usize) -> &str {
-        self.frames
-            .get(slot)
-            .and_then(|f| frames_name(f))
-            .unwrap_or("(unnamed)")
-    }
-
-    /// Whether any allocation grows with the batch.
-    pub fn grows(&self) -> bool {
-        self.ops
-            .iter()
-            .any(|o| matches!(o, Op::Alloc { size, .. } if size.per_row != 0))
-    }
-}
-
-/// The one device whose trace to replay: `device`, or the only one with a trace.
-pub fn device(snap: &Snapshot, asked: Option<i64>) -> Result<i64> {
-    let with_trace: Vec<i64> = (0..snap.device_traces.len() as i64)
-        .filter(|&d| !snap.trace(d).is_empty())
-        .collect();
-    match (asked, with_trace.as_slice()) {
-        (Some(d), _) if with_trace.contains(&d) => Ok(d),
-        (Some(d), _) => {
-            bail!("device {d} has no trace to replay (devices with one: {with_trace:?})")
-        }
-        (None, [d]) => Ok(*d),
-        (None, []) => bail!(
-            "the snapshot has no trace: record one with torch.cuda.memory._record_memory_history() \
-             before the step (or with pytorch/record.py), then dump it"
-        ),
-        (None, many) => bail!(
-            "the snapshot has traces for {} devices ({many:?}); the replay runs one card: pick \
-             it with --device N",
-            many.len()
-        ),
-    }
-}
 
 /// Refuses a trace on several streams: PyTorch keeps a pool per stream, which the engine's
 /// allocator (one stream) does not model.
@@ -147,7 +13,8 @@ fn one_stream(trace: &[TraceEntry]) -> Result<()> {
     streams.sort_unstable();
     streams.dedup();
     if streams.len() > 1 {
-        bail!(
+        refuse!(
+            Trace,
             "the trace allocates on {} CUDA streams ({}): PyTorch keeps each stream's freed \
              blocks for that stream, and the engine's allocator models one stream; replaying it \
              as one would reuse blocks PyTorch keeps apart, so it refuses",
@@ -164,14 +31,14 @@ fn one_stream(trace: &[TraceEntry]) -> Result<()> {
 
 fn checked_size(e: &TraceEntry, i: usize) -> Result<u64> {
     let size = u64::try_from(e.size).map_err(|_| {
-        anyhow::anyhow!(
+        ReplayError::Trace(format!(
             "trace entry {i} ({}) has a negative size, {} bytes",
-            e.action,
-            e.size
-        )
+            e.action, e.size
+        ))
     })?;
     if size >= ABSURD {
-        bail!(
+        refuse!(
+            Trace,
             "trace entry {i} ({}) asks for {size} bytes, over a pebibyte: no card holds that; \
              the trace is corrupt",
             e.action
@@ -279,7 +146,8 @@ impl Walk<'_> {
             return Ok(());
         }
         if self.live.contains_key(&addr) {
-            bail!(
+            refuse!(
+                Trace,
                 "trace entry {i} allocates {addr:#x}, which is already allocated and not freed: \
                  the trace is corrupt"
             );
@@ -308,7 +176,8 @@ impl Walk<'_> {
                 at_zero: a,
                 per_row: b,
             }),
-            _ => bail!(
+            _ => refuse!(
+                Trace,
                 "trace entry {i} is allocation {index}, but the recorder's affine form has {} \
                  entries: the snapshot was edited after recording",
                 at_zero.len()
@@ -324,7 +193,8 @@ impl Walk<'_> {
         let size = checked_size(e, i)?;
         if let Some((slot, bytes)) = self.live.remove(&addr) {
             if bytes != size {
-                bail!(
+                refuse!(
+                    Trace,
                     "trace entry {i} frees {size} bytes at {addr:#x}, which was allocated with \
                      {bytes}: the trace is corrupt"
                 );
@@ -337,10 +207,14 @@ impl Walk<'_> {
             return Ok(());
         }
         if self.freed.contains(&addr) || self.start.contains_key(&addr) {
-            bail!("trace entry {i} frees {addr:#x} a second time: the trace is corrupt");
+            refuse!(
+                Trace,
+                "trace entry {i} frees {addr:#x} a second time: the trace is corrupt"
+            );
         }
         if self.kind == Kind::Recorded {
-            bail!(
+            refuse!(
+                Trace,
                 "trace entry {i} frees {addr:#x}, which the recorded trace never allocated \
                  (a recorder's trace starts empty): the trace is corrupt"
             );
@@ -402,7 +276,8 @@ impl Walk<'_> {
                 .any(|&(a, size)| addr >= a && addr < a.saturating_add(size))
         };
         if let Some((&addr, _)) = self.start.iter().find(|(a, _)| !held(**a)) {
-            bail!(
+            refuse!(
+                Trace,
                 "the trace frees {addr:#x} without allocating it, and no segment of the dump or \
                  of the trace holds that address: a truncated trace without a dump to rebuild \
                  its start from (dump the snapshot with its segments, or record the trace from \

@@ -3,9 +3,9 @@
 //! recorded batch. It reports the boundary it checked (B fits, B + 1 does not), so an
 //! allocator that fits at B + 2 again would not hide behind the search.
 
-use super::engine::{ReplayCard, run};
-use super::source::Plan;
-use anyhow::{Result, bail};
+use crate::engine::{ReplayCard, run};
+use crate::error::{Result, refuse};
+use crate::source::Plan;
 use gpumem::search::largest_near;
 
 /// No search goes past this many rows (2^40): a step that still fits there grows by nothing
@@ -25,16 +25,22 @@ pub enum Largest {
 
 /// The largest batch of `plan` on `card`, and how many replays it took; `progress` hears of
 /// each replay (how many so far, and the batch it tries).
-pub fn largest(
+pub(crate) fn largest(
     plan: &Plan,
     card: &ReplayCard,
     progress: &mut dyn FnMut(usize, u64),
 ) -> Result<(Largest, usize)> {
     let Some(recorded) = plan.batch else {
-        bail!("--largest-batch needs a trace the recorder (pytorch/record.py) wrote");
+        refuse!(
+            Batch,
+            "--largest-batch needs a trace the recorder (pytorch/record.py) wrote"
+        );
     };
     if let Some(why) = &plan.not_affine {
-        bail!("--largest-batch needs the bytes affine in the batch, and here they are not: {why}");
+        refuse!(
+            Batch,
+            "--largest-batch needs the bytes affine in the batch, and here they are not: {why}"
+        );
     }
     let mut runs = 0;
     let mut fits = |b: u64| -> Result<bool> {

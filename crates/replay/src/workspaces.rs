@@ -6,7 +6,8 @@
 //! ends. Which thread ran a product is the recorder's `<thread>` frame (autograd's device
 //! thread runs the backward pass on CUDA, with its own handle).
 
-use super::source::{Op, Plan, Size};
+use crate::report::{Workspace, Workspaces};
+use crate::source::{Op, Plan, Size};
 use gpumem::cublas::{Handle, Library, WorkspaceRules, label};
 use gpumem::snapshot::{Frame, Frames};
 
@@ -41,19 +42,9 @@ fn product(frames: &Frames) -> Option<(&str, Handle)> {
     Some((base, handle))
 }
 
-/// What was added: the workspaces kept (by label, with their bytes) and the per-call ones.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct Added {
-    pub kept: usize,
-    pub per_call: usize,
-    pub kept_bytes: u64,
-    /// `cublaslt_workspace (main thread)` and the like, with bytes, in the order taken.
-    pub labels: Vec<(String, u64)>,
-}
-
 /// `plan` with `rules`' workspaces after the products that take them.
-pub fn add(plan: &mut Plan, rules: WorkspaceRules) -> Added {
-    let mut added = Added::default();
+pub(crate) fn add(plan: &mut Plan, rules: WorkspaceRules) -> Workspaces {
+    let mut added = Workspaces::default();
     if rules.is_none() {
         return added;
     }
@@ -85,7 +76,10 @@ pub fn add(plan: &mut Plan, rules: WorkspaceRules) -> Added {
                 held.push((handle, library));
                 added.kept += 1;
                 added.kept_bytes += bytes;
-                added.labels.push((name.clone(), bytes));
+                added.labels.push(Workspace {
+                    label: name.clone(),
+                    bytes,
+                });
             } else {
                 out.push(Op::Free { slot, entry: None });
                 added.per_call += 1;

@@ -1,0 +1,143 @@
+//! The library against what the book committed: a recorded model replays to the report the
+//! page quotes, the recorder's facts are read as facts, and bad input is a typed error.
+
+use gpumem::lesson::CardChoice;
+use gpumem::snapshot::{CudaFact, Snapshot, TraceEntry};
+use gpumem_replay::{Note, ReplayError, ReplaySettings, replay, replay_pickle};
+use std::path::PathBuf;
+
+fn root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+const RECORDED: &str = "crates/gpumem/tests/fixtures/recorded";
+
+fn recorded(name: &str) -> Snapshot {
+    Snapshot::read(&root().join(RECORDED).join(format!("{name}.pickle"))).unwrap()
+}
+
+/// The text block the book committed for `memviz replay … --card 16GiB --largest-batch`,
+/// without its fence and command line.
+fn committed_example() -> String {
+    let page = std::fs::read_to_string(root().join("src/generated/own_model_replay.md")).unwrap();
+    let body = page
+        .split_once("--largest-batch\n")
+        .expect("the committed example's command line")
+        .1;
+    body.strip_suffix("```\n")
+        .expect("its closing fence")
+        .to_string()
+}
+
+#[test]
+fn a_recorded_model_replays_to_the_report_the_book_committed() {
+    let snap = recorded("transformer_encoder");
+    let settings = ReplaySettings {
+        name: format!("{RECORDED}/transformer_encoder.pickle"),
+        card: CardChoice::Bytes(16 << 30),
+        largest_batch: true,
+        ..ReplaySettings::default()
+    };
+    let r = replay(&snap, &settings).unwrap();
+    let committed = committed_example();
+    assert_eq!(r.text(6), committed);
+    // The typed fields say what the text says.
+    assert!(r.fits && r.failure.is_none());
+    for line in [
+        format!("peak allocated: {} ", format_bytes(r.peak_allocated)),
+        format!("({} B)  (max_memory_reserved)", r.peak_reserved),
+    ] {
+        assert!(
+            committed.contains(&line),
+            "{line:?} not in the committed text"
+        );
+    }
+    let l = r.largest_batch.expect("the largest batch was asked");
+    let b = l.batch.expect("a batch fits");
+    assert!(committed.contains(&format!("largest batch: {b} fits 16.00 GiB")));
+    // The recorder's facts: the host counters left out (as many as `cuda_host` lists), and
+    // no note on cuBLAS's workspaces or Adam's counters, which the replay handles itself.
+    let rec = snap.recorder.as_ref().unwrap();
+    assert!(
+        r.notes
+            .iter()
+            .any(|n| matches!(n, Note::OnHost { count, .. } if *count == rec.cuda_host.len()))
+    );
+    let handled =
+        |f: CudaFact| matches!(f, CudaFact::CublasWorkspaces | CudaFact::HostStepCounters);
+    assert!(rec.cuda_differences.iter().any(|d| handled(d.fact)));
+    for d in &rec.cuda_differences {
+        let passed_on = r.notes.contains(&Note::OnCuda(d.text.clone()));
+        assert_eq!(passed_on, !handled(d.fact), "{d:?}");
+    }
+}
+
+fn format_bytes(b: u64) -> String {
+    gpumem::size::format_bytes(b)
+}
+
+#[test]
+fn every_committed_recording_states_only_facts_the_reader_knows() {
+    let dir = root().join(RECORDED);
+    let mut seen = 0;
+    for e in std::fs::read_dir(&dir).unwrap() {
+        let path = e.unwrap().path();
+        if path.extension().is_none_or(|x| x != "pickle") {
+            continue;
+        }
+        let snap = Snapshot::read(&path).unwrap();
+        for d in &snap.recorder.unwrap().cuda_differences {
+            assert_ne!(d.fact, CudaFact::Other, "{}: {}", path.display(), d.text);
+            seen += 1;
+        }
+    }
+    assert!(seen > 0, "no recorder notes in {}", dir.display());
+}
+
+fn entry(action: &str, addr: i64, size: i64) -> TraceEntry {
+    TraceEntry {
+        action: action.into(),
+        addr: Some(addr),
+        size,
+        ..TraceEntry::default()
+    }
+}
+
+fn gpu_trace(trace: Vec<TraceEntry>) -> Snapshot {
+    Snapshot {
+        device_traces: vec![trace],
+        ..Snapshot::default()
+    }
+}
+
+#[test]
+fn bad_input_is_a_typed_error() {
+    let any = ReplaySettings::default();
+    assert!(matches!(
+        replay_pickle(b"not a pickle", &any),
+        Err(ReplayError::Snapshot(_))
+    ));
+    assert!(matches!(
+        replay(&Snapshot::default(), &any),
+        Err(ReplayError::Device(_))
+    ));
+    let twice = gpu_trace(vec![
+        entry("alloc", 0x1000, 512),
+        entry("free_completed", 0x1000, 512),
+        entry("free_completed", 0x1000, 512),
+    ]);
+    match replay(&twice, &any) {
+        Err(ReplayError::Trace(why)) => assert!(why.contains("a second time"), "{why}"),
+        other => panic!("freed twice: {other:?}"),
+    }
+    let one = gpu_trace(vec![entry("alloc", 0x1000, 512)]);
+    let another_batch = ReplaySettings {
+        batch: Some(2),
+        ..ReplaySettings::default()
+    };
+    assert!(matches!(
+        replay(&one, &another_batch),
+        Err(ReplayError::Batch(_))
+    ));
+    assert!(replay(&one, &any).unwrap().fits);
+}
