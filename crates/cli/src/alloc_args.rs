@@ -4,7 +4,7 @@
 
 use clap::Args;
 use gpumem::alloc::AllocatorConfig;
-use gpumem::alloc::conf::{self, AllocConf, Overrides};
+use gpumem::alloc_conf::{AllocConf, Overrides};
 use gpumem::size::{format_bytes, parse_bytes};
 
 /// How the caching allocator behaves.
@@ -152,14 +152,15 @@ pub fn parse_memory_fraction(s: &str) -> Result<f64, String> {
         s,
         "the memory fraction is a share of the card from 0 to 1, e.g. 0.5",
     )?;
-    conf::check_memory_fraction(v).map_err(|e| e.to_string())
+    gpumem::alloc::check_memory_fraction(v).map_err(|e| e.to_string())
 }
 
 /// At least 20 MiB, as PyTorch requires of `max_split_size_mb` (before 2.9: more than 20,
 /// checked against `--torch` once the version is known).
 pub fn parse_max_split_size(s: &str) -> Result<u64, String> {
     let bytes = parse_bytes(s).map_err(|e| e.to_string())?;
-    conf::check_max_split_size(bytes, conf::MaxSplitMinimum::AtLeast).map_err(|e| e.to_string())
+    gpumem::alloc::check_max_split_size(bytes, gpumem::alloc::MaxSplitMinimum::AtLeast)
+        .map_err(|e| e.to_string())
 }
 
 /// A fraction strictly between 0 and 1.
@@ -168,7 +169,7 @@ pub fn parse_gc_threshold(s: &str) -> Result<f64, String> {
         s,
         "the garbage collection threshold is a fraction between 0 and 1, e.g. 0.8",
     )?;
-    conf::check_gc_threshold(v).map_err(|e| e.to_string())
+    gpumem::alloc::check_gc_threshold(v).map_err(|e| e.to_string())
 }
 
 #[cfg(test)]

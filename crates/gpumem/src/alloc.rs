@@ -20,11 +20,11 @@
 //! - when the device refuses a segment, the allocator gives back cached segments and tries
 //!   again before reporting out-of-memory.
 
-pub mod conf;
 mod config;
 mod expandable;
 mod history;
 mod inspect;
+mod limits;
 mod oom;
 mod release;
 mod rules;
@@ -32,9 +32,13 @@ mod stats;
 mod store;
 mod trace;
 
-pub use config::{AllocatorConfig, ConfigError};
+pub use config::AllocatorConfig;
 pub use history::{History, HistoryEvent};
 pub use inspect::{Recount, SegmentInfo};
+pub use limits::{
+    ConfigError, MAX_SPLIT_AT_LEAST_FROM, MaxSplitMinimum, check_gc_threshold,
+    check_max_split_size, check_memory_fraction,
+};
 pub use oom::{OomCause, OomMessage, OutOfMemory};
 use rules::FIRST_ADDRESS;
 pub use rules::{

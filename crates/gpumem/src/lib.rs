@@ -7,6 +7,7 @@
 //! [`Error::NotBuilt`].
 
 pub mod alloc;
+pub mod alloc_conf;
 mod backend;
 pub mod cublas;
 pub mod data;

@@ -7,7 +7,7 @@
 //! source. A version between two rows takes the earlier row's rules and says so
 //! ([`Rules::note`]); one newer than the last row takes the last row's.
 
-use crate::alloc::OomMessage;
+use crate::alloc::{MAX_SPLIT_AT_LEAST_FROM, MaxSplitMinimum, OomMessage};
 use crate::cublas::{DEFAULT_LT_WORKSPACE, TorchRules, WorkspaceRules, default_cublas_workspace};
 use crate::mlp::{ForeachDenom, OptimizerImpl, ZeroGrad};
 use std::fmt;
@@ -23,6 +23,16 @@ pub struct TorchVersion {
 impl TorchVersion {
     pub const fn new(major: u32, minor: u32) -> Self {
         Self { major, minor }
+    }
+}
+
+/// The minimum split size's rule in `torch` (the newest's where `None`): `>=` 20 MiB from the
+/// release [`MAX_SPLIT_AT_LEAST_FROM`] names, `>` before.
+pub fn max_split_minimum(torch: Option<TorchVersion>) -> MaxSplitMinimum {
+    let (major, minor) = MAX_SPLIT_AT_LEAST_FROM;
+    match torch {
+        Some(v) if v < TorchVersion::new(major, minor) => MaxSplitMinimum::MoreThan,
+        _ => MaxSplitMinimum::AtLeast,
     }
 }
 

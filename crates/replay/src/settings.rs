@@ -6,7 +6,7 @@ use crate::error::{ReplayError, Result};
 use crate::notes::Note;
 use crate::source::{Kind, Plan};
 use gpumem::alloc::AllocatorConfig;
-use gpumem::alloc::conf::{self, Overrides};
+use gpumem::alloc_conf::{self, Overrides};
 use gpumem::cublas::WorkspaceRules;
 use gpumem::lesson::{Card as Preset, CardChoice};
 use gpumem::size::format_bytes;
@@ -115,7 +115,7 @@ impl ReplaySettings {
         let alloc = &self.allocator;
         let (base, alloc_conf) = match (&alloc.alloc_conf, &snap.allocator_settings) {
             (Some(c), _) => (AllocatorConfig::default(), c.text.clone()),
-            (None, Some(s)) => (conf::from_snapshot(s), s.alloc_conf.clone()),
+            (None, Some(s)) => (alloc_conf::from_snapshot(s), s.alloc_conf.clone()),
             (None, None) => (AllocatorConfig::default(), String::new()),
         };
         let mut notes: Vec<Note> = alloc.conf_notes().into_iter().map(Note::Setting).collect();
@@ -123,7 +123,8 @@ impl ReplaySettings {
         config.capacity = Some(capacity);
         config.context_memory = self.context_memory.unwrap_or(outside);
         let (torch, torch_from) = self.rules(snap);
-        config.validate_for(torch.map(|r| r.asked)).map_err(|e| {
+        let split = gpumem::versions::max_split_minimum(torch.map(|r| r.asked));
+        config.validate_with(split).map_err(|e| {
             ReplayError::Settings(format!("the card and settings: {card_words}: {e}"))
         })?;
         let latest = KNOWN[KNOWN.len() - 1];

@@ -7,7 +7,7 @@
 
 use anyhow::{Context, Result, anyhow, bail};
 use charts::style::grouped;
-use gpumem::alloc::conf::{AllocConf, Overrides};
+use gpumem::alloc_conf::{AllocConf, Overrides};
 use gpumem::lesson::CardChoice;
 use gpumem::size::format_bytes;
 use gpumem::snapshot::Snapshot;

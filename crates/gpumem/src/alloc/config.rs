@@ -1,9 +1,8 @@
 //! The allocator's settings, PyTorch's `PYTORCH_CUDA_ALLOC_CONF` options.
 
-use super::LARGE_BUFFER;
-use super::conf::{self, MaxSplitMinimum};
-use crate::size::format_bytes;
-use crate::versions::TorchVersion;
+use super::limits::{
+    ConfigError, MaxSplitMinimum, check_gc_threshold, check_max_split_size, check_memory_fraction,
+};
 
 // ANCHOR: allocator_config
 /// The allocator's settings (PyTorch's `PYTORCH_CUDA_ALLOC_CONF` and
@@ -48,33 +47,6 @@ impl Default for AllocatorConfig {
     }
 }
 
-/// Settings that make no sense.
-#[derive(Debug, Clone, PartialEq, thiserror::Error)]
-pub enum ConfigError {
-    #[error("{}", max_split_words(*.0, *.1))]
-    MaxSplitTooSmall(u64, MaxSplitMinimum),
-    #[error(
-        "the garbage collection threshold is a fraction of the card between 0 and 1 (exclusive), e.g. 0.8; got {0}"
-    )]
-    GcThresholdRange(f64),
-    #[error(
-        "a garbage collection threshold needs a known capacity; give the device memory as a size"
-    )]
-    GcNeedsCapacity,
-    #[error(
-        "the memory fraction is a share of the card from 0 to 1 (as set_per_process_memory_fraction accepts), e.g. 0.5; got {0}"
-    )]
-    FractionRange(f64),
-    #[error("a memory fraction needs a known capacity; give the device memory as a size")]
-    FractionNeedsCapacity,
-    #[error(
-        "the memory outside the allocator ({}) is more than the card's capacity ({})",
-        crate::size::format_bytes(*.0),
-        crate::size::format_bytes(*.1)
-    )]
-    ContextTooLarge(u64, u64),
-}
-
 impl AllocatorConfig {
     /// `allowed_memory_maximum`: what the memory fraction lets the process reserve
     /// (`fraction × total`, truncated as PyTorch's `size_t` cast does), if one is set.
@@ -83,25 +55,25 @@ impl AllocatorConfig {
         Some((f * c as f64) as u64)
     }
 
-    /// [`AllocatorConfig::validate_for`] the newest PyTorch.
+    /// [`AllocatorConfig::validate_with`] the newest PyTorch's split rule.
     pub fn validate(&self) -> Result<(), ConfigError> {
-        self.validate_for(None)
+        self.validate_with(MaxSplitMinimum::default())
     }
 
-    /// Whether `torch` (the newest where `None`) would accept these settings, and whether
-    /// they make sense together.
-    pub fn validate_for(&self, torch: Option<TorchVersion>) -> Result<(), ConfigError> {
+    /// Whether a PyTorch with the split rule `split` (`versions::max_split_minimum`)
+    /// would accept these settings, and whether they make sense together.
+    pub fn validate_with(&self, split: MaxSplitMinimum) -> Result<(), ConfigError> {
         if let Some(m) = self.max_split_size {
-            conf::check_max_split_size(m, MaxSplitMinimum::of(torch))?;
+            check_max_split_size(m, split)?;
         }
         if let Some(t) = self.gc_threshold {
-            conf::check_gc_threshold(t)?;
+            check_gc_threshold(t)?;
             if self.capacity.is_none() {
                 return Err(ConfigError::GcNeedsCapacity);
             }
         }
         if let Some(f) = self.memory_fraction {
-            conf::check_memory_fraction(f)?;
+            check_memory_fraction(f)?;
             if self.capacity.is_none() {
                 return Err(ConfigError::FractionNeedsCapacity);
             }
@@ -112,26 +84,5 @@ impl AllocatorConfig {
             return Err(ConfigError::ContextTooLarge(self.context_memory, c));
         }
         Ok(())
-    }
-}
-
-/// The max split size's error: the minimum as `rule` states it, and what was given (in bytes
-/// when under a KiB, so that `0` reads as 0 B).
-fn max_split_words(bytes: u64, rule: MaxSplitMinimum) -> String {
-    let got = if bytes < 1024 {
-        format!("{bytes} B")
-    } else {
-        format_bytes(bytes)
-    };
-    match rule {
-        MaxSplitMinimum::AtLeast => format!(
-            "the max split size must be at least {} (PyTorch's max_split_size_mb has the same minimum, 20), got {got}",
-            format_bytes(LARGE_BUFFER)
-        ),
-        MaxSplitMinimum::MoreThan => format!(
-            "the max split size must be more than {} (PyTorch before {}: max_split_size_mb must be > 20), got {got}",
-            format_bytes(LARGE_BUFFER),
-            conf::MAX_SPLIT_AT_LEAST_FROM
-        ),
     }
 }

@@ -127,3 +127,16 @@ fn the_lessons_pytorch_zeroes_and_loops() {
     );
     assert!(Rules::of(OLDEST).describe().contains("zeroes"));
 }
+
+#[test]
+fn the_minimum_split_follows_the_version() {
+    use crate::alloc::MaxSplitMinimum;
+    let at = max_split_minimum;
+    assert_eq!(at(None), MaxSplitMinimum::AtLeast);
+    assert_eq!(at(Some(TorchVersion::new(2, 9))), MaxSplitMinimum::AtLeast);
+    assert_eq!(at(Some(TorchVersion::new(2, 8))), MaxSplitMinimum::MoreThan);
+    assert_eq!(
+        at(Some(TorchVersion::new(1, 12))),
+        MaxSplitMinimum::MoreThan
+    );
+}

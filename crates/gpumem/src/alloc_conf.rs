@@ -1,82 +1,12 @@
-//! The allocator's settings as users type them, checked in one place: PyTorch's
-//! `PYTORCH_CUDA_ALLOC_CONF` text ([`AllocConf`]) and the rules every door applies to a
-//! value ([`check_max_split_size`], [`check_gc_threshold`], [`check_memory_fraction`]), so
-//! the flags, the text and [`AllocatorConfig::validate`] cannot disagree.
+//! `PYTORCH_CUDA_ALLOC_CONF`'s text ([`AllocConf`]), settings given one by one over it
+//! ([`Overrides`]), and the settings a snapshot ran with ([`from_snapshot`]): each value
+//! checked by the allocator's own rules ([`crate::alloc::check_max_split_size`] and the rest).
 
-use super::{AllocatorConfig, ConfigError, LARGE_BUFFER};
-use crate::versions::TorchVersion;
+use crate::alloc::{
+    AllocatorConfig, LARGE_BUFFER, MaxSplitMinimum, check_gc_threshold, check_max_split_size,
+};
 use std::fmt;
 use std::str::FromStr;
-
-/// The first PyTorch whose `max_split_size_mb` may equal the 20 MiB minimum. PyTorch's source
-/// checks `val > kLargeBuffer / MB` in `CUDAAllocatorConfig.cpp` (older releases) and
-/// `val_env >= min_allowed_split_size_mb` in `c10/core/AllocatorConfig.cpp` (newer ones);
-/// which release first carries `>=` is taken from this project's earlier notes, not
-/// confirmed against a release tag.
-pub const MAX_SPLIT_AT_LEAST_FROM: TorchVersion = TorchVersion::new(2, 9);
-
-/// How `max_split_size` compares with the 20 MiB minimum in a given PyTorch.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum MaxSplitMinimum {
-    /// `>= 20` (PyTorch 2.9 and later; the default where no version is asked).
-    #[default]
-    AtLeast,
-    /// `> 20` (before 2.9).
-    MoreThan,
-}
-
-impl MaxSplitMinimum {
-    /// The rule of `torch`; without a version, the newest's.
-    pub fn of(torch: Option<TorchVersion>) -> Self {
-        match torch {
-            Some(v) if v < MAX_SPLIT_AT_LEAST_FROM => MaxSplitMinimum::MoreThan,
-            _ => MaxSplitMinimum::AtLeast,
-        }
-    }
-
-    /// PyTorch's operator, as its message prints it.
-    pub fn operator(self) -> &'static str {
-        match self {
-            MaxSplitMinimum::AtLeast => ">=",
-            MaxSplitMinimum::MoreThan => ">",
-        }
-    }
-
-    fn allows(self, bytes: u64) -> bool {
-        match self {
-            MaxSplitMinimum::AtLeast => bytes >= LARGE_BUFFER,
-            MaxSplitMinimum::MoreThan => bytes > LARGE_BUFFER,
-        }
-    }
-}
-
-/// `max_split_size` in bytes under `rule`: a smaller limit would keep even the 20 MiB
-/// segments of small large-pool requests whole.
-pub fn check_max_split_size(bytes: u64, rule: MaxSplitMinimum) -> Result<u64, ConfigError> {
-    if rule.allows(bytes) {
-        Ok(bytes)
-    } else {
-        Err(ConfigError::MaxSplitTooSmall(bytes, rule))
-    }
-}
-
-/// `garbage_collection_threshold`: strictly between 0 and 1, as PyTorch requires.
-pub fn check_gc_threshold(t: f64) -> Result<f64, ConfigError> {
-    if t > 0.0 && t < 1.0 {
-        Ok(t)
-    } else {
-        Err(ConfigError::GcThresholdRange(t))
-    }
-}
-
-/// `set_per_process_memory_fraction`: from 0 to 1.
-pub fn check_memory_fraction(f: f64) -> Result<f64, ConfigError> {
-    if (0.0..=1.0).contains(&f) {
-        Ok(f)
-    } else {
-        Err(ConfigError::FractionRange(f))
-    }
-}
 
 /// Options that only touch pinned host memory or locking: accepted, no effect on the card.
 const HOST_ONLY: [&str; 5] = [
@@ -322,29 +252,5 @@ mod tests {
             assert!(e.contains(says), "{text}: {e}");
         }
         assert!(apply("max_split_size_mb:20").is_ok());
-    }
-
-    /// 20 MiB itself: allowed from 2.9 (`>=`), refused before (`>`), allowed with no version.
-    #[test]
-    fn the_minimum_split_follows_the_version() {
-        let at = MaxSplitMinimum::of;
-        assert_eq!(at(None), MaxSplitMinimum::AtLeast);
-        assert_eq!(at(Some(TorchVersion::new(2, 9))), MaxSplitMinimum::AtLeast);
-        assert_eq!(at(Some(TorchVersion::new(2, 8))), MaxSplitMinimum::MoreThan);
-        assert_eq!(
-            at(Some(TorchVersion::new(1, 12))),
-            MaxSplitMinimum::MoreThan
-        );
-        let twenty = LARGE_BUFFER;
-        assert!(check_max_split_size(twenty, MaxSplitMinimum::AtLeast).is_ok());
-        let e = check_max_split_size(twenty, MaxSplitMinimum::MoreThan).unwrap_err();
-        assert!(e.to_string().contains("more than 20.00 MiB"), "{e}");
-        assert!(check_max_split_size(twenty + 1, MaxSplitMinimum::MoreThan).is_ok());
-        let e = check_max_split_size(twenty - 1, MaxSplitMinimum::AtLeast).unwrap_err();
-        assert!(e.to_string().contains("at least 20.00 MiB"), "{e}");
-        assert!(check_gc_threshold(1.0).is_err() && check_gc_threshold(0.0).is_err());
-        assert!(check_gc_threshold(f64::NAN).is_err());
-        assert_eq!(check_gc_threshold(0.5), Ok(0.5));
-        assert!(check_memory_fraction(1.5).is_err() && check_memory_fraction(0.0).is_ok());
     }
 }
