@@ -159,6 +159,48 @@ fn the_program_exits_non_zero_on_bad_input_and_has_help() {
     assert!(text.contains("--svg") && text.contains("--json") && text.contains("[default: 8]"));
 }
 
+/// A file of another kind (a `torch.save` zip above all) is named in one line, by `view` and
+/// `replay` alike, with what memviz reads instead, and the program exits 1.
+#[test]
+fn a_file_of_another_kind_is_named_in_one_line() {
+    let bin = env!("CARGO_BIN_EXE_memviz");
+    let zip = temp("model.pt");
+    // A zip's local file header, as torch.save's archive starts: "PK\x03\x04", then more.
+    std::fs::write(&zip, b"PK\x03\x04\x14\x00\x00\x00\x08\x00archive/data.pkl").unwrap();
+    let png = temp("figure.png");
+    std::fs::write(&png, b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR").unwrap();
+    let svg = temp("timeline.svg");
+    std::fs::write(&svg, "<?xml version=\"1.0\"?>\n<svg xmlns=\"x\"></svg>\n").unwrap();
+    let empty = temp("empty.pickle");
+    std::fs::write(&empty, b"").unwrap();
+    let cases = [
+        (&zip, "is a zip archive, as torch.save writes"),
+        (&png, "is a PNG image"),
+        (&svg, "is an SVG drawing"),
+        (&empty, "is empty"),
+    ];
+    for (file, what) in cases {
+        for command in ["view", "replay"] {
+            let out = Command::new(bin)
+                .args([command, file.to_str().unwrap()])
+                .output()
+                .unwrap();
+            let stderr = String::from_utf8_lossy(&out.stderr);
+            assert_eq!(out.status.code(), Some(1), "{command} {file:?}: {stderr}");
+            let want = format!("error: {} {what}", file.display());
+            assert!(
+                stderr.starts_with(&want),
+                "{command}: {want:?} missing from {stderr:?}"
+            );
+            assert!(
+                stderr.contains("memviz reads the pickle torch.cuda.memory._dump_snapshot"),
+                "{stderr}"
+            );
+            assert_eq!(stderr.trim_end().lines().count(), 1, "one line: {stderr:?}");
+        }
+    }
+}
+
 /// `memviz --help` names both subcommands; `memviz FILE` is still `memviz view FILE`.
 #[test]
 fn view_and_replay_are_subcommands_and_a_file_alone_is_a_view() {

@@ -20,6 +20,14 @@ pub enum SnapshotError {
     Truncated,
     #[error("not a pickle{hint}: {why}")]
     NotPickle { why: String, hint: &'static str },
+    /// A file of another kind (a `torch.save` zip, JSON, an image, ...), named by its first
+    /// bytes.
+    #[error(
+        "{} {what}, not a memory snapshot: memviz reads the pickle \
+         torch.cuda.memory._dump_snapshot(FILE) writes",
+        path.display()
+    )]
+    OtherFile { path: PathBuf, what: &'static str },
     #[error("not a memory snapshot: {0}")]
     NotSnapshot(String),
     #[error("not a memory snapshot: {place}: {why}")]

@@ -45,7 +45,18 @@ impl Snapshot {
             error,
         })?;
         let total = bytes.len() as u64;
-        Snapshot::decode(&bytes, &mut |at| progress(at as u64, total))
+        Snapshot::decode(&bytes, &mut |at| progress(at as u64, total)).map_err(|e| match e {
+            SnapshotError::NotPickle { .. } | SnapshotError::Truncated => {
+                match other_kind(&bytes) {
+                    Some(what) => SnapshotError::OtherFile {
+                        path: path.to_path_buf(),
+                        what,
+                    },
+                    None => e,
+                }
+            }
+            e => e,
+        })
     }
 
     /// Reads a snapshot from pickle bytes. A list of segments alone (what
@@ -89,4 +100,30 @@ fn pickle_error(bytes: &[u8], e: UnpickleError) -> SnapshotError {
         _ => "",
     };
     SnapshotError::NotPickle { why, hint }
+}
+
+/// What a file that is not a pickle is, from its first bytes, in a few words; None where
+/// they say nothing (a truncated or damaged pickle, say).
+fn other_kind(bytes: &[u8]) -> Option<&'static str> {
+    let text = bytes.trim_ascii_start();
+    let starts = |magic: &[u8]| bytes.starts_with(magic);
+    let head = String::from_utf8_lossy(&text[..text.len().min(4096)]).to_ascii_lowercase();
+    Some(if bytes.is_empty() {
+        "is empty"
+    } else if starts(b"PK\x03\x04") || starts(b"PK\x05\x06") {
+        "is a zip archive, as torch.save writes (save the dict \
+         torch.cuda.memory._snapshot() returns with pickle.dump)"
+    } else if starts(b"\x1f\x8b") {
+        "is gzip-compressed (gunzip it first)"
+    } else if starts(b"\x89PNG") {
+        "is a PNG image"
+    } else if text.starts_with(b"<svg") || (text.starts_with(b"<?xml") && head.contains("<svg")) {
+        "is an SVG drawing"
+    } else if head.starts_with("<html") || head.starts_with("<!doctype html") {
+        "is an HTML page"
+    } else if text.starts_with(b"{") || text.starts_with(b"[") {
+        "looks like JSON"
+    } else {
+        return None;
+    })
 }
