@@ -28,7 +28,9 @@ Importable: ``record.record(path, batch=None, overrides=None)`` returns the snap
 NAME -> value, as ``--set``).
 Exit status: 0 recorded; 2 bad input (no template, a template that does not import or lacks
 a function, a malformed ``--set`` or one naming what the template does not define, a step that
-raises). Nothing is written unless the recording succeeded.
+raises, a template path that is not a ``.py`` file): one line, ``record.py: ...``. Nothing is
+written unless the recording succeeded. Output into a closed pipe (``record.py T.py | head -1``)
+is dropped quietly; the files are still written.
 """
 
 from __future__ import annotations
@@ -274,6 +276,19 @@ def _write(path: str, data: bytes):
     os.replace(tmp, path)
 
 
+def _quiet_stdout():
+    """Sends what is left of the output to /dev/null: its reader (``| head``) has gone."""
+    os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+
+
+def _say(text: str):
+    """Prints a line of the summary; into a closed pipe, drops it (and the rest) quietly."""
+    try:
+        print(text, flush=True)
+    except BrokenPipeError:
+        _quiet_stdout()
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(prog="record.py", description=__doc__.split("\n\n")[0],
                                  formatter_class=argparse.RawDescriptionHelpFormatter,
@@ -294,30 +309,43 @@ def main(argv=None) -> int:
     try:
         overrides = parse_set(a.set)
     except ValueError as e:
-        print(f"record.py: {e}\nnothing written.", file=sys.stderr)
+        print(f"record.py: {e} (nothing written)", file=sys.stderr)
         return 2
     try:
         d = record(a.template, a.batch, overrides)
         mt = memtracker(a.template, a.batch, overrides) if a.memtracker else None
     except (TemplateError, StepError) as e:
-        print(f"record.py: {e}\nnothing written.", file=sys.stderr)
+        print(f"record.py: {e} (nothing written)", file=sys.stderr)
         return 2
-    print(summary(d))
+    _say(summary(d))
     if a.peak_at is not None:
         try:
-            print(f"raw peak at batch {a.peak_at}: {peak_at(d, a.peak_at):,} B (from the affine form)")
+            _say(f"raw peak at batch {a.peak_at}: {peak_at(d, a.peak_at):,} B (from the affine form)")
         except ValueError as e:
             print(f"record.py: {e}", file=sys.stderr)
             return 2
     if a.out:
         _write(a.out, pickle.dumps(d, protocol=2))
-        print(f"wrote {a.out}")
+        _say(f"wrote {a.out}")
     if mt is not None:
         _write(a.memtracker, (json.dumps(mt, indent=1) + "\n").encode())
-        print(f"MemTracker: peak {mt['peak_bytes']:,} B; wrote {a.memtracker}")
+        _say(f"MemTracker: peak {mt['peak_bytes']:,} B; wrote {a.memtracker}")
     print(f"({time.perf_counter() - t0:.1f} s)", file=sys.stderr)
     return 0
 
 
+def _main() -> int:
+    """main, with output into a closed pipe dropped without a traceback (``--help | head``)."""
+    try:
+        code = main()
+    except SystemExit as e:
+        code = e.code
+    try:
+        sys.stdout.flush()
+    except BrokenPipeError:
+        _quiet_stdout()
+    return code
+
+
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(_main())

@@ -35,6 +35,12 @@ def load(path: str, overrides: dict | None = None):
     """Imports the template, sets ``overrides`` (NAME -> value) on it, then checks it: its
     functions read the module's globals when called, so an override reaches them, and the
     checks of BATCH_SIZES and STEPS see the overridden values."""
+    if os.path.isdir(path):
+        raise TemplateError(f"{path} is a folder: the template is a .py file (a copy of "
+                            "pytorch/record_template.py)")
+    if not path.endswith(".py"):
+        raise TemplateError(f"{path} is not a .py file: the template is Python (a copy of "
+                            "pytorch/record_template.py)")
     if not os.path.isfile(path):
         raise TemplateError(f"no such template file: {path}")
     name = "record_template_" + str(abs(hash(os.path.abspath(path))))
