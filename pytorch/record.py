@@ -55,29 +55,37 @@ from recorder.run import StepError, TemplateError  # noqa: E402
 
 FORMAT = 1
 
-# What CUDA does differently from the fake CPU step recorded here (stated, not recorded).
+# What CUDA does differently from the fake CPU step recorded here (stated, not recorded): each
+# a stable fact id, which readers act on, and its sentence, which they only show. The recording
+# keeps the sentences in `cuda_differences` and their ids, in the same order, in
+# `cuda_difference_facts`.
 CUDA_DIFFERENCES = [
-    "cuBLAS workspaces: on CUDA each (handle, stream) takes one workspace from the allocator "
-    "at its first matrix product, one for the main thread and one for autograd's device "
-    "thread (frames <thread> main/autograd say which products each follows); not in this trace.",
-    "Adam/AdamW and the other torch.optim optimizers with `step` counters (neither fused nor "
-    "capturable): the per-parameter counters (and, with foreach, the 0-d tensor it adds to "
-    "them each step) are CPU tensors on CUDA; they are in this trace (4 B each), and "
-    "`cuda_host` lists them.",
-    "autocast: recorded with CPU autocast's op lists; CUDA's lists differ (e.g. which ops run "
-    "in float32) and its default dtype is float16 (the CPU's bfloat16).",
-    "scaled_dot_product_attention: CUDA picks flash, memory-efficient or math attention by "
-    "dtype, shape, dropout and card, each saving other tensors for backward (see `attention`).",
+    ("cublas_workspaces",
+     "cuBLAS workspaces: on CUDA each (handle, stream) takes one workspace from the allocator "
+     "at its first matrix product, one for the main thread and one for autograd's device "
+     "thread (frames <thread> main/autograd say which products each follows); not in this trace."),
+    ("host_step_counters",
+     "Adam/AdamW and the other torch.optim optimizers with `step` counters (neither fused nor "
+     "capturable): the per-parameter counters (and, with foreach, the 0-d tensor it adds to "
+     "them each step) are CPU tensors on CUDA; they are in this trace (4 B each), and "
+     "`cuda_host` lists them."),
+    ("autocast",
+     "autocast: recorded with CPU autocast's op lists; CUDA's lists differ (e.g. which ops run "
+     "in float32) and its default dtype is float16 (the CPU's bfloat16)."),
+    ("attention",
+     "scaled_dot_product_attention: CUDA picks flash, memory-efficient or math attention by "
+     "dtype, shape, dropout and card, each saving other tensors for backward (see `attention`)."),
 ]
 
 
-def relevant(note: str, module_types, events, t, host) -> bool:
-    """Whether a CUDA difference applies to this template (cuBLAS's always does)."""
-    if note.startswith("Adam"):
+def relevant(fact: str, module_types, events, t, host) -> bool:
+    """Whether the CUDA difference ``fact`` (its id) applies to this template (cuBLAS's always
+    does)."""
+    if fact == "host_step_counters":
         return bool(host)
-    if note.startswith("autocast"):
+    if fact == "autocast":
         return bool(getattr(t, "AUTOCAST", None))
-    if note.startswith("scaled_dot_product_attention"):
+    if fact == "attention":
         return any("MultiheadAttention" in m or "Transformer" in m for m in module_types) or \
             any("attention" in info["op"] or info["op"] == "aten::_safe_softmax"
                 for action, info in events if action == "alloc")
@@ -160,6 +168,8 @@ def record(path: str, batch: int | None = None, overrides: dict | None = None) -
     events = main["events"]
     af = snap.affine({b: r["events"] for b, r in runs.items()})
     host = snap.alloc_indices(events, main["cuda_host"])
+    differences = [(fact, text) for fact, text in CUDA_DIFFERENCES
+                   if relevant(fact, main["module_types"], events, t, host)]
     extra = {
         "format": FORMAT,
         "template": os.path.relpath(path),
@@ -172,8 +182,8 @@ def record(path: str, batch: int | None = None, overrides: dict | None = None) -
         "raw_peak_bytes": snap.raw_peak(events),
         "end_bytes": main["end"],
         "cuda_choices": main["notes"],
-        "cuda_differences": [c for c in CUDA_DIFFERENCES
-                             if relevant(c, main["module_types"], events, t, host)],
+        "cuda_differences": [text for _, text in differences],
+        "cuda_difference_facts": [fact for fact, _ in differences],
         "cuda_host": host,
         "not_in_trace": cudnn_notes(main["module_types"]),
         "attention": attention_note(events),

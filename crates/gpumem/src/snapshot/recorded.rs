@@ -8,7 +8,7 @@ use super::unpickle::{Items, P, describe, item};
 
 /// The recorder's description of its trace (written back under the same keys, so that a
 /// test can build a recorded snapshot without PyTorch).
-#[derive(Debug, Clone, Default, PartialEq, serde::Serialize)]
+#[derive(Debug, Clone, Default, PartialEq)]
 pub struct Recorded {
     /// The template file, as the recorder was given it.
     pub template: String,
@@ -29,11 +29,36 @@ pub struct Recorded {
     pub cuda_host: Vec<usize>,
 }
 
-/// What one of the recorder's notes on CUDA is about. `pytorch/record.py` (format 1) writes
-/// each as a sentence, with no id beside it; its head is the topic record.py's own
-/// `relevant()` keys on. It is read here, once, so that the replay acts on facts and not
-/// on words.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+impl serde::Serialize for Recorded {
+    /// Under record.py's keys: the notes on CUDA as `cuda_differences` (the sentences) and
+    /// `cuda_difference_facts` (their ids, in the same order).
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap;
+        let mut m = s.serialize_map(Some(9))?;
+        m.serialize_entry("template", &self.template)?;
+        m.serialize_entry("torch", &self.torch)?;
+        m.serialize_entry("batch", &self.batch)?;
+        m.serialize_entry("steps", &self.steps)?;
+        m.serialize_entry("affine", &self.affine)?;
+        m.serialize_entry("not_in_trace", &self.not_in_trace)?;
+        let texts: Vec<&str> = self
+            .cuda_differences
+            .iter()
+            .map(|d| d.text.as_str())
+            .collect();
+        let facts: Vec<CudaFact> = self.cuda_differences.iter().map(|d| d.fact).collect();
+        m.serialize_entry("cuda_differences", &texts)?;
+        m.serialize_entry("cuda_difference_facts", &facts)?;
+        m.serialize_entry("cuda_host", &self.cuda_host)?;
+        m.end()
+    }
+}
+
+/// What one of the recorder's notes on CUDA is about: the id `pytorch/record.py` writes
+/// beside the note's sentence (its `cuda_difference_facts`, one per `cuda_differences`
+/// entry). The replay acts on this id, never on the sentence's words.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
 pub enum CudaFact {
     /// cuBLAS's workspaces, taken through the allocator on CUDA (the replay adds them).
     CublasWorkspaces,
@@ -43,17 +68,20 @@ pub enum CudaFact {
     Autocast,
     /// CUDA picks another scaled_dot_product_attention kernel.
     Attention,
-    /// A note this reader does not know: its words are all there is.
+    /// An id this reader does not know, or a note written with no id (a recording made
+    /// before record.py wrote them): its words are all there is.
+    #[serde(other)]
     Other,
 }
 
-/// The heads of record.py's `CUDA_DIFFERENCES`, as its `relevant()` tells them apart.
-const TOPICS: [(&str, CudaFact); 4] = [
-    ("cuBLAS workspaces", CudaFact::CublasWorkspaces),
-    ("Adam", CudaFact::HostStepCounters),
-    ("autocast", CudaFact::Autocast),
-    ("scaled_dot_product_attention", CudaFact::Attention),
-];
+impl CudaFact {
+    /// The fact record.py's id `id` names (`Other` for an id this reader does not know).
+    pub fn from_id(id: &str) -> CudaFact {
+        use serde::Deserialize;
+        use serde::de::value::{Error, StrDeserializer};
+        CudaFact::deserialize(StrDeserializer::<Error>::new(id)).unwrap_or(CudaFact::Other)
+    }
+}
 
 /// One of the recorder's notes on CUDA: its fact, and its words for the reader.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -63,19 +91,17 @@ pub struct CudaDifference {
 }
 
 impl CudaDifference {
-    /// The note `text` as record.py wrote it.
-    pub fn new(text: impl Into<String>) -> CudaDifference {
-        let text = text.into();
-        let fact = TOPICS
-            .iter()
-            .find(|(head, _)| text.starts_with(head))
-            .map_or(CudaFact::Other, |&(_, f)| f);
-        CudaDifference { fact, text }
+    /// The note `text` on the fact `fact`, as record.py wrote them.
+    pub fn new(fact: CudaFact, text: impl Into<String>) -> CudaDifference {
+        CudaDifference {
+            fact,
+            text: text.into(),
+        }
     }
 }
 
 impl serde::Serialize for CudaDifference {
-    /// As the recorder writes it: the sentence.
+    /// As the recorder writes it in `cuda_differences`: the sentence.
     fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         s.serialize_str(&self.text)
     }
@@ -210,6 +236,32 @@ fn affine(v: Option<&P>) -> Result<Affine, SnapshotError> {
     Ok(Affine::Form { at_zero, per_row })
 }
 
+/// The notes on CUDA: `cuda_differences`' sentences, each with its id from
+/// `cuda_difference_facts`; a recording without ids (made before record.py wrote them) has
+/// each note as `CudaFact::Other`, its words not read for a fact.
+fn differences(r: &Items) -> Result<Vec<CudaDifference>, SnapshotError> {
+    let sentences = texts(r, "cuda_differences")?;
+    let ids = texts(r, "cuda_difference_facts")?;
+    if matches!(item(r, "cuda_difference_facts"), None | Some(P::None)) {
+        return Ok(sentences
+            .into_iter()
+            .map(|t| CudaDifference::new(CudaFact::Other, t))
+            .collect());
+    }
+    if ids.len() != sentences.len() {
+        return Err(bad(format!(
+            "'cuda_difference_facts' has {} ids for {} 'cuda_differences'",
+            ids.len(),
+            sentences.len()
+        )));
+    }
+    Ok(ids
+        .iter()
+        .zip(sentences)
+        .map(|(id, t)| CudaDifference::new(CudaFact::from_id(id), t))
+        .collect())
+}
+
 /// The `recorder` entry of a snapshot's top-level dict, if it has one.
 pub fn recorded(d: &Items) -> Result<Option<Recorded>, SnapshotError> {
     let Some(v) = item(d, "recorder") else {
@@ -226,10 +278,85 @@ pub fn recorded(d: &Items) -> Result<Option<Recorded>, SnapshotError> {
         steps: count(&r, "steps")?,
         affine: affine(item(&r, "affine"))?,
         not_in_trace: texts(&r, "not_in_trace")?,
-        cuda_differences: texts(&r, "cuda_differences")?
-            .into_iter()
-            .map(CudaDifference::new)
-            .collect(),
+        cuda_differences: differences(&r)?,
         cuda_host: places(&r, "cuda_host")?,
     }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const CUBLAS: &str = "cuBLAS workspaces: on CUDA each (handle, stream) takes one workspace";
+
+    /// The `recorder` entry of a top-level dict `{"recorder": r}`, read as a snapshot is.
+    fn read(r: serde_json::Value) -> Result<Recorded, SnapshotError> {
+        let top = serde_json::json!({ "recorder": r });
+        let bytes = serde_pickle::to_vec(&top, serde_pickle::SerOptions::new().proto_v2())
+            .expect("pickles");
+        let P::Dict(d) = super::super::unpickle::unpickle(&bytes, &mut |_| {}).expect("reads")
+        else {
+            panic!("not a dict");
+        };
+        Ok(recorded(&d.borrow())?.expect("a recorder entry"))
+    }
+
+    #[test]
+    fn a_fact_is_its_id_not_its_words() {
+        let r = read(serde_json::json!({
+            "cuda_differences": [CUBLAS, "Adam: counters on the host", "a new note"],
+            "cuda_difference_facts": ["attention", "autocast", "not_known_here"],
+        }))
+        .unwrap();
+        let facts: Vec<CudaFact> = r.cuda_differences.iter().map(|d| d.fact).collect();
+        assert_eq!(
+            facts,
+            [CudaFact::Attention, CudaFact::Autocast, CudaFact::Other]
+        );
+        assert_eq!(r.cuda_differences[0].text, CUBLAS);
+    }
+
+    #[test]
+    fn every_id_record_py_writes_is_a_fact() {
+        for (id, fact) in [
+            ("cublas_workspaces", CudaFact::CublasWorkspaces),
+            ("host_step_counters", CudaFact::HostStepCounters),
+            ("autocast", CudaFact::Autocast),
+            ("attention", CudaFact::Attention),
+        ] {
+            assert_eq!(CudaFact::from_id(id), fact);
+        }
+    }
+
+    #[test]
+    fn a_recording_without_ids_has_only_words() {
+        let r = read(serde_json::json!({ "cuda_differences": [CUBLAS] })).unwrap();
+        assert_eq!(
+            r.cuda_differences,
+            [CudaDifference::new(CudaFact::Other, CUBLAS)]
+        );
+    }
+
+    #[test]
+    fn ids_and_sentences_must_pair_up() {
+        let e = read(serde_json::json!({
+            "cuda_differences": [CUBLAS],
+            "cuda_difference_facts": [],
+        }))
+        .unwrap_err();
+        assert!(format!("{e}").contains("0 ids for 1"), "{e}");
+    }
+
+    #[test]
+    fn the_facts_are_written_back_beside_their_words() {
+        let rec = Recorded {
+            cuda_differences: vec![
+                CudaDifference::new(CudaFact::Attention, CUBLAS),
+                CudaDifference::new(CudaFact::HostStepCounters, "Adam"),
+            ],
+            ..Recorded::default()
+        };
+        let back = read(serde_json::to_value(&rec).unwrap()).unwrap();
+        assert_eq!(back.cuda_differences, rec.cuda_differences);
+    }
 }
