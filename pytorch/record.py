@@ -2,12 +2,16 @@
 """The recorder: your training step's memory, as PyTorch's allocator would see it, no GPU.
 
     python pytorch/record.py TEMPLATE.py [--out FILE.pickle] [--batch N] [--memtracker FILE.json]
-                             [--set NAME=VALUE ...]
+                             [--set NAME=VALUE ...] [--compute-capability 9.0] [--cudnn 91900]
 
 TEMPLATE.py is a copy of pytorch/record_template.py with your model, optimizer, loss and
 batch (or your own step). The recorder runs its steps under FakeTensorMode and records every
 storage's birth and death as PyTorch's dispatcher sees them, with its bytes, operator, module,
-phase and thread; it writes them as a memory snapshot in PyTorch's format (the dict
+phase and thread. Where CUDA's kernel keeps other tensors than the CPU's it records CUDA's, for
+the card named by ``--compute-capability`` and ``--cudnn`` (dropout's bool mask, the attention
+kernel CUDA's selection rule picks; ``recorder["cuda_kernels"]``, and what stays approximate in
+``recorder["approximate"]``; see recorder/cuda_kernels.py), and tensors as a real run holds
+them (a linear's bias added in place, gradients accumulated in place); it writes them as a memory snapshot in PyTorch's format (the dict
 ``torch.cuda.memory._snapshot()`` returns, pickled), which memviz and PyTorch's own tools read.
 It records at the template's three BATCH_SIZES and, when the three sequences match and every
 size is affine in the batch, stores ``bytes = a + b * batch`` for each allocation (the
@@ -52,6 +56,7 @@ import torch  # noqa: E402
 from recorder import run as runner  # noqa: E402
 from recorder import snapshot as snap  # noqa: E402
 from recorder.run import StepError, TemplateError  # noqa: E402
+from recorder.sdpa import CudaCard, parse_capability  # noqa: E402
 
 FORMAT = 1
 
@@ -70,15 +75,18 @@ CUDA_DIFFERENCES = [
      "them each step) are CPU tensors on CUDA; they are in this trace (4 B each), and "
      "`cuda_host` lists them."),
     ("autocast",
-     "autocast: recorded with CPU autocast's op lists; CUDA's lists differ (e.g. which ops run "
-     "in float32) and its default dtype is float16 (the CPU's bfloat16)."),
+     "autocast: recorded with CUDA's op lists (read from this PyTorch's "
+     "ATen/autocast_mode.h) and the template's dtype, weights' casts cached until autocast "
+     "exits, as CUDA's autocast does; norm's fp32_append_dtype overloads are not cast."),
     ("attention",
-     "scaled_dot_product_attention: CUDA picks flash, memory-efficient or math attention by "
-     "dtype, shape, dropout and card, each saving other tensors for backward (see `attention`)."),
+     "scaled_dot_product_attention: recorded as the kernel CUDA's own selection rule picks for "
+     "this card (flash, memory-efficient, cuDNN or math: `cuda_kernels` says which, and why "
+     "the others were refused), with that kernel's outputs and saved tensors; what the kernel "
+     "allocates inside itself and cannot be known here is listed in `approximate`."),
 ]
 
 
-def relevant(fact: str, module_types, events, t, host) -> bool:
+def relevant(fact: str, module_types, kernels, t, host) -> bool:
     """Whether the CUDA difference ``fact`` (its id) applies to this template (cuBLAS's always
     does)."""
     if fact == "host_step_counters":
@@ -86,28 +94,10 @@ def relevant(fact: str, module_types, events, t, host) -> bool:
     if fact == "autocast":
         return bool(getattr(t, "AUTOCAST", None))
     if fact == "attention":
-        return any("MultiheadAttention" in m or "Transformer" in m for m in module_types) or \
-            any("attention" in info["op"] or info["op"] == "aten::_safe_softmax"
-                for action, info in events if action == "alloc")
+        return any(k["op"] == "scaled_dot_product_attention" for k in kernels)
     return True
 
 
-def attention_note(events) -> list[str]:
-    """Which path scaled_dot_product_attention took in this trace."""
-    ops = {info["op"] for action, info in events if action == "alloc"}
-    soft = sum(info["bytes"] for action, info in events
-               if action == "alloc" and info["op"] == "aten::_safe_softmax")
-    out = []
-    if any("flash_attention_for_cpu" in o for o in ops):
-        out.append("attention: scaled_dot_product_attention ran the CPU's flash kernel here "
-                   "(output and logsumexp saved); CUDA's flash/memory-efficient kernels save "
-                   "their own logsumexp layout (and RNG state with dropout)")
-    if soft:
-        out.append(f"attention: scaled_dot_product_attention ran its math path here (bmm and "
-                   f"softmax: the L x L attention weights are saved, {soft:,} B of softmax "
-                   f"outputs in this trace); on CUDA, flash or memory-efficient attention "
-                   f"(float16/bfloat16, most shapes) saves no L x L matrix")
-    return out
 # Modules whose CUDA kernels (cuDNN) take memory through the allocator that no CPU trace shows.
 CUDNN = [
     (("Conv1d", "Conv2d", "Conv3d", "ConvTranspose1d", "ConvTranspose2d", "ConvTranspose3d"),
@@ -115,15 +105,20 @@ CUDNN = [
     (("BatchNorm1d", "BatchNorm2d", "BatchNorm3d", "SyncBatchNorm"),
      "cuDNN BatchNorm's reserve space (training, saved for backward)"),
     (("LSTM", "GRU", "RNN"),
-     "cuDNN RNN workspace and reserve space; on CUDA the weights are also flattened into one "
-     "buffer (flatten_parameters), the CPU keeps one tensor per weight"),
+     "cuDNN RNN (not run as cuDNN's here: a projection, packed sequences or mixed dtypes): "
+     "its workspace, reserve space and flattened weights"),
 ]
 
 
-def cudnn_notes(module_types) -> list[str]:
+def cudnn_notes(module_types, kernels) -> list[str]:
+    """cuDNN's buffers a model's modules take that the recording does not hold; an RNN that
+    ran as cuDNN's (``cuda_kernels``) lists its workspace and reserve in ``approximate``."""
     out = []
+    as_cudnn = {k["op"] for k in kernels if k["as"] == "cudnn"}
     for kinds, what in CUDNN:
         used = [k for k in kinds if k in module_types]
+        if used and kinds[0] == "LSTM" and as_cudnn & {"lstm", "gru", "rnn_tanh", "rnn_relu"}:
+            continue
         if used:
             out.append(f"{what}: taken through the allocator on a GPU, not in a CPU trace "
                        f"(this model has {', '.join(used)})")
@@ -157,19 +152,22 @@ def plain(v):
     return repr(v)
 
 
-def record(path: str, batch: int | None = None, overrides: dict | None = None) -> dict:
-    """Records the template at ``path``; ``overrides``: {NAME: value} set on it once loaded."""
+def record(path: str, batch: int | None = None, overrides: dict | None = None,
+           card: CudaCard | None = None) -> dict:
+    """Records the template at ``path`` for ``card`` (default ``CudaCard()``: compute
+    capability 9.0, the H200's cuDNN); ``overrides``: {NAME: value} set on it once loaded."""
     overrides = dict(overrides or {})
+    card = card or CudaCard()
     t = runner.load(path, overrides)
     sizes = tuple(t.BATCH_SIZES) if hasattr(t, "BATCH_SIZES") else (2, 4, 8)
     batch = sizes[0] if batch is None else batch
-    runs = {b: runner.run(t, b) for b in sizes}
-    main = runs[batch] if batch in runs else runner.run(t, batch)
+    runs = {b: runner.run(t, b, card=card) for b in sizes}
+    main = runs[batch] if batch in runs else runner.run(t, batch, card=card)
     events = main["events"]
     af = snap.affine({b: r["events"] for b, r in runs.items()})
     host = snap.alloc_indices(events, main["cuda_host"])
     differences = [(fact, text) for fact, text in CUDA_DIFFERENCES
-                   if relevant(fact, main["module_types"], events, t, host)]
+                   if relevant(fact, main["module_types"], main["cuda_kernels"], t, host)]
     extra = {
         "format": FORMAT,
         "template": os.path.relpath(path),
@@ -178,16 +176,18 @@ def record(path: str, batch: int | None = None, overrides: dict | None = None) -
         "batch": batch,
         "batch_sizes": list(sizes),
         "steps": getattr(t, "STEPS", 2),
-        "device": "fake CPU tensors (FakeTensorMode) with CUDA's choices made explicit",
+        "device": "fake CPU tensors (FakeTensorMode) with CUDA's choices made explicit and "
+                  "CUDA's kernels substituted where they allocate differently",
+        "card": {"compute_capability": f"{card.major}.{card.minor}", "cudnn": card.cudnn},
         "raw_peak_bytes": snap.raw_peak(events),
         "end_bytes": main["end"],
         "cuda_choices": main["notes"],
         "cuda_differences": [text for _, text in differences],
         "cuda_difference_facts": [fact for fact, _ in differences],
         "cuda_host": host,
-        "not_in_trace": cudnn_notes(main["module_types"]),
-        "attention": attention_note(events),
-        "cuda_forward": runner.cuda_forward_probe(t, batch),
+        "not_in_trace": cudnn_notes(main["module_types"], main["cuda_kernels"]),
+        "cuda_kernels": main["cuda_kernels"],
+        "approximate": main["approximate"],
         "affine": af,
     }
     return snap.build(events, extra)
@@ -260,16 +260,13 @@ def summary(d: dict) -> str:
         lines.append(f"not affine in the batch: {af['reason']}")
     lines += [f"CUDA's choice: {c}" for c in r["cuda_choices"]]
     lines += [f"not in this trace: {c}" for c in r["not_in_trace"]]
-    lines += r["attention"]
-    p = r["cuda_forward"]
-    if not p["ran"]:
-        lines.append(f"forward on fake CUDA tensors: could not run ({p['why']})")
-    elif p["same"]:
-        lines.append("forward on fake CUDA tensors: the same allocations as on the CPU")
-    else:
-        lines.append(f"forward on fake CUDA tensors: {p['cuda_forward_bytes']:,} B allocated "
-                     f"vs the CPU's {p['cpu_forward_bytes']:,} B (this trace is the CPU's):")
-        lines += [f"  {d}" for d in p["differences"]]
+    for k in r["cuda_kernels"]:
+        why = f" (refused: {k['refused']})" if k["refused"] else ""
+        lines.append(f"CUDA's kernel, recorded: {k['op']} as {k['as']}, {k['calls']} call(s){why}")
+    for a in r["approximate"]:
+        size = f"{a['bytes']:,} B" if a["bytes"] is not None else "size not known here"
+        seen = f"; measured: {a['measured']}" if a["measured"] else ""
+        lines.append(f"approximate: {a['kernel']}: {a['what']}, not recorded ({size}{seen})")
     lines += [f"on CUDA: {c}" for c in r["cuda_differences"]]
     if r.get("cuda_host"):
         every, peak = host_bytes(d)
@@ -308,6 +305,12 @@ def main(argv=None) -> int:
     ap.add_argument("--out", help="write the snapshot pickle here (else only the summary)")
     ap.add_argument("--batch", type=int, help="the batch size recorded (default: BATCH_SIZES[0])")
     ap.add_argument("--memtracker", metavar="JSON", help="also run MemTracker on the same step; write its peak here")
+    ap.add_argument("--compute-capability", default="9.0", metavar="MAJOR.MINOR",
+                    help="the card recorded for (torch.cuda.get_device_capability()): which "
+                    "attention kernel CUDA picks depends on it (default 9.0, an H100/H200)")
+    ap.add_argument("--cudnn", type=int, default=CudaCard.cudnn, metavar="VERSION",
+                    help="torch.backends.cudnn.version() of the PyTorch the card runs "
+                    f"(default {CudaCard.cudnn}: torch 2.11+cu130)")
     ap.add_argument("--peak-at", type=int, metavar="B", help="also print the raw peak at B rows from the affine form")
     ap.add_argument("--set", action="append", default=[], metavar="NAME=VALUE",
                     help="override the template's module-level constant NAME (repeatable); VALUE "
@@ -318,11 +321,15 @@ def main(argv=None) -> int:
     t0 = time.perf_counter()
     try:
         overrides = parse_set(a.set)
+        major, minor = parse_capability(a.compute_capability)
+        if a.cudnn < 1:
+            raise ValueError(f"--cudnn {a.cudnn}: expected a version such as 91900")
+        card = CudaCard(major, minor, a.cudnn)
     except ValueError as e:
         print(f"record.py: {e} (nothing written)", file=sys.stderr)
         return 2
     try:
-        d = record(a.template, a.batch, overrides)
+        d = record(a.template, a.batch, overrides, card)
         mt = memtracker(a.template, a.batch, overrides) if a.memtracker else None
     except (TemplateError, StepError) as e:
         print(f"record.py: {e} (nothing written)", file=sys.stderr)

@@ -15,6 +15,7 @@ import weakref
 import torch
 from torch.distributed._tools.common_utils import get_untyped_storages
 from torch.distributed._tools.mod_tracker import ModTracker
+from torch._prims_common import is_non_overlapping_and_dense_or_false as is_non_overlapping_and_dense
 from torch.optim.optimizer import (register_optimizer_step_post_hook,
                                    register_optimizer_step_pre_hook)
 from torch.utils._python_dispatch import TorchDispatchMode
@@ -30,8 +31,15 @@ class Ledger(TorchDispatchMode):
     """Records ``events``: ("alloc" | "free", info) in the order they happened. ``info`` is a
     dict: id, bytes, op, module, phase, step, thread, dtype, shape, names, source."""
 
-    def __init__(self, source_file: str | None = None):
+    def __init__(self, source_file: str | None = None, scratch=None):
         super().__init__()
+        # ``scratch`` (``cuda_kernels.Scratch``, or None: the CPU's kernels) adds what CUDA's
+        # kernels allocate inside themselves; ``host`` marks what CUDA keeps on the host.
+        self.scratch = scratch
+        self.host_ids: set[int] = set()
+        # Between an autograd node's post-hook and the next node's pre-hook the engine adds
+        # the node's outputs into its input buffers (``accumulating``): see ``accumulate``.
+        self.accumulating = False
         self.seen = WeakIdKeyDictionary()
         self.live: dict[int, dict] = {}
         self.events: list[tuple[str, dict]] = []
@@ -150,17 +158,53 @@ class Ledger(TorchDispatchMode):
             h.remove()
 
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
-        out = func(*args, **(kwargs or {}))
         op = func.name() if hasattr(func, "name") else str(func)
+        held = []
+        if self.scratch is not None:
+            for name, t in self.scratch.before(func, args):
+                self._inside(op, name, t)
+                held.append(t)
+        kernel = self.scratch.kernel(func) if self.scratch is not None else None
+        if kernel is not None:
+            out = kernel(lambda name, t: self._inside(op, name, t), args)
+        elif (self.scratch is not None and self.accumulating
+                and func is torch.ops.aten.add.Tensor and not torch.is_grad_enabled()):
+            out = accumulate(args[0], args[1])
+        else:
+            out = func(*args, **(kwargs or {}))
         flat, _ = tree_flatten(out)
+        if func is torch.ops.aten.native_dropout.default:
+            # dropout_cuda allocates the mask before the output.
+            flat = flat[::-1]
         for t in flat:
             if isinstance(t, torch.Tensor):
                 for st in storages(t):
                     self._add(st, t, op)
+        if self.scratch is not None:
+            alive = {}
+            for step in self.scratch.after(func, args, out):
+                if step[0] == "alloc":
+                    alive[step[1]] = step[2]
+                    self._inside(op, step[1], step[2])
+                else:
+                    del alive[step[1]]
+            del alive
+        del held
         if func is torch.ops.aten._foreach_add_.Tensor and self.recording:
             other = args[1] if len(args) > 1 else (kwargs or {}).get("other")
             self.tensor_adds.append(([self.id_of(t) for t in args[0]], self.id_of(other)))
         return out
+
+    def _inside(self, op: str, name: str, t: torch.Tensor):
+        """A tensor CUDA's kernel for ``op`` allocates inside itself (no meta function shows it)."""
+        for st in storages(t):
+            self._add(st, t, f"{op} (inside: {name})")
+
+    def host(self, t: torch.Tensor):
+        """``t`` is a tensor CUDA keeps on the host (its id goes to ``cuda_host``)."""
+        i = self.id_of(t)
+        if i is not None:
+            self.host_ids.add(i)
 
     def id_of(self, t) -> int | None:
         """The recorder's id of ``t``'s storage (None: not a tensor, or not recorded)."""
@@ -168,6 +212,73 @@ class Ledger(TorchDispatchMode):
             return None
         ids = [self.seen.get(st) for st in storages(t)]
         return ids[0] if len(ids) == 1 and ids[0] in self.live else None
+
+
+def _sole(t: torch.Tensor) -> bool:
+    """``can_accumulate_inplace`` as far as Python can see: dense, and its storage held by
+    this tensor alone (the tensor's own use count is not visible from Python)."""
+    # 2: the tensor's own reference and the Python storage object asked here.
+    return (is_non_overlapping_and_dense(t) and not t.is_sparse
+            and torch._C._storage_Use_Count(t.untyped_storage()._cdata) == 2)
+
+
+def accumulate(old: torch.Tensor, new: torch.Tensor) -> torch.Tensor:
+    """autograd's ``InputBuffer::accumulate`` on real tensors: into ``old`` in place where it
+    can, else into ``new``, else out of place. Under fake tensors (a tensor subclass) the
+    engine always adds out of place: one gradient too many at each shared input."""
+    if old.shape == new.shape and old.dtype == new.dtype:
+        if _sole(old):
+            return old.add_(new)
+        if _sole(new):
+            return new.add_(old)
+    return old + new
+
+
+class BackwardHooks:
+    """Tells the ledger when the autograd engine is between a node's apply and the next
+    node (``Ledger.accumulating``): a pre- and a post-hook on every node of each graph
+    ``torch.autograd.backward`` or ``grad`` is given, registered as the call starts."""
+
+    def __init__(self, ledger: Ledger):
+        self.ledger = ledger
+        self.hooked = set()
+        self.saved = None
+
+    def _hook_graph(self, roots):
+        stack = [r for r in roots if r is not None]
+        while stack:
+            node = stack.pop()
+            if node is None or id(node) in self.hooked:
+                continue
+            self.hooked.add(id(node))
+            node.register_prehook(self._pre)
+            node.register_hook(self._post)
+            stack.extend(n for n, _ in node.next_functions)
+
+    def _pre(self, *_):
+        self.ledger.accumulating = False
+
+    def _post(self, *_):
+        self.ledger.accumulating = True
+
+    def _wrap(self, f):
+        def wrapped(tensors, *args, **kwargs):
+            ts = [tensors] if isinstance(tensors, torch.Tensor) else list(tensors)
+            self._hook_graph([t.grad_fn for t in ts if isinstance(t, torch.Tensor)])
+            try:
+                return f(tensors, *args, **kwargs)
+            finally:
+                self.ledger.accumulating = False
+        return wrapped
+
+    def __enter__(self):
+        self.saved = (torch.autograd.backward, torch.autograd.grad)
+        torch.autograd.backward = self._wrap(self.saved[0])
+        torch.autograd.grad = self._wrap(self.saved[1])
+        return self
+
+    def __exit__(self, *exc):
+        torch.autograd.backward, torch.autograd.grad = self.saved
 
 
 def name_state(ledger: Ledger, model: torch.nn.Module, optimizer) -> None:

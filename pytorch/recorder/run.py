@@ -4,8 +4,9 @@ Tensors are fake CPU tensors (shapes, no storage) with CUDA's choices made expli
 they differ: optimizers left to choose get ``foreach=True`` (CUDA's pick), gradients are set
 to None, autocast uses the template's dtype. Fake CUDA tensors cannot run a backward pass on a
 machine without CUDA (autograd's engine asks for a CUDA context: "hasPrimaryContext expects a
-valid device index"), so what CUDA does differently on a real card is stated, not recorded:
-see ``cuda_differences``. The allocations CUDA keeps on the host (``cuda_host``: an optimizer's
+valid device index"), so CUDA's kernels are substituted into the CPU run where they allocate
+differently (``cuda_kernels``, given a card); what CUDA does differently and is not recorded
+is stated: see record.py's ``cuda_differences``. The allocations CUDA keeps on the host (``cuda_host``: an optimizer's
 `step` counters) are recorded and marked.
 """
 
@@ -18,7 +19,10 @@ import os
 import torch
 from torch._subclasses.fake_tensor import FakeTensorMode
 
-from .ledger import Ledger, name_state
+from . import cudnn_rnn
+from .cuda_autocast import CudaAutocast
+from .cuda_kernels import CudaKernels, Scratch, approximate
+from .ledger import BackwardHooks, Ledger, name_state
 
 REQUIRED = ("make_model", "make_optimizer", "make_batch")
 
@@ -155,6 +159,35 @@ def default_step(t, scaler):
     return step
 
 
+def _to_card(led: Ledger, t, rnn_buffers: dict):
+    """The model as a script puts it on a card: made on the host (nothing on the card), then
+    copied by ``model.to("cuda")``, whose ``_apply`` copies each module's children before its
+    own parameters and buffers: the order the card's allocator sees."""
+    led.recording = False
+    try:
+        model = _call("make_model()", t.make_model)
+    finally:
+        led.recording = True
+    _copy_children_first(model, rnn_buffers)
+    return model
+
+
+def _copy_children_first(module, rnn_buffers: dict):
+    """``Module._apply``'s order, copying in place of its conversion (a fake tensor cannot
+    be swapped into a parameter the recorder holds a weak reference to); an RNN flattens its
+    weights for cuDNN as its ``_apply`` does on a card."""
+    for child in module.children():
+        _copy_children_first(child, rnn_buffers)
+    with torch.no_grad():
+        for p in module._parameters.values():
+            if p is not None:
+                p.data = p.data.to(p.device, copy=True)
+        for k, b in module._buffers.items():
+            if b is not None:
+                module._buffers[k] = b.to(b.device, copy=True)
+    cudnn_rnn.flatten(module, rnn_buffers)
+
+
 def _call(what, f, *args):
     try:
         return f(*args)
@@ -168,21 +201,31 @@ def _call(what, f, *args):
         raise StepError(f"the template's {what} raised {type(e).__name__}: {e}{where}") from e
 
 
-def run(t, batch: int, tracker: str = "ledger") -> dict:
+def run(t, batch: int, tracker: str = "ledger", card=None) -> dict:
     """Runs t's STEPS steps at ``batch`` rows. tracker: "ledger" (the recorder) or
-    "memtracker" (PyTorch's MemTracker on the same step code)."""
+    "memtracker" (PyTorch's MemTracker on the same step code). ``card`` (an
+    ``sdpa.CudaCard``): the ledger records CUDA's kernels for that card where they allocate
+    differently from the CPU's (``cuda_kernels``); None: the CPU's kernels, as MemTracker
+    sees them."""
     steps = getattr(t, "STEPS", 2)
     notes = []
+    kernels = None
     with FakeTensorMode():
         if tracker == "ledger":
-            led = Ledger(source_file=os.path.abspath(t.__file__))
+            scratch = Scratch() if card is not None else None
+            led = Ledger(source_file=os.path.abspath(t.__file__), scratch=scratch)
             track = led
+            if card is not None:
+                kernels = CudaKernels(card, on_host=led.host)
         else:
             from torch.distributed._tools.mem_tracker import MemTracker
             led = None
             track = contextlib.nullcontext()
         with track:
-            model = _call("make_model()", t.make_model)
+            if kernels is not None:
+                model = _to_card(led, t, kernels.rnn_buffers)
+            else:
+                model = _call("make_model()", t.make_model)
             optimizer = _call("make_optimizer(model)", t.make_optimizer, model)
             notes += cuda_choices(optimizer)
             scaler = NoItemGradScaler("cpu") if getattr(t, "GRAD_SCALER", False) else None
@@ -194,7 +237,11 @@ def run(t, batch: int, tracker: str = "ledger") -> dict:
             mt = MemTracker()
             mt.track_external(model, optimizer)
         last = None
-        with track, mt:
+        cuda = kernels if kernels is not None else contextlib.nullcontext()
+        amp = CudaAutocast() if kernels is not None and getattr(t, "AUTOCAST", None) \
+            else contextlib.nullcontext()
+        hooks = BackwardHooks(led) if kernels is not None else contextlib.nullcontext()
+        with track, mt, cuda, hooks, amp:
             if led is not None:
                 led.step, led.loading = 1, True
             data = _call(f"make_batch({batch})", t.make_batch, batch)
@@ -218,54 +265,13 @@ def run(t, batch: int, tracker: str = "ledger") -> dict:
             led.stop()
             del last
             kinds = sorted({type(m).__name__ for m in model.modules()})
+            calls = kernels.summary() if kernels is not None else []
             return {"events": led.events, "peak": led.peak, "end": led.total, "notes": notes,
-                    "module_types": kinds, "cuda_host": cuda_host(led, model, optimizer)}
+                    "module_types": kinds,
+                    "cuda_host": cuda_host(led, model, optimizer) | led.host_ids,
+                    "cuda_kernels": calls,
+                    "approximate": approximate(calls, scratch.seen if scratch else set())}
         snap = mt.get_tracker_snapshot("peak")
         (dev,) = snap.values()
         cats = {getattr(k, "name", str(k)): v for k, v in dev.items() if str(k) != "Total"}
         return {"peak": dev["Total"], "categories": cats, "notes": notes}
-
-
-def _forward_allocs(t, batch: int, device: str) -> list[tuple]:
-    """The forward pass alone (model and loss, step 1) on fake ``device`` tensors: each
-    allocation's (op, dtype, bytes)."""
-    autocast = getattr(t, "AUTOCAST", None)
-    with FakeTensorMode():
-        led = Ledger()
-        with torch.device(device), led:
-            model = t.make_model()
-            led.step, led.loading = 1, True
-            data = t.make_batch(batch)
-            led.loading = False
-            x = data[0] if isinstance(data, (tuple, list)) else data
-            amp = torch.autocast(device, dtype=autocast) if autocast else contextlib.nullcontext()
-            with amp:
-                out = model(x)
-                if callable(getattr(t, "loss_fn", None)) and isinstance(data, (tuple, list)):
-                    t.loss_fn(out, data[1])
-    return [(i["op"], i["dtype"], i["bytes"]) for a, i in led.events
-            if a == "alloc" and i["phase"] == "forward"]
-
-
-def cuda_forward_probe(t, batch: int) -> dict:
-    """Fake CUDA tensors run a forward pass without CUDA (not a backward one): this runs the
-    forward on both devices and says where CUDA's allocations differ from the CPU's."""
-    from collections import Counter
-    if getattr(t, "AUTOCAST", None) and not torch.cuda.is_available():
-        return {"ran": False, "why": "torch.autocast('cuda') disables itself without CUDA (it "
-                "warns), so a fake CUDA forward would run in float32: not CUDA's forward"}
-    try:
-        cpu = _forward_allocs(t, batch, "cpu")
-        cuda = _forward_allocs(t, batch, "cuda")
-    except Exception as e:  # noqa: BLE001 -- a probe: say why it could not run
-        first = (str(e).splitlines() or [""])[0][:200]
-        return {"ran": False, "why": f"{type(e).__name__}: {first}"}
-    c_cpu, c_cuda = Counter(cpu), Counter(cuda)
-    diff = []
-    for k in sorted(set(c_cpu) | set(c_cuda)):
-        if c_cpu[k] != c_cuda[k]:
-            op, dtype, n = k
-            diff.append(f"{op} {dtype} {n} B: {c_cpu[k]} on the CPU, {c_cuda[k]} on CUDA")
-    return {"ran": True, "same": not diff,
-            "cpu_forward_bytes": sum(b for _, _, b in cpu),
-            "cuda_forward_bytes": sum(b for _, _, b in cuda), "differences": diff}

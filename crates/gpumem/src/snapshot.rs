@@ -9,6 +9,7 @@
 //! pickles: PyTorch's files share memoized frames, which serde-pickle's reader cannot follow),
 //! [`summary`] what a snapshot says (figures, peaks, the per-tensor timeline's bands).
 
+mod approximate;
 pub mod build;
 mod decode;
 mod error;
@@ -18,6 +19,7 @@ mod recorded;
 pub mod summary;
 mod unpickle;
 
+pub use approximate::{Approximation, KernelCall};
 pub use error::SnapshotError;
 pub use format::{
     ACTIVE_ALLOCATED, ACTIVE_PENDING_FREE, AllocatorSettings, Block, FRAME_FILE, Frame, Frames,

@@ -5,7 +5,7 @@
 
 use crate::source::Plan;
 use gpumem::size::format_bytes;
-use gpumem::snapshot::{CudaFact, Recorded};
+use gpumem::snapshot::{Approximation, CudaFact, Recorded};
 use gpumem::versions::TorchVersion;
 use std::fmt;
 
@@ -37,6 +37,9 @@ pub enum Note {
     /// Where CUDA differs from the recorded step, and the replay does not model it (the
     /// recorder's words).
     OnCuda(String),
+    /// What a kernel recorded as CUDA's allocates that the recording leaves out, with its
+    /// size where known (the recorder's data).
+    Approximate(Approximation),
 }
 
 impl fmt::Display for Note {
@@ -80,6 +83,7 @@ impl fmt::Display for Note {
             ),
             Note::NotInTrace(t) => write!(f, "not in this trace: {t}"),
             Note::OnCuda(t) => write!(f, "on CUDA: {t}"),
+            Note::Approximate(a) => write!(f, "approximate: {}", a.line()),
         }
     }
 }
@@ -135,5 +139,6 @@ pub(crate) fn of_recorder(r: &Recorded) -> Vec<Note> {
             })
             .map(|d| Note::OnCuda(d.text.clone())),
     );
+    n.extend(r.approximate.iter().cloned().map(Note::Approximate));
     n
 }

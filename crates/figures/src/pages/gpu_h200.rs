@@ -9,7 +9,6 @@ use anyhow::{Context, Result, bail, ensure};
 use charts::style::grouped;
 use gpumem::lesson::CardChoice;
 use gpumem::size::format_bytes;
-use gpumem::snapshot::CudaFact;
 use gpumem::versions::{ComputeCapability, KNOWN, Rules, TorchVersion};
 use gpumem_replay::{ReplayReport, ReplaySettings};
 use serde_json::Value;
@@ -83,6 +82,8 @@ struct RealStep {
     recording: ReplayReport,
     /// What the recording says a GPU does that it could not record, when the replay differs.
     lacks: Option<String>,
+    /// The compute capability the recording's kernels are CUDA's for.
+    recorded_for: String,
 }
 
 fn real_steps() -> Result<Vec<RealStep>> {
@@ -123,20 +124,17 @@ fn real_steps() -> Result<Vec<RealStep>> {
             ..ReplaySettings::default()
         };
         let recording = super::own_model::replay(&name, as_the_card)?;
-        // The recorder's own words for what a GPU takes that a CPU trace has not: cuDNN's
-        // buffers (`not_in_trace`), or a kernel CUDA chooses differently.
+        // The recorder's own words for what a GPU takes that its recording has not: cuDNN's
+        // buffers (`not_in_trace`), or what a kernel recorded as CUDA's leaves out
+        // (`approximate`).
         let lacks = rec
             .not_in_trace
             .first()
             .map(|t| t.split([';', '(']).next().unwrap_or(t).trim().to_string())
             .or_else(|| {
-                rec.cuda_differences
-                    .iter()
-                    .find(|d| d.fact == CudaFact::Attention)
-                    .map(|d| {
-                        let t = &d.text;
-                        t.split(" (").next().unwrap_or(t).trim().to_string()
-                    })
+                rec.approximate
+                    .first()
+                    .map(|a| format!("{} (in `{}`), not recorded", a.what, a.kernel))
             });
         out.push(RealStep {
             name,
@@ -146,6 +144,7 @@ fn real_steps() -> Result<Vec<RealStep>> {
             snapshot,
             recording,
             lacks,
+            recorded_for: rec.card_capability.clone(),
         });
     }
     ensure!(!out.is_empty(), "no real steps in part5/");
@@ -232,6 +231,11 @@ pub fn models_table() -> Result<String> {
         step_counts.windows(2).all(|w| w[0] == w[1]),
         "the models ran different numbers of steps: {step_counts:?}"
     );
+    let recorded_for = &steps[0].recorded_for;
+    ensure!(
+        steps.iter().all(|s| &s.recorded_for == recorded_for),
+        "the recordings are for different cards"
+    );
     writeln!(
         out,
         "\nBytes. The card's figures are `max_memory_allocated()` and `max_memory_reserved()` \
@@ -239,16 +243,18 @@ pub fn models_table() -> Result<String> {
          (compute capability {}) with PyTorch {} (`reference/pytorch/real_step.py`, at the \
          batch the recorder records, as above); each snapshot it took, replayed with `memviz replay \
          NAME.pickle --card {}`, gives both figures to the byte. The recording column is the \
-         recorder's committed fixture, made on a CPU without a GPU, replayed as that card \
+         recorder's committed fixture, made on a CPU without a GPU for compute capability {} \
+         (CUDA's kernels substituted where they allocate differently), replayed as that card \
          (`--card {} --torch {} --compute-capability {}`, which adds the workspaces), against \
          the card's figure. {} of {} recordings give \
-         the card's figures to the byte. The others say, in the recorder's words, what a CPU trace \
-         lacks: {}.",
+         the card's figures to the byte. The others say, in the recorder's words, what the \
+         recording lacks: {}.",
         step_counts[0],
         with_article(&c.name),
         c.capability,
         c.torch,
         capacity,
+        recorded_for,
         capacity,
         c.version,
         c.capability,

@@ -3,6 +3,9 @@
 //! function of the batch. PyTorch's tools ignore the key; the replay reads it to ask another
 //! batch without recording again and to add the workspaces a GPU would take.
 
+use super::approximate::{
+    Approximation, KernelCall, approximations, card_capability, kernel_calls,
+};
 use super::error::SnapshotError;
 use super::unpickle::{Items, P, describe, item};
 
@@ -27,6 +30,13 @@ pub struct Recorded {
     /// The allocations (their places among the trace's `alloc` entries) that CUDA keeps on
     /// the host, such as Adam's `step` counters: in the recorded CPU step, not on a GPU.
     pub cuda_host: Vec<usize>,
+    /// The compute capability the kernels were recorded for (`"9.0"`; empty in a recording
+    /// made before the recorder ran CUDA's kernels).
+    pub card_capability: String,
+    /// The kernels recorded as CUDA runs them on the recorded card.
+    pub cuda_kernels: Vec<KernelCall>,
+    /// What those kernels allocate that the recording leaves out.
+    pub approximate: Vec<Approximation>,
 }
 
 impl serde::Serialize for Recorded {
@@ -34,7 +44,7 @@ impl serde::Serialize for Recorded {
     /// `cuda_difference_facts` (their ids, in the same order).
     fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         use serde::ser::SerializeMap;
-        let mut m = s.serialize_map(Some(9))?;
+        let mut m = s.serialize_map(Some(12))?;
         m.serialize_entry("template", &self.template)?;
         m.serialize_entry("torch", &self.torch)?;
         m.serialize_entry("batch", &self.batch)?;
@@ -50,6 +60,12 @@ impl serde::Serialize for Recorded {
         m.serialize_entry("cuda_differences", &texts)?;
         m.serialize_entry("cuda_difference_facts", &facts)?;
         m.serialize_entry("cuda_host", &self.cuda_host)?;
+        m.serialize_entry(
+            "card",
+            &serde_json::json!({ "compute_capability": self.card_capability }),
+        )?;
+        m.serialize_entry("cuda_kernels", &self.cuda_kernels)?;
+        m.serialize_entry("approximate", &self.approximate)?;
         m.end()
     }
 }
@@ -145,14 +161,14 @@ impl Default for Affine {
     }
 }
 
-fn bad(why: String) -> SnapshotError {
+pub(super) fn bad(why: String) -> SnapshotError {
     SnapshotError::BadField {
         place: "recorder".to_string(),
         why,
     }
 }
 
-fn text(d: &Items, key: &str) -> Result<String, SnapshotError> {
+pub(super) fn text(d: &Items, key: &str) -> Result<String, SnapshotError> {
     match item(d, key) {
         None | Some(P::None) => Ok(String::new()),
         Some(P::Str(s)) => Ok(s.to_string()),
@@ -160,7 +176,7 @@ fn text(d: &Items, key: &str) -> Result<String, SnapshotError> {
     }
 }
 
-fn count(d: &Items, key: &str) -> Result<u64, SnapshotError> {
+pub(super) fn count(d: &Items, key: &str) -> Result<u64, SnapshotError> {
     match item(d, key) {
         None | Some(P::None) => Ok(0),
         Some(P::Int(v)) => u64::try_from(*v).map_err(|_| bad(format!("'{key}' is negative ({v})"))),
@@ -280,6 +296,9 @@ pub fn recorded(d: &Items) -> Result<Option<Recorded>, SnapshotError> {
         not_in_trace: texts(&r, "not_in_trace")?,
         cuda_differences: differences(&r)?,
         cuda_host: places(&r, "cuda_host")?,
+        card_capability: card_capability(&r)?,
+        cuda_kernels: kernel_calls(&r)?,
+        approximate: approximations(&r)?,
     }))
 }
 
