@@ -86,13 +86,13 @@ CUDA_DIFFERENCES = [
 ]
 
 
-def relevant(fact: str, module_types, kernels, t, host) -> bool:
+def relevant(fact: str, module_types, kernels, t, host, autocast_used=False) -> bool:
     """Whether the CUDA difference ``fact`` (its id) applies to this template (cuBLAS's always
     does)."""
     if fact == "host_step_counters":
         return bool(host)
     if fact == "autocast":
-        return bool(getattr(t, "AUTOCAST", None))
+        return bool(getattr(t, "AUTOCAST", None)) or autocast_used
     if fact == "attention":
         return any(k["op"] == "scaled_dot_product_attention" for k in kernels)
     return True
@@ -167,7 +167,8 @@ def record(path: str, batch: int | None = None, overrides: dict | None = None,
     af = snap.affine({b: r["events"] for b, r in runs.items()})
     host = snap.alloc_indices(events, main["cuda_host"])
     differences = [(fact, text) for fact, text in CUDA_DIFFERENCES
-                   if relevant(fact, main["module_types"], main["cuda_kernels"], t, host)]
+                   if relevant(fact, main["module_types"], main["cuda_kernels"], t, host,
+                               main["autocast_used"])]
     extra = {
         "format": FORMAT,
         "template": os.path.relpath(path),
@@ -264,9 +265,9 @@ def summary(d: dict) -> str:
         why = f" (refused: {k['refused']})" if k["refused"] else ""
         lines.append(f"CUDA's kernel, recorded: {k['op']} as {k['as']}, {k['calls']} call(s){why}")
     for a in r["approximate"]:
-        size = f"{a['bytes']:,} B" if a["bytes"] is not None else "size not known here"
+        size = f": {a['bytes']:,} B" if a["bytes"] is not None else ""
         seen = f"; measured: {a['measured']}" if a["measured"] else ""
-        lines.append(f"approximate: {a['kernel']}: {a['what']}, not recorded ({size}{seen})")
+        lines.append(f"approximate: {a['kernel']}: {a['what']}{size}{seen}")
     lines += [f"on CUDA: {c}" for c in r["cuda_differences"]]
     if r.get("cuda_host"):
         every, peak = host_bytes(d)

@@ -67,6 +67,8 @@ class CudaAutocast:
         self._lib = None
         self._exit = None
         self.skipped: list[str] = []
+        # Calls of ops CUDA's lists cast: whether the step ran under autocast at all.
+        self.used = 0
 
     # -- cached_cast
     @staticmethod
@@ -102,6 +104,7 @@ class CudaAutocast:
         guard = torch._C.DispatchKeySet(torch._C.DispatchKey.AutocastCPU)
 
         def kernel(*args, **kwargs):
+            self.used += 1
             if policy == "lower_precision_fp":
                 args, kwargs = self._cast_args(torch.get_autocast_dtype("cpu"), args, kwargs)
             elif policy == "fp32":

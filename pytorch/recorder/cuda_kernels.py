@@ -199,26 +199,29 @@ def approximate(calls: list[dict], seen: set[str] = frozenset()) -> list[dict]:
     out = []
     if "embedding_sort" in seen:
         out.append({"kernel": "embedding_dense_backward", "what": "the sort's and segments' "
-                    "buffers CUDA's embedding backward takes above 3072 indices", "bytes": None,
+                    "buffers CUDA's embedding backward takes above 3072 indices are not "
+                    "recorded", "bytes": None,
                     "measured": None})
     kinds = {c["as"] for c in calls if c["op"] == "scaled_dot_product_attention"}
     if "efficient" in kinds:
-        out.append({"kernel": "_efficient_attention_backward", "what": "workspace (CUTLASS's "
-                    "gradient accumulators, sized by the kernel chosen and the key splits)",
+        out.append({"kernel": "_efficient_attention_backward", "what": "its workspace (CUTLASS's "
+                    "gradient accumulators, sized by the kernel chosen and the key splits) is "
+                    "not recorded: its size is not known without the card",
                     "bytes": None, "measured": "262,400 B on an H200 for batch 4, 4 heads, 6 "
                     "tokens, head size 8, float32 (pytorch/models/transformer_encoder.py), "
                     "freed inside the op"})
     if "flash" in kinds:
         out.append({"kernel": "_flash_attention_backward", "what": "softmax_d and dq_accum "
-                    "(float32, inside mha_bwd)", "bytes": None, "measured": None})
+                    "(float32, inside mha_bwd) are not recorded", "bytes": None, "measured": None})
     if "cudnn" in kinds:
-        out.append({"kernel": "cuDNN attention", "what": "cuDNN's workspace",
+        out.append({"kernel": "cuDNN attention", "what": "cuDNN's workspace is not recorded: "
+                    "its size is not known without cuDNN",
                     "bytes": None, "measured": None})
     rnns = {c["op"] for c in calls if c["as"] == "cudnn" and c["op"] in cudnn_rnn.MODES}
     if rnns:
         out.append({"kernel": "_cudnn_rnn", "what": "cuDNN's workspace (each call, forward "
-                    "and backward) and reserve space (kept for backward), sized by "
-                    "cudnnGetRNNTempSpaceSizes", "bytes": None,
+                    "and backward) and reserve space (kept for backward) are not recorded: "
+                    "cudnnGetRNNTempSpaceSizes sizes them, which needs cuDNN and the card", "bytes": None,
                     "measured": "on an H200 (cuDNN 9.19), float32, batch 4: LSTM 16 to 32, "
                     "6 steps: workspace 8,483,616 B, reserve 15,616 B; GRU 16 to 24, 2 "
                     "layers, 5 steps: workspace 16,846,496 B, reserve 25,216 B "

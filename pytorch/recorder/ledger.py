@@ -9,6 +9,7 @@ allocator hands out no block for them.
 
 from __future__ import annotations
 
+import os
 import sys
 import weakref
 
@@ -18,8 +19,11 @@ from torch.distributed._tools.mod_tracker import ModTracker
 from torch._prims_common import is_non_overlapping_and_dense_or_false as is_non_overlapping_and_dense
 from torch.optim.optimizer import (register_optimizer_step_post_hook,
                                    register_optimizer_step_pre_hook)
+from torch._subclasses.fake_tensor import DataDependentOutputException, DynamicOutputShapeException
 from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils._pytree import tree_flatten
+
+from . import bounds
 from torch.utils.weak import WeakIdKeyDictionary
 
 
@@ -37,6 +41,9 @@ class Ledger(TorchDispatchMode):
         # kernels allocate inside themselves; ``host`` marks what CUDA keeps on the host.
         self.scratch = scratch
         self.host_ids: set[int] = set()
+        # Ops whose output depends on the data, run at their largest (``bounds``): their
+        # ``approximate`` entries by (op, where).
+        self.bounded: dict[tuple, dict] = {}
         # Between an autograd node's post-hook and the next node's pre-hook the engine adds
         # the node's outputs into its input buffers (``accumulating``): see ``accumulate``.
         self.accumulating = False
@@ -171,7 +178,7 @@ class Ledger(TorchDispatchMode):
                 and func is torch.ops.aten.add.Tensor and not torch.is_grad_enabled()):
             out = accumulate(args[0], args[1])
         else:
-            out = func(*args, **(kwargs or {}))
+            out = self._run(func, op, args, kwargs or {})
         flat, _ = tree_flatten(out)
         if func is torch.ops.aten.native_dropout.default:
             # dropout_cuda allocates the mask before the output.
@@ -195,6 +202,28 @@ class Ledger(TorchDispatchMode):
             self.tensor_adds.append(([self.id_of(t) for t in args[0]], self.id_of(other)))
         return out
 
+    def _run(self, func, op: str, args, kwargs):
+        """``func``, or, where its output's size depends on the data, ``bounds.bounded``. An
+        error carries the op (``recorder_op``) for the recorder's message."""
+        try:
+            return func(*args, **kwargs)
+        except (DynamicOutputShapeException, DataDependentOutputException) as e:
+            def make(shape, dtype):
+                t = torch.empty(shape, dtype=dtype)
+                self._inside(op, "at its largest", t)
+                return t
+            out = bounds.bounded(func, args, kwargs, make)
+            if out is None:
+                _tag(e, op)
+                raise
+            src = self.source()
+            where = f" (at {os.path.basename(src[0])}:{src[1]})" if src else ""
+            self.bounded.setdefault((op, where), bounds.describe(func, out, where))
+            return out
+        except Exception as e:  # noqa: BLE001 -- say which op, then raise it as it was
+            _tag(e, op)
+            raise
+
     def _inside(self, op: str, name: str, t: torch.Tensor):
         """A tensor CUDA's kernel for ``op`` allocates inside itself (no meta function shows it)."""
         for st in storages(t):
@@ -212,6 +241,15 @@ class Ledger(TorchDispatchMode):
             return None
         ids = [self.seen.get(st) for st in storages(t)]
         return ids[0] if len(ids) == 1 and ids[0] in self.live else None
+
+
+def _tag(e: Exception, op: str):
+    """Marks ``e`` with the innermost op it was raised in (``recorder_op``)."""
+    if not hasattr(e, "recorder_op"):
+        try:
+            e.recorder_op = op
+        except AttributeError:
+            pass
 
 
 def _sole(t: torch.Tensor) -> bool:

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import contextlib
 import importlib.util
+import logging
 import os
 
 import torch
@@ -22,9 +23,14 @@ from torch._subclasses.fake_tensor import FakeTensorMode
 from . import cudnn_rnn
 from .cuda_autocast import CudaAutocast
 from .cuda_kernels import CudaKernels, Scratch, approximate
+from .gpu_code import GpuCode
 from .ledger import BackwardHooks, Ledger, name_state
 
 REQUIRED = ("make_model", "make_optimizer", "make_batch")
+
+# FakeTensorMode logs a traceback for an op that fails in the learner's step; the recorder's
+# own one-line message says where and which op.
+logging.getLogger("torch._subclasses.fake_tensor").setLevel(logging.CRITICAL)
 
 
 class TemplateError(Exception):
@@ -51,7 +57,8 @@ def load(path: str, overrides: dict | None = None):
     spec = importlib.util.spec_from_file_location(name, path)
     mod = importlib.util.module_from_spec(spec)
     try:
-        spec.loader.exec_module(mod)
+        with GpuCode():
+            spec.loader.exec_module(mod)
     except Exception as e:  # noqa: BLE001 -- the learner's file: any error is theirs
         raise TemplateError(f"{path} does not import: {type(e).__name__}: {e}") from e
     for name, value in (overrides or {}).items():
@@ -165,7 +172,7 @@ def _to_card(led: Ledger, t, rnn_buffers: dict):
     own parameters and buffers: the order the card's allocator sees."""
     led.recording = False
     try:
-        model = _call("make_model()", t.make_model)
+        model = _call("make_model()", t.make_model, source=led.source_file)
     finally:
         led.recording = True
     _copy_children_first(model, rnn_buffers)
@@ -188,17 +195,41 @@ def _copy_children_first(module, rnn_buffers: dict):
     cudnn_rnn.flatten(module, rnn_buffers)
 
 
-def _call(what, f, *args):
+def _call(what, f, *args, source: str | None = None):
+    """``f(*args)``; an error in it as a ``StepError`` naming the template's own line (the
+    innermost frame in ``source``, else the innermost outside PyTorch and the recorder) and
+    the op it was raised in."""
     try:
         return f(*args)
     except Exception as e:  # noqa: BLE001 -- the learner's code
-        tb = e.__traceback__
-        where = ""
-        while tb is not None:
-            if tb.tb_frame.f_code.co_filename.endswith(".py") and "site-packages" not in tb.tb_frame.f_code.co_filename:
-                where = f" ({tb.tb_frame.f_code.co_filename}:{tb.tb_lineno})"
-            tb = tb.tb_next
-        raise StepError(f"the template's {what} raised {type(e).__name__}: {e}{where}") from e
+        raise StepError(f"the template's {what} raised {type(e).__name__}: "
+                        f"{_first_line(e)}{_where(e, source)}") from e
+
+
+def _first_line(e: Exception) -> str:
+    return (str(e).strip().splitlines() or [""])[0][:300]
+
+
+def _where(e: Exception, source: str | None) -> str:
+    ours = os.path.dirname(os.path.abspath(__file__))
+    mine, other = None, None
+    tb = e.__traceback__
+    while tb is not None:
+        name = tb.tb_frame.f_code.co_filename
+        if source and os.path.abspath(name) == source:
+            mine = (name, tb.tb_lineno)
+        elif name.endswith(".py") and "site-packages" not in name and \
+                not os.path.abspath(name).startswith(ours) and "/torch/" not in name:
+            other = (name, tb.tb_lineno)
+        tb = tb.tb_next
+    at = mine or other
+    op = getattr(e, "recorder_op", None)
+    parts = []
+    if at:
+        parts.append(f"at {os.path.relpath(at[0])}:{at[1]}")
+    if op:
+        parts.append(f"in {op}")
+    return f" ({', '.join(parts)})" if parts else ""
 
 
 def run(t, batch: int, tracker: str = "ledger", card=None) -> dict:
@@ -210,7 +241,8 @@ def run(t, batch: int, tracker: str = "ledger", card=None) -> dict:
     steps = getattr(t, "STEPS", 2)
     notes = []
     kernels = None
-    with FakeTensorMode():
+    src = os.path.abspath(t.__file__)
+    with FakeTensorMode(), contextlib.ExitStack() as outer:
         if tracker == "ledger":
             scratch = Scratch() if card is not None else None
             led = Ledger(source_file=os.path.abspath(t.__file__), scratch=scratch)
@@ -221,12 +253,13 @@ def run(t, batch: int, tracker: str = "ledger", card=None) -> dict:
             from torch.distributed._tools.mem_tracker import MemTracker
             led = None
             track = contextlib.nullcontext()
+        gpu = outer.enter_context(GpuCode(led, card))
         with track:
             if kernels is not None:
                 model = _to_card(led, t, kernels.rnn_buffers)
             else:
-                model = _call("make_model()", t.make_model)
-            optimizer = _call("make_optimizer(model)", t.make_optimizer, model)
+                model = _call("make_model()", t.make_model, source=src)
+            optimizer = _call("make_optimizer(model)", t.make_optimizer, model, source=src)
             notes += cuda_choices(optimizer)
             scaler = NoItemGradScaler("cpu") if getattr(t, "GRAD_SCALER", False) else None
             step = t.step if callable(getattr(t, "step", None)) else default_step(t, scaler)
@@ -238,13 +271,12 @@ def run(t, batch: int, tracker: str = "ledger", card=None) -> dict:
             mt.track_external(model, optimizer)
         last = None
         cuda = kernels if kernels is not None else contextlib.nullcontext()
-        amp = CudaAutocast() if kernels is not None and getattr(t, "AUTOCAST", None) \
-            else contextlib.nullcontext()
+        amp = CudaAutocast() if kernels is not None else contextlib.nullcontext()
         hooks = BackwardHooks(led) if kernels is not None else contextlib.nullcontext()
         with track, mt, cuda, hooks, amp:
             if led is not None:
                 led.step, led.loading = 1, True
-            data = _call(f"make_batch({batch})", t.make_batch, batch)
+            data = _call(f"make_batch({batch})", t.make_batch, batch, source=src)
             if led is not None:
                 for i, d in enumerate(data if isinstance(data, (tuple, list)) else [data]):
                     if isinstance(d, torch.Tensor):
@@ -258,7 +290,7 @@ def run(t, batch: int, tracker: str = "ledger", card=None) -> dict:
                     mt.reset_mod_stats()
                 # `last` holds the previous step's result until this one returns, as a loop
                 # variable does: the same in both trackers.
-                last = _call("step", step, model, optimizer, data)
+                last = _call("step", step, model, optimizer, data, source=src)
                 if led is not None:
                     name_state(led, model, optimizer)
         if led is not None:
@@ -268,9 +300,11 @@ def run(t, batch: int, tracker: str = "ledger", card=None) -> dict:
             calls = kernels.summary() if kernels is not None else []
             return {"events": led.events, "peak": led.peak, "end": led.total, "notes": notes,
                     "module_types": kinds,
+                    "autocast_used": bool(getattr(amp, "used", 0)),
                     "cuda_host": cuda_host(led, model, optimizer) | led.host_ids,
                     "cuda_kernels": calls,
-                    "approximate": approximate(calls, scratch.seen if scratch else set())}
+                    "approximate": approximate(calls, scratch.seen if scratch else set())
+                    + list(led.bounded.values()) + gpu.approximate()}
         snap = mt.get_tracker_snapshot("peak")
         (dev,) = snap.values()
         cats = {getattr(k, "name", str(k)): v for k, v in dev.items() if str(k) != "Total"}

@@ -28,17 +28,23 @@ pub struct Approximation {
     pub bytes: Option<u64>,
     /// A measurement on a card, where one was made.
     pub measured: Option<String>,
+    /// The recording holds it at its upper bound, `bytes` (an op whose output's size
+    /// depends on the data), rather than leaving it out.
+    pub bound: bool,
 }
 
 impl Approximation {
-    /// One line: the kernel, what it leaves out, and its size or measurement.
+    /// One line: the kernel, what the recording does about it (its words), the bytes where
+    /// known, and what a card measured.
     pub fn line(&self) -> String {
-        let size = match (&self.bytes, &self.measured) {
-            (Some(b), _) => format!("{b} B"),
-            (None, Some(m)) => format!("size not known without the card; measured: {m}"),
-            (None, None) => "size not known without the card".to_string(),
-        };
-        format!("{}: {}, not recorded ({size})", self.kernel, self.what)
+        let mut out = format!("{}: {}", self.kernel, self.what);
+        if let Some(b) = self.bytes {
+            out.push_str(&format!(": {b} B"));
+        }
+        if let Some(m) = &self.measured {
+            out.push_str(&format!("; measured: {m}"));
+        }
+        out
     }
 }
 
@@ -84,11 +90,13 @@ pub(super) fn approximations(r: &Items) -> Result<Vec<Approximation>, SnapshotEr
             None | Some(P::None) => None,
             Some(_) => Some(text(d, "measured")?),
         };
+        let bound = matches!(item(d, "bound"), Some(P::Bool(true)));
         Ok(Approximation {
             kernel: text(d, "kernel")?,
             what: text(d, "what")?,
             bytes,
             measured,
+            bound,
         })
     })
 }
