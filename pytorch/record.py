@@ -152,6 +152,13 @@ def plain(v):
     return repr(v)
 
 
+def progress(text: str):
+    """One line of progress on a terminal's stderr, rewritten in place (nothing in a pipe)."""
+    if sys.stderr.isatty():
+        print(f"\r\x1b[2K{'record.py: ' + text + '…' if text else ''}", end="", file=sys.stderr,
+              flush=True)
+
+
 def record(path: str, batch: int | None = None, overrides: dict | None = None,
            card: CudaCard | None = None) -> dict:
     """Records the template at ``path`` for ``card`` (default ``CudaCard()``: compute
@@ -161,8 +168,14 @@ def record(path: str, batch: int | None = None, overrides: dict | None = None,
     t = runner.load(path, overrides)
     sizes = tuple(t.BATCH_SIZES) if hasattr(t, "BATCH_SIZES") else (2, 4, 8)
     batch = sizes[0] if batch is None else batch
-    runs = {b: runner.run(t, b, card=card) for b in sizes}
-    main = runs[batch] if batch in runs else runner.run(t, batch, card=card)
+    todo = list(sizes) + ([] if batch in sizes else [batch])
+    runs = {}
+    for i, b in enumerate(todo, 1):
+        progress(f"recording batch {b} ({i} of {len(todo)})")
+        runs[b] = runner.run(t, b, card=card)
+    progress("")
+    main = runs[batch]
+    runs = {b: runs[b] for b in sizes}
     events = main["events"]
     af = snap.affine({b: r["events"] for b, r in runs.items()})
     host = snap.alloc_indices(events, main["cuda_host"])

@@ -171,6 +171,14 @@ class Scratch:
             if not grad.is_contiguous():
                 return [("grad.contiguous()", torch.empty(grad.shape, dtype=grad.dtype))]
             return []
+        if func is aten._scaled_dot_product_flash_attention_backward.default:
+            # _flash_attention_backward: grad_out and out, in (B, L, H, D), made contiguous.
+            held = []
+            for name, t in (("grad_out.contiguous()", args[0]), ("out.contiguous()", args[4])):
+                bl = t.transpose(1, 2)
+                if not bl.is_contiguous():
+                    held.append((name, torch.empty(bl.shape, dtype=bl.dtype)))
+            return held
         if func is aten._scaled_dot_product_efficient_attention_backward.default:
             grad = args[0]
             # _efficient_attention_backward: grad_out in (B, M, H, K), made contiguous.
@@ -180,6 +188,21 @@ class Scratch:
         return []
 
     def after(self, func, args, out):
+        if func is aten._scaled_dot_product_flash_attention_backward.default:
+            # mha_bwd (flash_api.cpp): softmax_d and dq_accum in float32, the key and value
+            # gradients expanded to every query head for grouped-query attention.
+            q, k = args[1], args[2]
+            b, h, lq, d = q.shape
+            hk, lk = k.size(1), k.size(2)
+            up = lambda x, m: (x + m - 1) // m * m  # noqa: E731
+            d_r = up(up(d, 8), 32 if up(d, 8) <= 128 else 64)
+            steps = [("alloc", "softmax_d", torch.empty(b, h, up(lq, 128))),
+                     ("alloc", "dq_accum", torch.empty(b, up(lq, 128), h, d_r))]
+            if hk != h:
+                steps += [("alloc", "dk_expanded", torch.empty(b, lk, h, d, dtype=q.dtype)),
+                          ("alloc", "dv_expanded", torch.empty(b, lk, h, d, dtype=q.dtype)),
+                          ("free", "dv_expanded"), ("free", "dk_expanded")]
+            return steps + [("free", "dq_accum"), ("free", "softmax_d")]
         if func is aten._scaled_dot_product_efficient_attention_backward.default:
             grad, q = args[0], args[1]
             b, h, m, k = q.shape
@@ -210,9 +233,6 @@ def approximate(calls: list[dict], seen: set[str] = frozenset()) -> list[dict]:
                     "bytes": None, "measured": "262,400 B on an H200 for batch 4, 4 heads, 6 "
                     "tokens, head size 8, float32 (pytorch/models/transformer_encoder.py), "
                     "freed inside the op"})
-    if "flash" in kinds:
-        out.append({"kernel": "_flash_attention_backward", "what": "softmax_d and dq_accum "
-                    "(float32, inside mha_bwd) are not recorded", "bytes": None, "measured": None})
     if "cudnn" in kinds:
         out.append({"kernel": "cuDNN attention", "what": "cuDNN's workspace is not recorded: "
                     "its size is not known without cuDNN",

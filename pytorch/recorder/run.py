@@ -41,10 +41,11 @@ class StepError(Exception):
     """The template's own code raised while recording."""
 
 
-def load(path: str, overrides: dict | None = None):
+def load(path: str, overrides: dict | None = None, emulate_gpu: bool = True):
     """Imports the template, sets ``overrides`` (NAME -> value) on it, then checks it: its
     functions read the module's globals when called, so an override reaches them, and the
-    checks of BATCH_SIZES and STEPS see the overridden values."""
+    checks of BATCH_SIZES and STEPS see the overridden values. ``emulate_gpu``: import it
+    under ``GpuCode`` (no card here)."""
     if os.path.isdir(path):
         raise TemplateError(f"{path} is a folder: the template is a .py file (a copy of "
                             "pytorch/record_template.py)")
@@ -57,7 +58,9 @@ def load(path: str, overrides: dict | None = None):
     spec = importlib.util.spec_from_file_location(name, path)
     mod = importlib.util.module_from_spec(spec)
     try:
-        with GpuCode():
+        # Code written for a GPU (``torch.cuda.is_available()`` at import) sees one, here as
+        # on a card; a real card's run (real_step.py) needs no stand-in.
+        with GpuCode() if emulate_gpu else contextlib.nullcontext():
             spec.loader.exec_module(mod)
     except Exception as e:  # noqa: BLE001 -- the learner's file: any error is theirs
         raise TemplateError(f"{path} does not import: {type(e).__name__}: {e}") from e

@@ -2,6 +2,7 @@
 """A recorder template's training steps run for real, with PyTorch's own memory snapshot.
 
     python reference/pytorch/real_step.py TEMPLATE.py --out-dir DIR [--batch N] [--device cuda|cpu]
+                                          [--set NAME=VALUE ...] [--bisect CAP]
 
 The same steps pytorch/record.py records under FakeTensorMode (its loader, its optimizer choice
 and its default step, imported from pytorch/recorder/), run on a card: the model is built on
@@ -22,6 +23,15 @@ built; at the end it writes
 AUTOCAST runs the forward pass and the loss under ``torch.autocast("cuda", dtype=AUTOCAST)``,
 GRAD_SCALER with a real ``torch.amp.GradScaler("cuda")`` (it skips a step whose gradients
 overflowed, which the recorder's scaler never does: the JSON lists the scale after each step).
+
+``--set NAME=VALUE`` overrides the template's constants as the recorder's ``--set`` does.
+``--bisect CAP`` (bytes, or with a unit: ``16GiB``) holds the card to CAP (PyTorch's allowance
+is CAP, ``set_per_process_memory_fraction``; the CUDA context lies outside it) and searches the
+largest batch whose STEPS steps fit, in this process: doubling from BATCH_SIZES[0], then halving
+the gap; between tries everything is freed, the cache emptied and the cuBLAS workspaces
+cleared, so each try starts from an empty allocator. It writes ``DIR/NAME.bisect.json``: the
+allowance, each try (batch, fits, peaks, seconds) and the largest batch that fits, which
+``memviz replay REC --card CAP --largest-batch`` is compared with. ``--bisect-seconds`` bounds it.
 
 ``--device cpu`` (a check on a machine without CUDA) runs the same steps on the CPU and writes
 only the JSON, with ``"device": "cpu"``, the CUDA figures null and no snapshot: PyTorch's
@@ -58,6 +68,8 @@ import torch  # noqa: E402
 
 from recorder import run as runner  # noqa: E402
 from recorder.run import StepError, TemplateError  # noqa: E402
+
+import record  # noqa: E402
 
 MAX_ENTRIES = 1_000_000
 WORKSPACE_RE = re.compile(r"cublas|workspace", re.IGNORECASE)  # as challenge1_cuda.py
@@ -132,7 +144,7 @@ def workspace_blocks(snap: dict) -> list[dict]:
 
 def run(args) -> dict:
     t0 = time.perf_counter()
-    t = runner.load(args.template)
+    t = runner.load(args.template, args.overrides, emulate_gpu=False)
     sizes = tuple(t.BATCH_SIZES) if hasattr(t, "BATCH_SIZES") else (2, 4, 8)
     batch = sizes[0] if args.batch is None else args.batch
     steps = getattr(t, "STEPS", 2)
@@ -250,6 +262,109 @@ def run(args) -> dict:
     return doc
 
 
+UNITS = {"": 1, "B": 1, "KiB": 1 << 10, "MiB": 1 << 20, "GiB": 1 << 30, "KB": 10**3,
+         "MB": 10**6, "GB": 10**9}
+
+
+def parse_size(text: str) -> int:
+    """``16GiB``, ``17072914432``: bytes; ValueError otherwise."""
+    m = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([KMG]i?B|B)?\s*", text)
+    if not m:
+        raise ValueError(f"--bisect {text!r}: expected bytes, e.g. 16GiB or 17072914432")
+    n = int(float(m.group(1)) * UNITS[m.group(2) or ""])
+    if n < 1:
+        raise ValueError(f"--bisect {text!r}: must be positive")
+    return n
+
+
+def try_batch(t, batch: int, dev) -> dict:
+    """One try of ``bisect``: the template's STEPS steps at ``batch`` from an empty allocator;
+    whether they fit, and the peaks."""
+    import gc
+    t0 = time.perf_counter()
+    torch.cuda.reset_peak_memory_stats(dev)
+    fits, why = True, None
+    held = {}
+    try:
+        held["model"] = runner._call("make_model()", t.make_model).to(dev)
+        held["opt"] = runner._call("make_optimizer(model)", t.make_optimizer, held["model"])
+        runner.cuda_choices(held["opt"])
+        autocast = getattr(t, "AUTOCAST", None)
+        if callable(getattr(t, "step", None)):
+            step = t.step
+        elif autocast:
+            step = cuda_autocast_step(t, None)
+        else:
+            step = runner.default_step(t, None)
+        held["data"] = to_device(runner._call(f"make_batch({batch})", t.make_batch, batch), dev)
+        for _ in range(getattr(t, "STEPS", 2)):
+            held["last"] = step(held["model"], held["opt"], held["data"])
+        torch.cuda.synchronize(dev)
+    except torch.cuda.OutOfMemoryError as e:
+        fits, why = False, str(e).splitlines()[0][:300]
+    except StepError:
+        raise
+    except Exception as e:  # noqa: BLE001 -- the template's step: name it, as the recorder does
+        raise StepError(f"the template's step at batch {batch} raised {type(e).__name__}: "
+                        f"{(str(e).splitlines() or [''])[0][:300]}") from e
+    peaks = (torch.cuda.max_memory_allocated(dev), torch.cuda.max_memory_reserved(dev))
+    held.clear()
+    gc.collect()
+    torch.cuda.empty_cache()
+    clear = getattr(torch._C, "_cuda_clearCublasWorkspaces", None)
+    if clear is not None:
+        clear()
+    torch.cuda.empty_cache()
+    return {"batch": batch, "fits": fits, "max_memory_allocated": peaks[0],
+            "max_memory_reserved": peaks[1], "error": why,
+            "seconds": round(time.perf_counter() - t0, 3)}
+
+
+def bisect(args) -> dict:
+    """The largest batch whose steps fit the card held to ``args.cap`` (see the module)."""
+    t0 = time.perf_counter()
+    t = runner.load(args.template, args.overrides, emulate_gpu=False)
+    if not torch.cuda.is_available():
+        raise Refused("--bisect needs CUDA: this torch sees no CUDA device")
+    dev = torch.device("cuda", torch.cuda.current_device())
+    torch.cuda.init()
+    free, total = torch.cuda.mem_get_info(dev)
+    if args.cap >= total:
+        raise Refused(f"--bisect {args.cap} B: not below the card's {total} B")
+    # + 0.5 B so that the allocator's size_t(fraction * total) is the cap, not a byte under.
+    torch.cuda.set_per_process_memory_fraction((args.cap + 0.5) / total, dev)
+    torch.manual_seed(0)
+    sizes = tuple(t.BATCH_SIZES) if hasattr(t, "BATCH_SIZES") else (2, 4, 8)
+    tries, lo, hi = [], 0, None
+    b = sizes[0]
+    stopped = None
+    while hi is None or hi - lo > 1:
+        if time.perf_counter() - t0 > args.bisect_seconds:
+            stopped = f"stopped after {args.bisect_seconds} s"
+            break
+        r = try_batch(t, b, dev)
+        tries.append(r)
+        if r["fits"]:
+            lo = b
+        else:
+            hi = b
+        b = lo * 2 if hi is None else (lo + hi) // 2
+        if lo == 0 and hi is not None and hi <= 1:
+            break
+    name = os.path.splitext(os.path.basename(args.template))[0]
+    return {"template": os.path.relpath(os.path.abspath(args.template), ROOT), "name": name,
+            "overrides": {k: record.plain(v) for k, v in args.overrides.items()},
+            "torch": str(torch.__version__), "device_name": torch.cuda.get_device_name(dev),
+            "compute_capability": "{}.{}".format(*torch.cuda.get_device_capability(dev)),
+            "total_memory": total, "outside_at_start": total - free, "allowance": args.cap,
+            "steps": getattr(t, "STEPS", 2), "tries": tries, "largest_fits": lo,
+            "smallest_fails": hi, "stopped": stopped,
+            "note": "in one process: between tries everything is freed, the cache emptied and "
+                    "cuBLAS's workspaces cleared",
+            "command": " ".join(shlex.quote(a) for a in [sys.executable] + sys.argv),
+            "seconds": round(time.perf_counter() - t0, 3)}
+
+
 def record_history_off():
     try:
         torch.cuda.memory._record_memory_history(None)
@@ -269,6 +384,13 @@ def main(argv=None) -> int:
     ap.add_argument("--stacks", choices=["all", "python"], default="all",
                     help="stacks the memory history records: all (C++ too, which names the cuBLAS "
                          "workspaces) or python [all]")
+    ap.add_argument("--set", action="append", default=[], metavar="NAME=VALUE",
+                    help="override the template's constant NAME, as record.py's --set")
+    ap.add_argument("--bisect", metavar="CAP",
+                    help="hold the card to CAP bytes (e.g. 16GiB) and search the largest batch "
+                         "that fits; writes NAME.bisect.json")
+    ap.add_argument("--bisect-seconds", type=float, default=120.0,
+                    help="stop the search after this long; the JSON says so [120]")
     ap.add_argument("--max-entries", type=int, default=MAX_ENTRIES,
                     help=f"trace entries the memory history keeps [{MAX_ENTRIES}]")
     a = ap.parse_args(argv)
@@ -276,6 +398,24 @@ def main(argv=None) -> int:
         ap.error("--batch must be at least 1")
     if a.max_entries < 1:
         ap.error("--max-entries must be at least 1")
+    try:
+        a.overrides = record.parse_set(a.set)
+        a.cap = parse_size(a.bisect) if a.bisect is not None else None
+    except ValueError as e:
+        ap.error(str(e))
+    if a.cap is not None:
+        try:
+            doc = bisect(a)
+        except (TemplateError, StepError, Refused) as e:
+            print(f"real_step.py: {e}\nnothing written.", file=sys.stderr)
+            return 2
+        os.makedirs(a.out_dir, exist_ok=True)
+        path = os.path.join(a.out_dir, doc["name"] + ".bisect.json")
+        with open(path, "w") as f:
+            f.write(json.dumps(doc, indent=1) + "\n")
+        print(f"{doc['name']}: the largest batch that fits {a.cap:,} B: {doc['largest_fits']} "
+              f"({len(doc['tries'])} tries, {doc['seconds']} s); wrote {path}")
+        return 0
     try:
         doc = run(a)
     except (TemplateError, StepError, Refused) as e:

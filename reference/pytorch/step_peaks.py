@@ -913,6 +913,10 @@ def main(argv=None) -> int:
     ap.add_argument("--trace-lesson-card", help="write the op-by-op trace of the lesson's card's "
                     "boundary setups (PyTorch 1.12's defaults) to this file and exit")
     ap.add_argument("--compare", help="compare peaks with this JSON (e.g. the fake fixture) and report")
+    ap.add_argument("--history", metavar="DIR",
+                    help="cuda: record each setup under _record_memory_history(stacks='all', C++ "
+                         "frames included) and dump its snapshot to DIR/NAME.pickle (NAME with / "
+                         "as _): the frames name what the allocator served that no tensor is")
     args = ap.parse_args(argv)
 
     backend = args.backend
@@ -949,8 +953,16 @@ def main(argv=None) -> int:
     errors = []
     for s in setups:
         t0 = time.perf_counter()
+        history = args.history if backend == "cuda" else None
+        if history:
+            os.makedirs(history, exist_ok=True)
+            torch.cuda.memory._record_memory_history("all", context="all", stacks="all",
+                                                     max_entries=200_000)
         try:
             r = run_setup(s, backend)
+            if history:
+                torch.cuda.memory._dump_snapshot(
+                    os.path.join(history, s["name"].replace("/", "_") + ".pickle"))
         except Exception as e:  # noqa: BLE001 - on a GPU machine, one setup must not lose the rest
             if backend != "cuda":
                 raise
@@ -961,6 +973,9 @@ def main(argv=None) -> int:
             gc.collect()
             torch.cuda.empty_cache()
             continue
+        finally:
+            if history:
+                torch.cuda.memory._record_memory_history(None)
         rows.append((s, r))
         for e in r["step_peaks"]:
             if "ledger_peak_bytes" in e and backend != "cuda":

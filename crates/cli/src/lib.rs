@@ -15,6 +15,6 @@ pub mod testing;
 pub use alloc_args::AllocatorArgs;
 pub use args::{DeviceArgs, ModelArgs, with_defaults};
 pub use card_args::CardArgs;
-pub use output::{Output, capture, device_line, progress, run_main};
+pub use output::{Output, capture, device_line, progress, run_main, run_main_with};
 pub use setup::ModelSetup;
 pub use snapshot_args::SnapshotArgs;

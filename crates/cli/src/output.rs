@@ -172,9 +172,15 @@ pub fn progress(len: u64, message: &str, output: Output) -> ProgressBar {
 /// exits with status 1 instead of panicking. A command-line error (`clap::Error`, also
 /// `--help` and `--version`) is printed and exits as clap does.
 pub fn run_main(body: impl FnOnce() -> anyhow::Result<()>) -> ExitCode {
+    run_main_with(|| body().map(|()| ExitCode::SUCCESS))
+}
+
+/// [`run_main`] for a body that chooses its own exit status when it succeeds (memviz
+/// replay's "does not fit").
+pub fn run_main_with(body: impl FnOnce() -> anyhow::Result<ExitCode>) -> ExitCode {
     quiet_mesa();
     match body() {
-        Ok(()) => ExitCode::SUCCESS,
+        Ok(code) => code,
         Err(e) => match e.downcast::<clap::Error>() {
             Ok(usage) => usage.exit(),
             Err(e) => {

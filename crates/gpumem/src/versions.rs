@@ -320,3 +320,21 @@ impl Rules {
 
 #[cfg(test)]
 mod tests;
+
+/// A CUDA context as a card measured it: the memory taken before any tensor
+/// (`torch.cuda.mem_get_info()` at a fresh process's start, total − free).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct MeasuredContext {
+    pub bytes: u64,
+    pub card: &'static str,
+    pub torch: &'static str,
+}
+
+/// An NVIDIA H200 with PyTorch 2.11.0+cu130, Nov 2026
+/// (`reference/pytorch/gpu/2026-11-28-h200/part2/pytorch_probe/challenge1_cuda.json`; memviz's
+/// test `the_measured_context_is_the_records` holds it to that record).
+pub const MEASURED_CONTEXT: MeasuredContext = MeasuredContext {
+    bytes: 552_402_944,
+    card: "NVIDIA H200",
+    torch: "2.11",
+};

@@ -116,6 +116,24 @@ struct Drawn {
 
 /// Runs the command with `args`, the program's name first; returns what it prints.
 pub fn run(args: impl IntoIterator<Item = impl Into<OsString> + Clone>) -> anyhow::Result<String> {
+    Ok(answer(args)?.text)
+}
+
+/// What memviz prints, and whether a replay found that the step does not fit (its own exit
+/// status, [`DOES_NOT_FIT`], so that a script can branch on it).
+#[derive(Debug)]
+pub struct Answer {
+    pub text: String,
+    pub does_not_fit: bool,
+}
+
+/// The exit status of `memviz replay` when the step does not fit the card.
+pub const DOES_NOT_FIT: u8 = 3;
+
+/// [`run`], with whether a replay found that the step does not fit.
+pub fn answer(
+    args: impl IntoIterator<Item = impl Into<OsString> + Clone>,
+) -> anyhow::Result<Answer> {
     let mut args: Vec<OsString> = args.into_iter().map(Into::into).collect();
     if args
         .get(1)
@@ -124,8 +142,17 @@ pub fn run(args: impl IntoIterator<Item = impl Into<OsString> + Clone>) -> anyho
         args.insert(1, "view".into());
     }
     match Memviz::try_parse_from(args)?.command {
-        Command::View(cli) => view(&cli),
-        Command::Replay(cli) => replay::answer(&cli),
+        Command::View(cli) => Ok(Answer {
+            text: view(&cli)?,
+            does_not_fit: false,
+        }),
+        Command::Replay(cli) => {
+            let (text, fits) = replay::answer(&cli)?;
+            Ok(Answer {
+                text,
+                does_not_fit: !fits,
+            })
+        }
     }
 }
 

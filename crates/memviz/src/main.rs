@@ -4,8 +4,13 @@
 use std::process::ExitCode;
 
 fn main() -> ExitCode {
-    cli::run_main(|| {
-        print!("{}", memviz::run(std::env::args_os())?);
-        Ok(())
+    cli::run_main_with(|| {
+        let answer = memviz::answer(std::env::args_os())?;
+        print!("{}", answer.text);
+        Ok(if answer.does_not_fit {
+            ExitCode::from(memviz::DOES_NOT_FIT)
+        } else {
+            ExitCode::SUCCESS
+        })
     })
 }

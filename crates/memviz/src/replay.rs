@@ -13,6 +13,11 @@ use std::path::{Path, PathBuf};
 /// recording, or a demo's --memory-snapshot) through PyTorch's caching allocator rules on
 /// another card or settings: does the step fit, where would it run out, what are the peaks.
 #[derive(Debug, clap::Args)]
+#[command(
+    after_help = "Exit status: 0 the step fits; 3 it does not fit the card (the \
+                        report says where it ran out); 1 a file or setting that cannot be \
+                        used; 2 a command line clap refuses."
+)]
 pub struct Cli {
     /// The snapshot: a pickle of the dict `torch.cuda.memory._snapshot()` returns, with a trace.
     pub file: PathBuf,
@@ -123,15 +128,16 @@ fn check_writable(path: &Path) -> Result<()> {
 }
 
 /// What `memviz replay` prints for `cli`.
-pub fn answer(cli: &Cli) -> Result<String> {
+pub fn answer(cli: &Cli) -> Result<(String, bool)> {
     let r = replay(cli)?;
     if cli.json {
         // Through a JSON value, whose keys are sorted: the document memviz has printed.
-        return Ok(serde_json::to_string_pretty(&serde_json::to_value(&r)?)? + "\n");
+        let text = serde_json::to_string_pretty(&serde_json::to_value(&r)?)? + "\n";
+        return Ok((text, r.fits));
     }
     let mut text = r.text(cli.frames);
     if let Some(path) = &cli.memory_snapshot {
         text += &format!("wrote {} (the replayed run's snapshot)\n", path.display());
     }
-    Ok(text)
+    Ok((text, r.fits))
 }

@@ -216,3 +216,32 @@ fn view_and_replay_are_subcommands_and_a_file_alone_is_a_view() {
     assert_eq!(run(&["view", p, "--json"]).unwrap(), old);
     assert_eq!(run(&["--json", p]).unwrap(), old);
 }
+
+#[test]
+fn a_step_that_does_not_fit_has_its_own_exit_status() {
+    // 3 for "does not fit", so that a script can branch on it; 0 for a step that fits; 1 for
+    // a file memviz cannot use; 2 for a command line clap refuses. The out-of-memory
+    // snapshot is the H200's own, on the card it ran out of.
+    let bin = env!("CARGO_BIN_EXE_memviz");
+    let gpu = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/gpu/2026-11-28-h200");
+    let status = |args: &[&str]| {
+        std::process::Command::new(bin)
+            .args(args)
+            .output()
+            .unwrap()
+            .status
+            .code()
+    };
+    let oom = gpu.join("challenge1_r1173000.pickle");
+    let fits = gpu.join("lesson_sgd.pickle");
+    let (oom, fits) = (oom.to_str().unwrap(), fits.to_str().unwrap());
+    assert_eq!(status(&["replay", oom, "--card", "17072914432"]), Some(3));
+    assert_eq!(
+        status(&["replay", oom, "--card", "17072914432", "--json"]),
+        Some(3)
+    );
+    assert_eq!(status(&["replay", fits, "--card", "150109880320"]), Some(0));
+    assert_eq!(status(&["replay", "/nonexistent.pickle"]), Some(1));
+    assert_eq!(status(&["replay", fits, "--card", "0"]), Some(2));
+    assert_eq!(status(&["view", oom]), Some(0), "a view has no verdict");
+}

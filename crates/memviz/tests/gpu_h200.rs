@@ -295,3 +295,18 @@ fn challenge_1_on_the_held_card_replays_to_pytorchs_own_failure() {
         }
     }
 }
+
+#[test]
+fn the_measured_context_is_the_records() {
+    // The context the replay names when it assumes none: the H200's memory taken before any
+    // tensor, total − free from `torch.cuda.mem_get_info()` at the probe's start.
+    let probe = json(&evidence("part2/pytorch_probe/challenge1_cuda.json"));
+    let env = &probe["environment"];
+    let info = env["mem_get_info"].as_array().unwrap();
+    let (free, total) = (int(&info[0], "free"), int(&info[1], "total"));
+    let m = gpumem::versions::MEASURED_CONTEXT;
+    assert_eq!(m.bytes as i64, total - free);
+    assert_eq!(env["gpu_name"], m.card);
+    let torch = env["torch_version"].as_str().unwrap();
+    assert!(torch.starts_with(&format!("{}.", m.torch)), "{torch}");
+}

@@ -149,6 +149,17 @@ fn card_line(c: &CardReport) -> String {
         c.words,
         format_bytes(c.context_memory)
     );
+    if c.context_memory == 0 {
+        let m = gpumem::versions::MEASURED_CONTEXT;
+        let _ = write!(
+            line,
+            " (no CUDA context assumed: a real card's takes memory before any tensor, {} on an \
+             {} with PyTorch {}; --context-memory)",
+            format_bytes(m.bytes),
+            m.card,
+            m.torch
+        );
+    }
     if let Some(f) = c.memory_fraction {
         let _ = write!(line, "; memory fraction {f}");
     }
