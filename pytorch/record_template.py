@@ -23,7 +23,7 @@ GRAD_SCALER = False  # True: the default step scales the loss (torch.amp.GradSca
 
 # ANCHOR: yours
 def make_model():
-    # Your network. Build it here (not .to("cuda")): the recorder puts it on its fake device.
+    # Your network. A .to("cuda") here is fine: the recorder puts it on the card as that does.
     return nn.Sequential(nn.Linear(2, 100), nn.ReLU(), nn.Linear(100, 2))
 
 

@@ -297,6 +297,11 @@ pub const ARTIFACTS: &[Artifact] = &[
         render: pages::gpu_h200::models_table,
     },
     Artifact {
+        path: "generated/gpu_h200_allocations.md",
+        about: "table: the recorder's recordings against the H200's own snapshots of the same steps, allocation by allocation",
+        render: pages::gpu_h200_allocations::table,
+    },
+    Artifact {
         path: "generated/gpu_h200_challenge1.md",
         about: "table and message: challenge 1's largest batch on the ideal card, with workspaces, and PyTorch's on the H200; its failure at the ideal card's answer, replayed",
         render: pages::gpu_h200::challenge1_table,

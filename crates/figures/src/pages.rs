@@ -15,6 +15,7 @@ pub mod core_equation;
 pub mod deepspeed;
 pub mod fitting_more;
 pub mod gpu_h200;
+pub mod gpu_h200_allocations;
 pub mod instructors;
 pub mod memory_equation;
 pub mod monitoring;

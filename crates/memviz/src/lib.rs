@@ -12,6 +12,7 @@
 //! [`run`] is the whole command, so that its tests and the book can run it as a library;
 //! [`synthetic`] makes a snapshot of a real run's size for the benchmark and the tests.
 
+pub mod against;
 pub mod replay;
 pub mod synthetic;
 mod text;

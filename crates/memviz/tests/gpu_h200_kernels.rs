@@ -10,8 +10,8 @@
 //! autocast's CPU op lists, a linear's bias and the gradients added out of place, the model's
 //! parameters made in another order.
 
-use gpumem::snapshot::{Recorded, Snapshot, TraceEntry};
-use std::collections::BTreeMap;
+use gpumem::snapshot::Snapshot;
+use memviz::against::against;
 use std::path::{Path, PathBuf};
 
 fn root() -> PathBuf {
@@ -20,53 +20,6 @@ fn root() -> PathBuf {
 
 fn read(path: &Path) -> Snapshot {
     Snapshot::read(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
-}
-
-/// The frames' names, joined: what the card's C++ stack says made an allocation.
-fn stack(e: &TraceEntry) -> String {
-    e.frames
-        .iter()
-        .map(|f| f.name.as_str())
-        .collect::<Vec<_>>()
-        .join(" | ")
-}
-
-fn is_workspace(e: &TraceEntry) -> bool {
-    let s = stack(e);
-    s.contains("getCurrentCUDABlasHandle") || s.contains("getCUDABlasLtWorkspace")
-}
-
-/// The card's allocations (bytes, stack), the cuBLAS workspaces left out.
-fn card_allocs(s: &Snapshot) -> Vec<(i64, String)> {
-    s.device_traces[0]
-        .iter()
-        .filter(|e| e.action == "alloc" && !is_workspace(e))
-        .map(|e| (e.size, stack(e)))
-        .collect()
-}
-
-/// The recording's allocations on the GPU: those CUDA keeps on the host left out.
-fn recorded_allocs(s: &Snapshot, r: &Recorded) -> Vec<i64> {
-    s.device_traces[0]
-        .iter()
-        .filter(|e| e.action == "alloc")
-        .enumerate()
-        .filter(|(i, _)| !r.cuda_host.contains(i))
-        .map(|(_, e)| e.size)
-        .collect()
-}
-
-/// Bytes → count in `a` beyond `b`.
-fn beyond(a: &[i64], b: &[i64]) -> BTreeMap<i64, i64> {
-    let mut m = BTreeMap::new();
-    for x in a {
-        *m.entry(*x).or_insert(0) += 1;
-    }
-    for x in b {
-        *m.entry(*x).or_insert(0) -= 1;
-    }
-    m.retain(|_, n| *n > 0);
-    m
 }
 
 #[test]
@@ -87,34 +40,19 @@ fn each_recording_holds_the_cards_allocations_or_says_why_not() {
         let rs = read(&recorded.join(&file));
         let r = rs.recorder.clone().expect("a recording");
         let card = read(&gpu.join(&file));
-        let theirs = card_allocs(&card);
-        let ours = recorded_allocs(&rs, &r);
-        // What the card made beyond the recording, in a kernel the recording lists as
-        // approximate: the kernel's own scratch.
-        let sizes: Vec<i64> = theirs.iter().map(|(b, _)| *b).collect();
-        let mut excess = beyond(&sizes, &ours);
-        let (mut approx, mut rest) = (Vec::new(), Vec::new());
-        for (b, s) in &theirs {
-            let left = excess.get(b).copied().unwrap_or(0);
-            if left > 0 && r.approximate.iter().any(|a| s.contains(&a.kernel)) {
-                excess.insert(*b, left - 1);
-                approx.push(*b);
-            } else {
-                rest.push(*b);
-            }
-        }
-        let theirs = rest;
-        let says_a_gap = !r.not_in_trace.is_empty();
-        let (only_card, only_rec) = (beyond(&theirs, &ours), beyond(&ours, &theirs));
-        let approx_bytes: i64 = approx.iter().sum();
+        let cmp = against(&rs, &r, &card);
+        let approx_bytes: i64 = cmp.approximate.iter().sum();
         report.push(format!(
             "{name}: card {} allocations, recording {}; approximate {} ({approx_bytes} B); \
-             only on the card {only_card:?}; only recorded {only_rec:?}",
-            theirs.len() + approx.len(),
-            ours.len(),
-            approx.len(),
+             only on the card {:?}; only recorded {:?}",
+            cmp.card.len() + cmp.approximate.len(),
+            cmp.recorded.len(),
+            cmp.approximate.len(),
+            cmp.only_card,
+            cmp.only_recorded,
         ));
-        let equal = ours == theirs;
+        let says_a_gap = !r.not_in_trace.is_empty();
+        let equal = cmp.same_order();
         assert!(
             equal || says_a_gap,
             "{name}: the recording's allocations are not the card's, in the card's order"

@@ -120,7 +120,9 @@ pub(crate) fn of_plan(p: &Plan) -> Vec<Note> {
 }
 
 /// The recorder's notes that still hold: the workspaces and the host-side counters are the
-/// replay's own business (its workspaces line and its [`Note::OnHost`] say what it did).
+/// replay's own business (its workspaces line and its [`Note::OnHost`] say what it did), and
+/// a recording whose kernels are CUDA's has nothing more to say of attention or autocast
+/// than what it lists as approximate.
 pub(crate) fn of_recorder(r: &Recorded) -> Vec<Note> {
     let mut n: Vec<Note> = r
         .not_in_trace
@@ -132,9 +134,15 @@ pub(crate) fn of_recorder(r: &Recorded) -> Vec<Note> {
         r.cuda_differences
             .iter()
             .filter(|d| {
+                // The workspaces and the host-side counters are the replay's own business;
+                // attention and autocast are recorded as CUDA runs them (the recording's
+                // `cuda_kernels`): none is left for the reader to allow for.
                 !matches!(
                     d.fact,
-                    CudaFact::CublasWorkspaces | CudaFact::HostStepCounters
+                    CudaFact::CublasWorkspaces
+                        | CudaFact::HostStepCounters
+                        | CudaFact::Attention
+                        | CudaFact::Autocast
                 )
             })
             .map(|d| Note::OnCuda(d.text.clone())),

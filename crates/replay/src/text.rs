@@ -153,8 +153,8 @@ fn card_line(c: &CardReport) -> String {
         let m = gpumem::versions::MEASURED_CONTEXT;
         let _ = write!(
             line,
-            " (no CUDA context assumed: a real card's takes memory before any tensor, {} on an \
-             {} with PyTorch {}; --context-memory)",
+            " (no CUDA context assumed; an {1} with PyTorch {2} held {0} before any tensor: \
+             --context-memory)",
             format_bytes(m.bytes),
             m.card,
             m.torch

@@ -55,20 +55,31 @@ fn a_recorded_model_replays_to_the_report_the_book_committed() {
     let l = r.largest_batch.expect("the largest batch was asked");
     let b = l.batch.expect("a batch fits");
     assert!(committed.contains(&format!("largest batch: {b} fits 16.00 GiB")));
-    // The recorder's facts: the host counters left out (as many as `cuda_host` lists), and
-    // no note on cuBLAS's workspaces or Adam's counters, which the replay handles itself.
+    // The recorder's facts: the host counters left out (as many as `cuda_host` lists), no note
+    // on cuBLAS's workspaces or Adam's counters, which the replay handles itself, nor on
+    // attention or autocast, recorded as CUDA's; each approximate entry passed on.
     let rec = snap.recorder.as_ref().unwrap();
     assert!(
         r.notes
             .iter()
             .any(|n| matches!(n, Note::OnHost { count, .. } if *count == rec.cuda_host.len()))
     );
-    let handled =
-        |f: CudaFact| matches!(f, CudaFact::CublasWorkspaces | CudaFact::HostStepCounters);
+    let handled = |f: CudaFact| {
+        matches!(
+            f,
+            CudaFact::CublasWorkspaces
+                | CudaFact::HostStepCounters
+                | CudaFact::Attention
+                | CudaFact::Autocast
+        )
+    };
     assert!(rec.cuda_differences.iter().any(|d| handled(d.fact)));
     for d in &rec.cuda_differences {
         let passed_on = r.notes.contains(&Note::OnCuda(d.text.clone()));
         assert_eq!(passed_on, !handled(d.fact), "{d:?}");
+    }
+    for a in &rec.approximate {
+        assert!(r.notes.contains(&Note::Approximate(a.clone())), "{a:?}");
     }
 }
 

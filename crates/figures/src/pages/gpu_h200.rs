@@ -134,7 +134,7 @@ fn real_steps() -> Result<Vec<RealStep>> {
             .or_else(|| {
                 rec.approximate
                     .first()
-                    .map(|a| format!("{} (in `{}`), not recorded", a.what, a.kernel))
+                    .map(|a| format!("`{}`: {}", a.kernel, a.what))
             });
         out.push(RealStep {
             name,
