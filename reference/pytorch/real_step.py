@@ -365,6 +365,16 @@ def bisect(args) -> dict:
             "seconds": round(time.perf_counter() - t0, 3)}
 
 
+def write_json(out_dir: str, name: str, doc: dict) -> str:
+    """``doc`` into ``out_dir/name``, through a temporary file; returns the path."""
+    os.makedirs(out_dir, exist_ok=True)
+    path = os.path.join(out_dir, name)
+    with open(path + ".tmp", "w") as f:
+        f.write(json.dumps(doc, indent=1) + "\n")
+    os.replace(path + ".tmp", path)
+    return path
+
+
 def record_history_off():
     try:
         torch.cuda.memory._record_memory_history(None)
@@ -403,29 +413,17 @@ def main(argv=None) -> int:
         a.cap = parse_size(a.bisect) if a.bisect is not None else None
     except ValueError as e:
         ap.error(str(e))
-    if a.cap is not None:
-        try:
-            doc = bisect(a)
-        except (TemplateError, StepError, Refused) as e:
-            print(f"real_step.py: {e}\nnothing written.", file=sys.stderr)
-            return 2
-        os.makedirs(a.out_dir, exist_ok=True)
-        path = os.path.join(a.out_dir, doc["name"] + ".bisect.json")
-        with open(path, "w") as f:
-            f.write(json.dumps(doc, indent=1) + "\n")
-        print(f"{doc['name']}: the largest batch that fits {a.cap:,} B: {doc['largest_fits']} "
-              f"({len(doc['tries'])} tries, {doc['seconds']} s); wrote {path}")
-        return 0
     try:
-        doc = run(a)
+        doc = bisect(a) if a.cap is not None else run(a)
     except (TemplateError, StepError, Refused) as e:
         print(f"real_step.py: {e}\nnothing written.", file=sys.stderr)
         return 2
-    os.makedirs(a.out_dir, exist_ok=True)
-    path = os.path.join(a.out_dir, doc["name"] + ".json")
-    with open(path + ".tmp", "w") as f:
-        f.write(json.dumps(doc, indent=1) + "\n")
-    os.replace(path + ".tmp", path)
+    if a.cap is not None:
+        path = write_json(a.out_dir, doc["name"] + ".bisect.json", doc)
+        print(f"{doc['name']}: the largest batch that fits {a.cap:,} B: {doc['largest_fits']} "
+              f"({len(doc['tries'])} tries, {doc['seconds']} s); wrote {path}")
+        return 0
+    path = write_json(a.out_dir, doc["name"] + ".json", doc)
     if doc["device"] == "cuda":
         print(f"{doc['name']}: {doc['steps']} step(s) at batch {doc['batch']} on {doc['device_name']}: "
               f"max_memory_allocated {doc['max_memory_allocated']:,} B, max_memory_reserved "

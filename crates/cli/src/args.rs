@@ -117,10 +117,10 @@ impl DeviceArgs {
             changed.push(format!("{} (--torch)", r.describe()));
             changed.extend(r.note());
         }
-        if self.settings.compute_capability != DEFAULT_COMPUTE_CAPABILITY {
+        if self.settings.capability() != DEFAULT_COMPUTE_CAPABILITY {
             changed.push(format!(
                 "compute capability {} (--compute-capability)",
-                self.settings.compute_capability
+                self.settings.capability()
             ));
         }
         let mut line = format!("card:    {}", self.card.describe());
@@ -134,7 +134,7 @@ impl DeviceArgs {
     /// `--compute-capability`) or the card's, changed by `--cublas-workspace`.
     pub fn workspaces(&self) -> WorkspaceRules {
         let base = match self.settings.torch {
-            Some(v) => Rules::of(v).workspaces(self.settings.compute_capability),
+            Some(v) => Rules::of(v).workspaces(self.settings.capability()),
             None => self.card.workspaces(),
         };
         self.cublas_workspace.map_or(base, |w| base.with_cublas(w))

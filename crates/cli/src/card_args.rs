@@ -5,7 +5,7 @@
 use crate::AllocatorArgs;
 use clap::Args;
 use gpumem::size::parse_bytes;
-use gpumem::versions::{ComputeCapability, TorchVersion};
+use gpumem::versions::{ComputeCapability, DEFAULT_COMPUTE_CAPABILITY, TorchVersion};
 
 /// The PyTorch to follow, the card's compute capability, what it holds outside the
 /// allocator, and the allocator's settings.
@@ -27,13 +27,22 @@ pub struct CardArgs {
     pub torch: Option<TorchVersion>,
 
     /// The card's compute capability (torch.cuda.get_device_capability()), for the
-    /// workspaces' sizes under --torch: 9.0 and newer get larger ones in some versions.
-    #[arg(long, value_name = "X.Y", default_value = "7.0")]
-    pub compute_capability: ComputeCapability,
+    /// workspaces' sizes under --torch: 9.0 and newer get larger ones in some versions
+    /// [default: 7.0; memviz replay of a recording: the card it was recorded for].
+    #[arg(long, value_name = "X.Y")]
+    pub compute_capability: Option<ComputeCapability>,
 
     /// The caching allocator's settings (PyTorch's PYTORCH_CUDA_ALLOC_CONF and friends).
     #[command(flatten)]
     pub allocator: AllocatorArgs,
+}
+
+impl CardArgs {
+    /// The compute capability asked, or the programs' default.
+    pub fn capability(&self) -> ComputeCapability {
+        self.compute_capability
+            .unwrap_or(DEFAULT_COMPUTE_CAPABILITY)
+    }
 }
 
 /// A size; whether it fits the card is checked when the device opens.

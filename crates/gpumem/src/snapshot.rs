@@ -13,6 +13,7 @@ mod approximate;
 pub mod build;
 mod decode;
 mod error;
+mod fields;
 pub mod format;
 pub mod read;
 mod recorded;

@@ -6,7 +6,7 @@
 use crate::source::Plan;
 use gpumem::size::format_bytes;
 use gpumem::snapshot::{Approximation, CudaFact, Recorded};
-use gpumem::versions::TorchVersion;
+use gpumem::versions::{ComputeCapability, TorchVersion};
 use std::fmt;
 
 /// One note.
@@ -22,6 +22,13 @@ pub enum Note {
     RecordedWith { with: String, asked: TorchVersion },
     /// A compute capability asked of a GPU's trace, which has its own workspaces.
     CapabilityOnGpuTrace,
+    /// No compute capability asked: the recording's card's sizes the workspaces.
+    CapabilityOfRecording(ComputeCapability),
+    /// A compute capability other than the recording's card's: it sizes the workspaces only.
+    CapabilityNotRecording {
+        asked: ComputeCapability,
+        recorded: ComputeCapability,
+    },
     /// Allocations CUDA keeps on the host, left out: how many, and their bytes.
     OnHost { count: usize, bytes: u64 },
     /// `empty_cache()` calls in the trace, replayed.
@@ -55,6 +62,17 @@ impl fmt::Display for Note {
                 "the tensors are those PyTorch {with} made when recording (its zero_grad() and \
                  optimizer loop); PyTorch {asked} sets only the workspaces and the error's words \
                  here"
+            ),
+            Note::CapabilityOfRecording(cc) => write!(
+                f,
+                "compute capability {cc}, the card the recording's kernels are for, sizes the \
+                 workspaces (--compute-capability)"
+            ),
+            Note::CapabilityNotRecording { asked, recorded } => write!(
+                f,
+                "compute capability {asked} sizes the workspaces only: the recording's kernels \
+                 (attention's, cuDNN's) are those of a {recorded} card; record again with \
+                 --compute-capability {asked} for that card's"
             ),
             Note::CapabilityOnGpuTrace => {
                 f.write_str("--compute-capability sizes workspaces, and a GPU's trace has its own")

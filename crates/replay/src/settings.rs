@@ -24,8 +24,9 @@ pub struct ReplaySettings {
     pub context_memory: Option<u64>,
     /// The PyTorch whose rules apply (default: the card's, or the recording's).
     pub torch: Option<TorchVersion>,
-    /// Sizes the workspaces added to a recorded trace.
-    pub compute_capability: ComputeCapability,
+    /// Sizes the workspaces added to a recorded trace (default: the card the recording was
+    /// made for, else [`DEFAULT_COMPUTE_CAPABILITY`]).
+    pub compute_capability: Option<ComputeCapability>,
     /// The allocator's settings over the snapshot's own.
     pub allocator: Overrides,
     /// Replay at this batch (a recorded trace whose bytes are affine in the batch).
@@ -46,7 +47,7 @@ impl Default for ReplaySettings {
             card: CardChoice::Preset(Preset::Ideal),
             context_memory: None,
             torch: None,
-            compute_capability: DEFAULT_COMPUTE_CAPABILITY,
+            compute_capability: None,
             allocator: Overrides::default(),
             batch: None,
             largest_batch: false,
@@ -129,8 +130,28 @@ impl ReplaySettings {
         })?;
         let latest = KNOWN[KNOWN.len() - 1];
         let release = torch.map_or(latest, |r| r.release);
+        let recorded_for = snap
+            .recorder
+            .as_ref()
+            .and_then(|r| r.card_capability.parse::<ComputeCapability>().ok());
+        let capability = self
+            .compute_capability
+            .or(recorded_for)
+            .unwrap_or(DEFAULT_COMPUTE_CAPABILITY);
+        match (self.compute_capability, recorded_for) {
+            (None, Some(cc)) if plan.kind == Kind::Recorded => {
+                notes.push(Note::CapabilityOfRecording(cc))
+            }
+            (Some(asked), Some(cc)) if asked != cc && plan.kind == Kind::Recorded => {
+                notes.push(Note::CapabilityNotRecording {
+                    asked,
+                    recorded: cc,
+                })
+            }
+            _ => {}
+        }
         let workspaces = match (plan.kind, torch) {
-            (Kind::Recorded, Some(r)) => r.workspaces(self.compute_capability),
+            (Kind::Recorded, Some(r)) => r.workspaces(capability),
             _ => WorkspaceRules::NONE,
         };
         if plan.kind == Kind::Gpu && self.torch.is_some() {
@@ -148,7 +169,7 @@ impl ReplaySettings {
                 asked: r.asked,
             });
         }
-        if self.compute_capability != DEFAULT_COMPUTE_CAPABILITY && plan.kind == Kind::Gpu {
+        if self.compute_capability.is_some() && plan.kind == Kind::Gpu {
             notes.push(Note::CapabilityOnGpuTrace);
         }
         Ok(Setup {

@@ -152,3 +152,33 @@ fn bad_input_is_a_typed_error() {
     ));
     assert!(replay(&one, &any).unwrap().fits);
 }
+
+#[test]
+fn a_recording_s_card_sizes_its_workspaces_unless_another_is_asked() {
+    // Recorded for compute capability 9.0 (the recorder's default): without
+    // --compute-capability the replay takes that card's, and says so; another asked sizes the
+    // workspaces only, and the replay says the kernels are still the recorded card's.
+    let snap = recorded("transformer_encoder");
+    let rec = snap.recorder.as_ref().unwrap();
+    let recorded_for: gpumem::versions::ComputeCapability = rec.card_capability.parse().unwrap();
+    let asked = |cc: Option<gpumem::versions::ComputeCapability>| {
+        let settings = ReplaySettings {
+            card: CardChoice::Bytes(16 << 30),
+            compute_capability: cc,
+            ..ReplaySettings::default()
+        };
+        replay(&snap, &settings).unwrap().notes
+    };
+    assert!(asked(None).contains(&Note::CapabilityOfRecording(recorded_for)));
+    let other = gpumem::versions::ComputeCapability { major: 7, minor: 0 };
+    assert_ne!(other, recorded_for);
+    assert!(asked(Some(other)).contains(&Note::CapabilityNotRecording {
+        asked: other,
+        recorded: recorded_for
+    }));
+    assert!(
+        !asked(Some(recorded_for))
+            .iter()
+            .any(|n| matches!(n, Note::CapabilityNotRecording { .. }))
+    );
+}

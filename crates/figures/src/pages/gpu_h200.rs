@@ -120,7 +120,7 @@ fn real_steps() -> Result<Vec<RealStep>> {
         let as_the_card = ReplaySettings {
             card: CardChoice::Bytes(capacity),
             torch: Some(c.version),
-            compute_capability: c.capability,
+            compute_capability: Some(c.capability),
             ..ReplaySettings::default()
         };
         let recording = super::own_model::replay(&name, as_the_card)?;

@@ -130,7 +130,7 @@ pub fn model_cards() -> Result<String> {
         for (i, &(card, cc)) in CARDS.iter().enumerate() {
             let settings = ReplaySettings {
                 torch: Some(TORCH),
-                compute_capability: cc,
+                compute_capability: Some(cc),
                 ..largest_on(card)
             };
             let v = replay(&m, settings)?;

@@ -3,7 +3,7 @@
 //! out (`recorder.approximate`), with its size where one is known.
 
 use super::error::SnapshotError;
-use super::recorded::{bad, count, text};
+use super::fields::{bad, count, text};
 use super::unpickle::{Items, P, describe, item};
 
 /// One kernel the recorder substituted for the CPU's: the op, the kernel CUDA runs for it on

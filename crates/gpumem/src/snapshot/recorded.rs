@@ -7,6 +7,7 @@ use super::approximate::{
     Approximation, KernelCall, approximations, card_capability, kernel_calls,
 };
 use super::error::SnapshotError;
+use super::fields::{bad, count, text};
 use super::unpickle::{Items, P, describe, item};
 
 /// The recorder's description of its trace (written back under the same keys, so that a
@@ -158,29 +159,6 @@ impl serde::Serialize for Affine {
 impl Default for Affine {
     fn default() -> Self {
         Affine::Not("no affine form recorded".into())
-    }
-}
-
-pub(super) fn bad(why: String) -> SnapshotError {
-    SnapshotError::BadField {
-        place: "recorder".to_string(),
-        why,
-    }
-}
-
-pub(super) fn text(d: &Items, key: &str) -> Result<String, SnapshotError> {
-    match item(d, key) {
-        None | Some(P::None) => Ok(String::new()),
-        Some(P::Str(s)) => Ok(s.to_string()),
-        Some(o) => Err(bad(format!("'{key}' is {}, not a string", describe(o)))),
-    }
-}
-
-pub(super) fn count(d: &Items, key: &str) -> Result<u64, SnapshotError> {
-    match item(d, key) {
-        None | Some(P::None) => Ok(0),
-        Some(P::Int(v)) => u64::try_from(*v).map_err(|_| bad(format!("'{key}' is negative ({v})"))),
-        Some(o) => Err(bad(format!("'{key}' is {}, not an integer", describe(o)))),
     }
 }
 
