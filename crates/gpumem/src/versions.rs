@@ -338,3 +338,34 @@ pub const MEASURED_CONTEXT: MeasuredContext = MeasuredContext {
     card: "NVIDIA H200",
     torch: "2.11",
 };
+
+/// A row's workspace rules as a card confirmed them: a recording replayed with the row's
+/// workspaces at that capability gave the card's own peaks to the byte.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct MeasuredWorkspaces {
+    /// The row of [`KNOWN`] whose rules were confirmed.
+    pub row: TorchVersion,
+    pub capability: ComputeCapability,
+    pub card: &'static str,
+    pub torch: &'static str,
+}
+
+/// The rows a card confirmed: the 2.8 row at 9.0, on an NVIDIA H200 with PyTorch 2.11
+/// (`reference/pytorch/gpu/2026-11-28-h200/part5`; memviz's test
+/// `the_measured_workspaces_are_the_runs` holds it to that run).
+pub const MEASURED_WORKSPACES: [MeasuredWorkspaces; 1] = [MeasuredWorkspaces {
+    row: TorchVersion::new(2, 8),
+    capability: ComputeCapability { major: 9, minor: 0 },
+    card: "NVIDIA H200",
+    torch: "2.11",
+}];
+
+impl Rules {
+    /// The card that confirmed these rules' workspaces at `capability`, if one did.
+    pub fn measured_on(&self, capability: ComputeCapability) -> Option<MeasuredWorkspaces> {
+        MEASURED_WORKSPACES
+            .iter()
+            .copied()
+            .find(|m| m.row == self.release.version && m.capability == capability)
+    }
+}

@@ -310,3 +310,31 @@ fn the_measured_context_is_the_records() {
     let torch = env["torch_version"].as_str().unwrap();
     assert!(torch.starts_with(&format!("{}.", m.torch)), "{torch}");
 }
+
+#[test]
+fn the_measured_workspaces_are_the_runs() {
+    // The workspace rules the replay calls measured: the row the run's PyTorch takes, at the
+    // run's compute capability, on the run's card. With them the recordings replay to the
+    // card's own peaks (the_recorders_cpu_recordings_replay_as_the_card_to_its_peaks).
+    let run = json(&evidence("part5/lesson_sgd.json"));
+    let torch: gpumem::versions::TorchVersion = run["torch"]
+        .as_str()
+        .unwrap()
+        .split('+')
+        .next()
+        .unwrap()
+        .rsplit_once('.')
+        .map(|(mm, _)| mm)
+        .unwrap()
+        .parse()
+        .unwrap();
+    let cc: gpumem::versions::ComputeCapability =
+        run["compute_capability"].as_str().unwrap().parse().unwrap();
+    let m = gpumem::versions::Rules::of(torch)
+        .measured_on(cc)
+        .expect("the run's rules are marked measured");
+    assert_eq!(run["device_name"], m.card);
+    assert_eq!(torch.to_string(), m.torch);
+    // Nothing else is marked measured: no other card ran.
+    assert_eq!(gpumem::versions::MEASURED_WORKSPACES.len(), 1);
+}

@@ -60,7 +60,8 @@ pub fn replay_with_progress(
     let device = source::device(snap, settings.device)?;
     let mut plan = source::plan(snap, device)?;
     let setup = settings.setup(snap, &plan)?;
-    let added = workspaces::add(&mut plan, setup.workspaces);
+    let mut added = workspaces::add(&mut plan, setup.workspaces);
+    added.measured_on = setup.workspaces_measured.clone();
     // Counted with the workspaces added, as the JSON has always counted them.
     let allocations = plan
         .ops

@@ -85,6 +85,9 @@ pub struct Workspaces {
     pub per_call: usize,
     /// The kept ones, in the order taken.
     pub labels: Vec<Workspace>,
+    /// The card that confirmed these rules (`an NVIDIA H200 with PyTorch 2.11`), or None:
+    /// read from PyTorch's source, not measured on a card.
+    pub measured_on: Option<String>,
 }
 
 /// One kept workspace: `cublaslt_workspace (main thread)` and its bytes.

@@ -67,6 +67,8 @@ pub(crate) struct Setup {
     /// Where the version came from, in words.
     pub torch_from: String,
     pub workspaces: WorkspaceRules,
+    /// The card that confirmed those workspace rules, in words (None: from the source only).
+    pub workspaces_measured: Option<String>,
     pub alloc_conf: String,
     pub notes: Vec<Note>,
 }
@@ -183,6 +185,9 @@ impl ReplaySettings {
             torch,
             torch_from,
             workspaces,
+            workspaces_measured: torch
+                .and_then(|r| r.measured_on(capability))
+                .map(|m| format!("an {} with PyTorch {}", m.card, m.torch)),
             alloc_conf,
             notes,
         })

@@ -103,9 +103,13 @@ impl ReplayReport {
                 .iter()
                 .map(|w| format!("{} {}", w.label, format_bytes(w.bytes)))
                 .collect();
+            let how = match &a.measured_on {
+                Some(card) => format!("; these rules measured on {card}"),
+                None => "; these rules read from PyTorch's source, not measured on a card".into(),
+            };
             format!(
                 "workspaces: {} added ({}), each taken by its thread's first matrix product and \
-                 kept{per_call}",
+                 kept{per_call}{how}",
                 a.kept,
                 which.join(", "),
             )
