@@ -279,16 +279,18 @@ class BackwardHooks:
 
     def __init__(self, ledger: Ledger):
         self.ledger = ledger
-        self.hooked = set()
         self.saved = None
 
     def _hook_graph(self, roots):
+        # Nodes are told apart within this walk only: a later graph's node may reuse a freed
+        # one's id. A node hooked twice (retain_graph) sets the same flag twice.
+        seen = set()
         stack = [r for r in roots if r is not None]
         while stack:
             node = stack.pop()
-            if node is None or id(node) in self.hooked:
+            if node is None or id(node) in seen:
                 continue
-            self.hooked.add(id(node))
+            seen.add(id(node))
             node.register_prehook(self._pre)
             node.register_hook(self._post)
             stack.extend(n for n, _ in node.next_functions)

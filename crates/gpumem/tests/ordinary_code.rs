@@ -102,6 +102,8 @@ fn a_step_whose_sizes_depend_on_the_data_records_each_at_its_line() {
     let r = record();
     let c = case(&r, "data_dependent");
     assert_eq!(c["exit"], 0, "{c}");
+    // At their largest the sizes are affine in the batch: any batch can be asked.
+    assert_eq!(c["recorder"]["affine"], true, "{c}");
     let file = "reference/pytorch/ordinary/data_dependent.py";
     let approximate = c["recorder"]["approximate"].as_array().unwrap();
     for (op, marker) in [
