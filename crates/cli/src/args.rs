@@ -67,6 +67,9 @@ impl DeviceArgs {
             },
             oom_message: self.oom_message(),
             cublas: self.workspaces(),
+            max_split_rule: gpumem::versions::max_split_minimum(
+                self.torch_rules().map(|r| r.asked),
+            ),
             ..Default::default()
         }
     }

@@ -47,6 +47,9 @@ pub struct DeviceOptions {
     /// The workspaces matrix products take through the allocator (none: a tensors-only
     /// card).
     pub cublas: crate::cublas::WorkspaceRules,
+    /// Which `max_split_size` PyTorch accepts (`versions::max_split_minimum` of the version
+    /// followed; the newest's by default).
+    pub max_split_rule: crate::alloc::MaxSplitMinimum,
 }
 
 /// What was opened, and why.
@@ -146,6 +149,7 @@ impl Device {
             executes: exec.executes(),
             memory: options.memory,
         };
+        config.validate_with(options.max_split_rule)?;
         let mut alloc = Allocator::new(backing, config)?;
         if let Some(n) = options.record_history {
             alloc.record_memory_history(true, n);

@@ -90,6 +90,29 @@ fn bad_input_is_a_clear_error() {
     )]);
 }
 
+/// `max_split_size_mb:20` is accepted from PyTorch 2.9 (`>=` 20 MiB) and refused before it
+/// (`>`): the demos follow `--torch`'s rule, as the replay does.
+#[test]
+fn the_split_size_rule_is_the_versions() {
+    let args = |torch: &'static str| {
+        [
+            "--backend",
+            "plan",
+            "--warmup-steps",
+            "1",
+            "--batch",
+            "64",
+            "--max-split-size",
+            "20MiB",
+            "--torch",
+            torch,
+        ]
+    };
+    DEMO.assert_refuses(&[(&args("2.8"), "must be more than 20.00 MiB")]);
+    let o = run(&args("2.9"));
+    assert!(o.status.success(), "{}", text(&o));
+}
+
 /// `WGPU_BACKEND=dx12` on a machine without DirectX leaves wgpu no adapter at all.
 #[test]
 fn no_adapter_is_a_clear_error_and_auto_falls_back() {
