@@ -161,6 +161,11 @@ class Scratch:
     def kernel(self, func):
         return self.KERNELS.get(func)
 
+    def order(self, func, outputs: list) -> list:
+        """The op's outputs in the order CUDA's kernel allocates them (``dropout_cuda``: the
+        mask before the output)."""
+        return outputs[::-1] if func is aten.native_dropout.default else outputs
+
     def before(self, func, args):
         if func is aten.embedding_dense_backward.default:
             # embedding_dense_backward_cuda: grad_.contiguous() (then, above 3072 indices, a

@@ -180,9 +180,8 @@ class Ledger(TorchDispatchMode):
         else:
             out = self._run(func, op, args, kwargs or {})
         flat, _ = tree_flatten(out)
-        if func is torch.ops.aten.native_dropout.default:
-            # dropout_cuda allocates the mask before the output.
-            flat = flat[::-1]
+        if self.scratch is not None:
+            flat = self.scratch.order(func, flat)
         for t in flat:
             if isinstance(t, torch.Tensor):
                 for st in storages(t):

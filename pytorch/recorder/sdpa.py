@@ -26,14 +26,8 @@ class CudaCard:
     cudnn: int = 91900
     cuda_major: int = 13
 
-    def at_least(self, major: int, minor: int) -> bool:
-        return (self.major, self.minor) >= (major, minor)
-
     def within(self, lo: tuple[int, int], hi: tuple[int, int]) -> bool:
         return lo <= (self.major, self.minor) <= hi
-
-    def label(self) -> str:
-        return f"compute capability {self.major}.{self.minor}, cuDNN {self.cudnn}"
 
 
 def parse_capability(text: str) -> tuple[int, int]:

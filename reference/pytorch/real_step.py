@@ -69,6 +69,7 @@ import torch  # noqa: E402
 from recorder import run as runner  # noqa: E402
 from recorder.run import StepError, TemplateError  # noqa: E402
 
+import lesson  # noqa: E402
 import record  # noqa: E402
 
 MAX_ENTRIES = 1_000_000
@@ -262,18 +263,14 @@ def run(args) -> dict:
     return doc
 
 
-UNITS = {"": 1, "B": 1, "KiB": 1 << 10, "MiB": 1 << 20, "GiB": 1 << 30, "KB": 10**3,
-         "MB": 10**6, "GB": 10**9}
-
-
-def parse_size(text: str) -> int:
-    """``16GiB``, ``17072914432``: bytes; ValueError otherwise."""
-    m = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([KMG]i?B|B)?\s*", text)
-    if not m:
-        raise ValueError(f"--bisect {text!r}: expected bytes, e.g. 16GiB or 17072914432")
-    n = int(float(m.group(1)) * UNITS[m.group(2) or ""])
-    if n < 1:
-        raise ValueError(f"--bisect {text!r}: must be positive")
+def parse_cap(text: str) -> int:
+    """``--bisect``'s size, as the lesson's scripts read a card (``lesson.parse_size``)."""
+    try:
+        n = lesson.parse_size(text)
+    except argparse.ArgumentTypeError as e:
+        raise ValueError(f"--bisect: {e}") from e
+    if not n or n < 1:
+        raise ValueError(f"--bisect {text!r}: a positive size, e.g. 16GiB")
     return n
 
 
@@ -289,13 +286,13 @@ def try_batch(t, batch: int, dev) -> dict:
         held["model"] = runner._call("make_model()", t.make_model).to(dev)
         held["opt"] = runner._call("make_optimizer(model)", t.make_optimizer, held["model"])
         runner.cuda_choices(held["opt"])
-        autocast = getattr(t, "AUTOCAST", None)
+        scaler = torch.amp.GradScaler("cuda") if getattr(t, "GRAD_SCALER", False) else None
         if callable(getattr(t, "step", None)):
             step = t.step
-        elif autocast:
-            step = cuda_autocast_step(t, None)
+        elif getattr(t, "AUTOCAST", None):
+            step = cuda_autocast_step(t, scaler)
         else:
-            step = runner.default_step(t, None)
+            step = runner.default_step(t, scaler)
         held["data"] = to_device(runner._call(f"make_batch({batch})", t.make_batch, batch), dev)
         for _ in range(getattr(t, "STEPS", 2)):
             held["last"] = step(held["model"], held["opt"], held["data"])
@@ -331,8 +328,7 @@ def bisect(args) -> dict:
     free, total = torch.cuda.mem_get_info(dev)
     if args.cap >= total:
         raise Refused(f"--bisect {args.cap} B: not below the card's {total} B")
-    # + 0.5 B so that the allocator's size_t(fraction * total) is the cap, not a byte under.
-    torch.cuda.set_per_process_memory_fraction((args.cap + 0.5) / total, dev)
+    lesson.cap_card(args.cap, count_outside=False)  # the allowance is the cap; the context beside
     torch.manual_seed(0)
     sizes = tuple(t.BATCH_SIZES) if hasattr(t, "BATCH_SIZES") else (2, 4, 8)
     tries, lo, hi = [], 0, None
@@ -410,7 +406,7 @@ def main(argv=None) -> int:
         ap.error("--max-entries must be at least 1")
     try:
         a.overrides = record.parse_set(a.set)
-        a.cap = parse_size(a.bisect) if a.bisect is not None else None
+        a.cap = parse_cap(a.bisect) if a.bisect is not None else None
     except ValueError as e:
         ap.error(str(e))
     try:

@@ -28,6 +28,7 @@ fn each_recording_holds_the_cards_allocations_or_says_why_not() {
     let recorded = root().join("crates/gpumem/tests/fixtures/recorded");
     let mut report = Vec::new();
     let (mut names, mut exact) = (0, 0);
+    let (mut card_scratch, mut measured) = (std::collections::BTreeSet::new(), Vec::new());
     for entry in std::fs::read_dir(&recorded).unwrap() {
         let file = entry.unwrap().file_name().to_string_lossy().into_owned();
         let Some(name) = file.strip_suffix(".pickle") else {
@@ -42,6 +43,8 @@ fn each_recording_holds_the_cards_allocations_or_says_why_not() {
         let card = read(&gpu.join(&file));
         let cmp = against(&rs, &r, &card);
         let approx_bytes: i64 = cmp.approximate.iter().sum();
+        card_scratch.extend(cmp.approximate.iter().copied());
+        measured.extend(r.approximate.iter().filter_map(|a| a.measured.clone()));
         report.push(format!(
             "{name}: card {} allocations, recording {}; approximate {} ({approx_bytes} B); \
              only on the card {:?}; only recorded {:?}",
@@ -62,4 +65,22 @@ fn each_recording_holds_the_cards_allocations_or_says_why_not() {
     println!("{}", report.join("\n"));
     assert_eq!(names, 9, "the recorder's nine models");
     assert!(exact >= 9, "{exact} recordings hold the card's allocations");
+    // The bytes the recorder's `approximate` entries quote as measured are the card's own
+    // scratch allocations, read from its snapshots here (none typed without a check).
+    assert!(!measured.is_empty());
+    for text in &measured {
+        let quoted: Vec<i64> = text
+            .split(|c: char| !c.is_ascii_digit() && c != ',')
+            .map(|w| w.replace(',', ""))
+            .filter_map(|w| w.parse().ok())
+            .filter(|&n: &i64| n >= 1000)
+            .collect();
+        assert!(!quoted.is_empty(), "{text}");
+        for n in quoted {
+            assert!(
+                card_scratch.contains(&n),
+                "{n} B quoted as measured is no scratch allocation of the card's: {text}"
+            );
+        }
+    }
 }

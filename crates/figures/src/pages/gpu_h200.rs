@@ -265,7 +265,7 @@ pub fn models_table() -> Result<String> {
     Ok(out)
 }
 
-fn format_signed(d: i64) -> String {
+pub(crate) fn format_signed(d: i64) -> String {
     if d >= 0 {
         format!("+{}", grouped(d as u64))
     } else {

@@ -265,8 +265,8 @@ pub fn memtracker_table() -> Result<String> {
                 .filter_map(|e| e["evidence"].as_str())
                 .collect();
             format!(
-                "{}: {}",
-                format_signed(recorded as i64 - tracked as i64),
+                "{} B: {}",
+                super::gpu_h200::format_signed(recorded as i64 - tracked as i64),
                 if why.is_empty() {
                     "UNEXPLAINED".into()
                 } else {
@@ -381,10 +381,4 @@ pub fn lesson_table() -> Result<String> {
     out += "\nRecorded with `python reference/pytorch/record_lesson.py`; the replays run on the \
             committed files.\n";
     Ok(out)
-}
-
-/// A difference of bytes with its sign and the book's digit groups: `−1 027 020 B`.
-fn format_signed(d: i64) -> String {
-    let sign = if d < 0 { "−" } else { "+" };
-    format!("{sign}{} B", grouped(d.unsigned_abs()))
 }
