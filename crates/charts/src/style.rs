@@ -134,6 +134,12 @@ fn with_title(svg: &str, title: &str) -> String {
     }
 }
 
+/// `+1 173 000`, `−24 000` — a difference with its sign and [`grouped`]'s digit groups.
+pub fn signed(d: i64) -> String {
+    let sign = if d >= 0 { "+" } else { "−" };
+    format!("{sign}{}", grouped(d.unsigned_abs()))
+}
+
 /// `1 173 000` — groups of three digits split by narrow no-break spaces, as the book writes
 /// numbers.
 pub fn grouped(n: u64) -> String {

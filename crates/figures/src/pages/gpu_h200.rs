@@ -185,7 +185,7 @@ fn beside(replayed: u64, card: u64) -> String {
     if replayed == card {
         "same".into()
     } else {
-        format_signed(replayed as i64 - card as i64)
+        charts::style::signed(replayed as i64 - card as i64)
     }
 }
 
@@ -263,14 +263,6 @@ pub fn models_table() -> Result<String> {
         lacking.join("; "),
     )?;
     Ok(out)
-}
-
-pub(crate) fn format_signed(d: i64) -> String {
-    if d >= 0 {
-        format!("+{}", grouped(d as u64))
-    } else {
-        format!("−{}", grouped(d.unsigned_abs()))
-    }
 }
 
 /// `challenge1 --backend plan ARGS --json`, from the demos' library.

@@ -266,7 +266,7 @@ pub fn memtracker_table() -> Result<String> {
                 .collect();
             format!(
                 "{} B: {}",
-                super::gpu_h200::format_signed(recorded as i64 - tracked as i64),
+                charts::style::signed(recorded as i64 - tracked as i64),
                 if why.is_empty() {
                     "UNEXPLAINED".into()
                 } else {
