@@ -50,34 +50,8 @@
 
   var serial = 0;
 
-  function el(tag, attrs, children) {
-    var node = document.createElement(tag);
-    Object.keys(attrs || {}).forEach(function (k) {
-      if (k === "text") node.textContent = attrs[k];
-      else node.setAttribute(k, attrs[k]);
-    });
-    (children || []).forEach(function (c) { if (c) node.appendChild(c); });
-    return node;
-  }
-
-  function field(id, label, control, hint) {
-    control.id = id;
-    return el("div", { class: "calc-field" }, [
-      el("label", { for: id, text: label }),
-      control,
-      hint ? el("span", { class: "calc-hint", text: hint }) : null
-    ]);
-  }
-
-  function select(options, chosen) {
-    var s = el("select");
-    options.forEach(function (o) {
-      var opt = el("option", { value: o[0], text: o[1] });
-      if (o[0] === chosen) opt.selected = true;
-      s.appendChild(opt);
-    });
-    return s;
-  }
+  var w = window.gpumemWidgets;
+  var el = w.el, field = w.field, select = w.select, refused = w.refused;
 
   function number(value) {
     return el("input", { type: "text", inputmode: "numeric", value: value, size: "10", spellcheck: "false" });
@@ -177,18 +151,11 @@
     }
     function failed(e) {
       status.textContent = "";
-      output.replaceChildren(refused("the calculator could not run here: " + e.message +
-        (location.protocol === "file:" ? " (pages opened as files cannot load it: run `mdbook serve`)" : "")));
+      output.replaceChildren(refused(w.loadFailure("the calculator", e)));
     }
     form.addEventListener("input", update);
     form.addEventListener("change", update);
     update();
-  }
-
-  function refused(message) {
-    return el("div", { class: "calc-refused", role: "alert" }, [
-      el("p", {}, [el("strong", { text: "Refused: " }), document.createTextNode(message)])
-    ]);
   }
 
   function count(n) { return n.toLocaleString("en"); }
@@ -307,8 +274,7 @@
       hosts.forEach(function (host) { build(host, presets); });
     }).catch(function (e) {
       hosts.forEach(function (host) {
-        host.replaceChildren(refused("the calculator could not load: " + e.message +
-          (location.protocol === "file:" ? " (pages opened as files cannot load it: run `mdbook serve`)" : "")));
+        host.replaceChildren(refused(w.loadFailure("the calculator", e)));
       });
     });
   }

@@ -53,7 +53,7 @@ fn compare_setups(session: &Session, report: &mut Report) -> Result<()> {
         if &native != in_page {
             report.widget.problems.push(format!(
                 "the committed module answers differently from the engine (rebuild it: \
-                 scripts/build-calculator): {setup}\n  page:   {}\n  native: {}",
+                 scripts/build-page-modules): {setup}\n  page:   {}\n  native: {}",
                 clip(in_page),
                 clip(&native)
             ));

@@ -21,6 +21,7 @@ pub mod calculator;
 pub mod chromium;
 pub mod links;
 pub mod quiz;
+pub mod replay;
 pub mod serve;
 pub mod session;
 pub mod site;

@@ -2,7 +2,7 @@
 //! on the built book after `mdbook build`. Exit status 0 means no problem was found; 1 lists
 //! the problems; 2 means the check could not run (bad arguments, no browser, no book).
 
-use bookcheck::{browser, calculator, links, quiz, words};
+use bookcheck::{browser, calculator, links, quiz, replay, words};
 use clap::{Args, Parser, Subcommand};
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -65,6 +65,33 @@ enum Command {
         #[arg(long, value_name = "PATH")]
         axe: Option<PathBuf>,
     },
+    /// Drive the replay in the page: give it each fixture as a reader would, and require its
+    /// answer (report, text, exit status, or refusal) to equal `memviz replay`'s for the same
+    /// file and flags; time a 100 000-entry snapshot made now; photograph and audit each state.
+    Replay {
+        /// The book's output folder (what `mdbook build` wrote, usually `book`).
+        book: PathBuf,
+        /// The page with the replay to drive.
+        #[arg(long, default_value = replay::DEFAULT_PAGE)]
+        page: String,
+        /// The memviz program whose answers the page's must equal.
+        #[arg(long, value_name = "PATH", default_value = "target/debug/memviz")]
+        memviz: PathBuf,
+        /// The repository's root, where the fixtures are.
+        #[arg(long, value_name = "DIR", default_value = ".")]
+        repo: PathBuf,
+        /// Only the shipped recording, asked for from the keyboard, and axe (for the other themes).
+        #[arg(long)]
+        quick: bool,
+        /// Save a PNG of the replay in each state into this folder.
+        #[arg(long, value_name = "DIR")]
+        screenshots: Option<PathBuf>,
+        #[command(flatten)]
+        chrome: Chrome,
+        /// Also audit the page in each state with axe-core from this axe.min.js.
+        #[arg(long, value_name = "PATH")]
+        axe: Option<PathBuf>,
+    },
     /// Answer one mdbook-quiz quiz from the keyboard: first question wrong (the review must
     /// mark it and show its explanation), then, after a reload, all right (all accepted).
     Quiz {
@@ -115,6 +142,23 @@ impl Chrome {
     }
 }
 
+/// The options of a check that drives one page's widget.
+fn widget(
+    page: String,
+    screenshots: Option<PathBuf>,
+    chrome: Chrome,
+    axe: Option<PathBuf>,
+) -> bookcheck::session::WidgetOptions {
+    bookcheck::session::WidgetOptions {
+        timeout: chrome.timeout(),
+        chromium: chrome.chromium,
+        page,
+        screenshots,
+        theme: chrome.theme,
+        axe,
+    }
+}
+
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let started = Instant::now();
@@ -143,15 +187,23 @@ fn main() -> ExitCode {
             screenshots,
             chrome,
             axe,
-        } => run_calculator(
+        } => run_calculator(&book, &widget(page, screenshots, chrome, axe)),
+        Command::Replay {
+            book,
+            page,
+            memviz,
+            repo,
+            quick,
+            screenshots,
+            chrome,
+            axe,
+        } => run_replay(
             &book,
-            &bookcheck::session::WidgetOptions {
-                timeout: chrome.timeout(),
-                chromium: chrome.chromium,
-                page,
-                screenshots,
-                theme: chrome.theme,
-                axe,
+            &replay::Options {
+                widget: widget(page, screenshots, chrome, axe),
+                memviz,
+                repo,
+                quick,
             },
         ),
         Command::Quiz {
@@ -160,17 +212,7 @@ fn main() -> ExitCode {
             screenshots,
             chrome,
             axe,
-        } => run_quiz(
-            &book,
-            &bookcheck::session::WidgetOptions {
-                timeout: chrome.timeout(),
-                chromium: chrome.chromium,
-                page,
-                screenshots,
-                theme: chrome.theme,
-                axe,
-            },
-        ),
+        } => run_quiz(&book, &widget(page, screenshots, chrome, axe)),
         Command::Words { book, text, chrome } => run_words(
             &book,
             &words::Options {
@@ -233,6 +275,24 @@ fn run_calculator(book: &std::path::Path, options: &calculator::Options) -> anyh
     report.widget.print("calculator");
     println!(
         "calculator: {} setups compared with the native engine, {} problem(s)",
+        report.compared,
+        report.widget.problems.len()
+    );
+    Ok(report.widget.problems.len())
+}
+
+fn run_replay(book: &std::path::Path, options: &replay::Options) -> anyhow::Result<usize> {
+    let report = replay::check(book, options)?;
+    report.widget.print("replay");
+    if let Some((worker, wall)) = report.large {
+        println!(
+            "replay: the {}-entry snapshot replayed in {worker:.0} ms in the page's worker, \
+             {wall:.0} ms from the file given to the answer shown",
+            replay::LARGE_EVENTS
+        );
+    }
+    println!(
+        "replay: {} fixtures compared with memviz replay, {} problem(s)",
         report.compared,
         report.widget.problems.len()
     );

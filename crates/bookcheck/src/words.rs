@@ -4,7 +4,9 @@
 //!
 //! The rule in the page: the visible text of `main` (`innerText`: what is laid out, so hidden
 //! lines of code are not), with the folded hints and solutions (`<details>`), scripts, styles,
-//! quizzes, the calculator widget and the reading-time line taken out; images count nothing
+//! quizzes, the calculator widget and the reading-time line taken out; the replay in the page
+//! asked for its shipped recording first, and only its answer counted (memviz's text and the
+//! command line: what the book counts in its fallback); images count nothing
 //! (their alt text is not text). A word is a whitespace-separated run with a letter or a
 //! digit. The two counts differ by what Markdown and the browser disagree on (a list's
 //! numbers, say): [`TOLERANCE`] bounds it.
@@ -22,8 +24,9 @@ pub const TOLERANCE: f64 = 0.02;
 pub const RECORD: &str = "generated/reading_words.json";
 
 /// Hidden while the page's text is read: what the rule leaves out.
-const LEFT_OUT: &str =
-    "details, script, style, noscript, .quiz-placeholder, .gpumem-calculator, .reading-time";
+const LEFT_OUT: &str = "details, script, style, noscript, .quiz-placeholder, .gpumem-calculator, \
+     .reading-time, .gpumem-replay form, .gpumem-replay .calc-status, .gpumem-replay .calc-verdict, \
+     .gpumem-replay .calc-hint, .replay-progress";
 
 #[derive(Debug, Deserialize)]
 struct Record {
@@ -84,6 +87,7 @@ pub fn check(root: &Path, options: &Options) -> Result<Vec<PageWords>> {
         session
             .visit(&counted.page)
             .with_context(|| format!("{} did not load", counted.page))?;
+        shipped_replay(&session, options.timeout)?;
         let text = visible_text(&session)?;
         if let Some(dir) = &options.text {
             let name = counted.page.replace('/', "_").replace(".html", ".txt");
@@ -97,6 +101,29 @@ pub fn check(root: &Path, options: &Options) -> Result<Vec<PageWords>> {
         });
     }
     Ok(out)
+}
+
+/// On a page with the replay, asks it for the shipped recording and waits for the answer:
+/// what a reader of the core reads there.
+fn shipped_replay(session: &Session, wait: Duration) -> Result<()> {
+    let started = std::time::Instant::now();
+    loop {
+        let state = session.eval(
+            "(() => { const h = document.querySelector('.gpumem-replay'); \
+             if (!h) return 'none'; \
+             if (h.querySelector('.replay-text')) return 'shown'; \
+             const b = h.querySelector('.replay-sample'); \
+             if (b && !h.dataset.asked) { h.dataset.asked = '1'; b.click(); } \
+             return 'waiting'; })()",
+        )?;
+        if state != "waiting" {
+            return Ok(());
+        }
+        if started.elapsed() > wait {
+            bail!("the replay showed no answer within {} s", wait.as_secs());
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
 }
 
 /// `main`'s laid-out text with what the rule leaves out hidden for the moment.

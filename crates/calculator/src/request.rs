@@ -228,9 +228,6 @@ pub struct Presets {
     pub inputs: u64,
 }
 
-/// Nominal card sizes in GB, as cards are sold (inputs we choose, not measurements).
-const NOMINAL_GB: [u64; 7] = [8, 12, 16, 24, 40, 48, 80];
-
 impl Presets {
     pub fn new() -> Presets {
         let lesson = MemorySpec::Bytes(CARD_BYTES).to_string();
@@ -241,7 +238,7 @@ impl Presets {
             card: format!("{CARD_BYTES}B"),
             bytes: CARD_BYTES,
         }];
-        cards.extend(NOMINAL_GB.iter().map(|&gb| CardPreset {
+        cards.extend(gpumem::lesson::NOMINAL_GB.iter().map(|&gb| CardPreset {
             label: format!("{gb} GB, taken as {gb} GiB"),
             card: format!("{gb}GiB"),
             bytes: gb << 30,

@@ -5,7 +5,7 @@
 use clap::Args;
 use gpumem::alloc::AllocatorConfig;
 use gpumem::alloc_conf::{AllocConf, Overrides};
-use gpumem::size::{format_bytes, parse_bytes};
+use gpumem::size::format_bytes;
 
 /// How the caching allocator behaves.
 #[derive(Debug, Clone, Default, Args)]
@@ -139,38 +139,10 @@ pub fn notes(config: &AllocatorConfig) -> Vec<String> {
     out
 }
 
-/// A number, or the door's own words for what the setting is.
-fn number(s: &str, what: &str) -> Result<f64, String> {
-    let t = s.trim();
-    t.parse::<f64>()
-        .map_err(|_| format!("`{t}` is not a number: {what}"))
-}
-
-/// A fraction from 0 to 1, as `set_per_process_memory_fraction` accepts.
-pub fn parse_memory_fraction(s: &str) -> Result<f64, String> {
-    let v = number(
-        s,
-        "the memory fraction is a share of the card from 0 to 1, e.g. 0.5",
-    )?;
-    gpumem::alloc::check_memory_fraction(v).map_err(|e| e.to_string())
-}
-
-/// At least 20 MiB, as PyTorch requires of `max_split_size_mb` (before 2.9: more than 20,
-/// checked against `--torch` once the version is known).
-pub fn parse_max_split_size(s: &str) -> Result<u64, String> {
-    let bytes = parse_bytes(s).map_err(|e| e.to_string())?;
-    gpumem::alloc::check_max_split_size(bytes, gpumem::alloc::MaxSplitMinimum::AtLeast)
-        .map_err(|e| e.to_string())
-}
-
-/// A fraction strictly between 0 and 1.
-pub fn parse_gc_threshold(s: &str) -> Result<f64, String> {
-    let v = number(
-        s,
-        "the garbage collection threshold is a fraction between 0 and 1, e.g. 0.8",
-    )?;
-    gpumem::alloc::check_gc_threshold(v).map_err(|e| e.to_string())
-}
+pub use gpumem::parse::{
+    gc_threshold as parse_gc_threshold, max_split_size as parse_max_split_size,
+    memory_fraction as parse_memory_fraction,
+};
 
 #[cfg(test)]
 mod tests {

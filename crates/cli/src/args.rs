@@ -12,7 +12,7 @@ use gpumem::mlp::{MlpConfig, Optimizer, OptimizerImpl, ZeroGrad};
 use gpumem::size::MemorySpec;
 use gpumem::train::BatchSize;
 use gpumem::versions::{DEFAULT_COMPUTE_CAPABILITY, Rules};
-use std::num::{IntErrorKind, NonZeroU64};
+use std::num::NonZeroU64;
 
 /// Where to run and how much memory the card has.
 #[derive(Debug, Clone, Args)]
@@ -271,26 +271,7 @@ fn parse_batch(s: &str) -> Result<BatchSize, String> {
     s.parse()
 }
 
-/// A whole number of at least 1, with a message that says so.
-pub fn parse_positive(s: &str) -> Result<u64, String> {
-    parse_count(s).map(NonZeroU64::get)
-}
-
-/// [`parse_positive`] into a type that cannot be 0, for what later arithmetic divides by or
-/// resolves against.
-pub fn parse_count(s: &str) -> Result<NonZeroU64, String> {
-    let t = s.trim();
-    match t.parse::<NonZeroU64>() {
-        Ok(n) => Ok(n),
-        Err(e) if *e.kind() == IntErrorKind::Zero => Err("must be at least 1, got 0".into()),
-        Err(_) if t.starts_with('-') => Err(format!("must be at least 1, got {t}")),
-        Err(_) if !t.is_empty() && t.bytes().all(|b| b.is_ascii_digit()) => Err(format!(
-            "{t} is too large to count (the limit is {})",
-            u64::MAX
-        )),
-        Err(_) => Err(format!("`{t}` is not a whole number")),
-    }
-}
+pub use gpumem::parse::{count as parse_count, positive as parse_positive};
 
 fn parse_lr(s: &str) -> Result<f32, String> {
     match s.trim().parse::<f32>() {

@@ -4,7 +4,6 @@
 
 use crate::AllocatorArgs;
 use clap::Args;
-use gpumem::size::parse_bytes;
 use gpumem::versions::{ComputeCapability, DEFAULT_COMPUTE_CAPABILITY, TorchVersion};
 
 /// The PyTorch to follow, the card's compute capability, what it holds outside the
@@ -46,6 +45,4 @@ impl CardArgs {
 }
 
 /// A size; whether it fits the card is checked when the device opens.
-pub(crate) fn parse_context_memory(s: &str) -> Result<u64, String> {
-    parse_bytes(s).map_err(|e| e.to_string())
-}
+pub(crate) use gpumem::parse::size as parse_context_memory;

@@ -318,7 +318,7 @@ pub const ARTIFACTS: &[Artifact] = &[
     },
     Artifact {
         path: "generated/own_model_replay.md",
-        about: "block: memviz replay of the recorded transformer on a 16 GiB card, with its largest batch",
+        about: "the replay widget with the shipped recording, and its answer on the 16 GB card for readers without WebAssembly",
         render: pages::own_model::example_replay,
     },
     Artifact {

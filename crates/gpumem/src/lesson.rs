@@ -45,6 +45,10 @@ impl Default for MemorySpec {
 /// The lesson's card as a command-line value (`--device-memory`'s default).
 pub const CARD_ARG: &str = concat!(card_mib!(), "MiB");
 
+/// Card sizes in GB as cards are sold, which the book's widgets offer (inputs we choose, not
+/// measurements: a card sold as N GB is taken as N GiB there, and says so).
+pub const NOMINAL_GB: [u64; 7] = [8, 12, 16, 24, 40, 48, 80];
+
 /// A card too large to run out (64 PiB): planning on it measures what a step needs.
 pub const UNLIMITED_BYTES: u64 = 1 << 56;
 

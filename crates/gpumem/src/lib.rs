@@ -22,6 +22,7 @@ pub mod measure;
 pub mod mlp;
 mod ops;
 pub mod parallel;
+pub mod parse;
 pub mod pytorch;
 pub mod report;
 pub mod role;

@@ -23,13 +23,9 @@ pub enum Largest {
     Unbounded,
 }
 
-/// The largest batch of `plan` on `card`, and how many replays it took; `progress` hears of
-/// each replay (how many so far, and the batch it tries).
-pub(crate) fn largest(
-    plan: &Plan,
-    card: &ReplayCard,
-    progress: &mut dyn FnMut(usize, u64),
-) -> Result<(Largest, usize)> {
+/// The batch `plan` was recorded at, when its largest batch can be searched: a recorded
+/// trace whose bytes are affine in the batch.
+pub(crate) fn searchable(plan: &Plan) -> Result<u64> {
     let Some(recorded) = plan.batch else {
         refuse!(
             Batch,
@@ -42,6 +38,17 @@ pub(crate) fn largest(
             "--largest-batch needs the bytes affine in the batch, and here they are not: {why}"
         );
     }
+    Ok(recorded)
+}
+
+/// The largest batch of `plan` on `card`, and how many replays it took; `progress` hears of
+/// each replay (how many so far, and the batch it tries).
+pub(crate) fn largest(
+    plan: &Plan,
+    card: &ReplayCard,
+    progress: &mut dyn FnMut(usize, u64),
+) -> Result<(Largest, usize)> {
+    let recorded = searchable(plan)?;
     let mut runs = 0;
     let mut fits = |b: u64| -> Result<bool> {
         runs += 1;

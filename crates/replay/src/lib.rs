@@ -99,6 +99,17 @@ pub fn replay_with_progress(
     }))
 }
 
+/// Why `--largest-batch` would be refused for the trace of `device` in `snap` (a GPU's trace,
+/// or bytes not affine in the batch), or None when it can be searched: for a caller that
+/// searches only where it can (the book's page does by default).
+pub fn largest_batch_refusal(snap: &Snapshot, device: Option<i64>) -> Option<String> {
+    let plan = source::device(snap, device).and_then(|d| source::plan(snap, d));
+    match plan.and_then(|p| largest::searchable(&p)) {
+        Ok(_) => None,
+        Err(e) => Some(e.to_string()),
+    }
+}
+
 /// The batch to replay: the one asked, where the trace allows another than its own.
 fn batch(asked: Option<u64>, plan: &Plan) -> Result<u64> {
     Ok(match (asked, plan.batch) {

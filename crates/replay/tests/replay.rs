@@ -16,16 +16,17 @@ fn recorded(name: &str) -> Snapshot {
     Snapshot::read(&root().join(RECORDED).join(format!("{name}.pickle"))).unwrap()
 }
 
-/// The text block the book committed for `memviz replay … --card 16GiB --largest-batch`,
-/// without its fence and command line.
+/// The text block the book committed for the page's replay of the shipped recording on the
+/// 16 GB card (`--card 16GiB --largest-batch`), without its fence.
 fn committed_example() -> String {
     let page = std::fs::read_to_string(root().join("src/generated/own_model_replay.md")).unwrap();
     let body = page
-        .split_once("--largest-batch\n")
-        .expect("the committed example's command line")
+        .split_once("```text\n")
+        .expect("the committed example's text block")
         .1;
-    body.strip_suffix("```\n")
+    body.split_once("```\n")
         .expect("its closing fence")
+        .0
         .to_string()
 }
 

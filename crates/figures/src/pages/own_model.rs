@@ -88,10 +88,14 @@ fn largest(r: &ReplayReport) -> Result<String> {
     })
 }
 
-/// The core page's example: what `memviz replay` prints for the transformer on a 16 GiB card.
+/// The core page's replay widget: the page's replay (theme/replay.js) with the shipped
+/// recording named by its path from the repository's root, so the command line it shows runs
+/// there; inside it, for readers without WebAssembly, what it answers for that recording as
+/// the page starts (the 16 GB card, the largest batch where possible) — its text and its
+/// command line, from the page's own module code.
 pub fn example_replay() -> Result<String> {
     let path = recorded_dir().join(format!("{EXAMPLE}.pickle"));
-    // The path as typed from the repository's root, where the page says to run it.
+    // The path as typed from the repository's root, where the command line runs.
     let root = crate::book::book_src().join("..").canonicalize()?;
     let shown = path
         .canonicalize()?
@@ -100,19 +104,34 @@ pub fn example_replay() -> Result<String> {
         .to_str()
         .context("a path that is not UTF-8")?
         .to_string();
-    let snap = Snapshot::read(&path)?;
-    let settings = ReplaySettings {
+    let presets = gpumem_replay_page::presets::Presets::new();
+    let request = gpumem_replay_page::Request {
         name: shown.clone(),
-        ..largest_on(16 * GIB)
+        card: presets.default_card,
+        largest_batch_when_possible: true,
+        ..gpumem_replay_page::Request::default()
     };
-    let printed = gpumem_replay::replay(&snap, &settings)?.text(FRAMES);
+    let answer = gpumem_replay_page::replay(&request, &std::fs::read(&path)?, &mut |_| {})
+        .map_err(anyhow::Error::msg)?;
+    let text = answer["text"]
+        .as_str()
+        .context("the page's answer has no text")?;
+    let command = answer["command"]
+        .as_str()
+        .context("the page's answer has no command")?;
     Ok(format!(
-        "```text\n$ cargo run --release -p memviz -- replay {shown} --card 16GiB --largest-batch\n{printed}```\n",
+        "<div class=\"gpumem-replay\" data-sample=\"replay/{EXAMPLE}.pickle\" \
+         data-sample-name=\"{shown}\" data-sample-label=\"(a transformer encoder layer's step, \
+         recorded at batch 4)\">\n\
+         <p class=\"replay-fallback\">The replay needs JavaScript and WebAssembly, and a book \
+         served by <code>mdbook serve</code>. Without them, this is its answer for the shipped \
+         recording on the 16 GB card:</p>\n\n\
+         ```text\n{text}```\n\n\
+         The same question on the command line:\n\n\
+         ```text\n{command}\n```\n\n\
+         </div>\n",
     ))
 }
-
-/// The stack frames `memviz replay` prints by default for the tensor that did not fit.
-const FRAMES: usize = 6;
 
 /// The example's largest batch on a 16 GiB card, e.g. `930 246`.
 pub fn example_largest() -> Result<String> {

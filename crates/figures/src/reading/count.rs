@@ -3,16 +3,19 @@
 //! prose, headings, lists, tables, callouts, code blocks and the program output they hold —
 //! except what is folded or not text: `<details>` (hints, solutions), `<script>`, `<style>`,
 //! HTML comments, quizzes (`{{#quiz …}}`, counted apart), the calculator widget (its `<div
-//! class="gpumem-calculator">` is replaced by a form; its fallback sentence is never read)
-//! and images (their alt text included). `bookcheck words` counts the same in the browser.
+//! class="gpumem-calculator">` is replaced by a form; its fallback sentence is never read),
+//! the replay's fallback sentence (`<p class="replay-fallback">`: the page shows the replay's
+//! answer in its place, which is counted) and images (their alt text included).
+//! `bookcheck words` counts the same in the browser.
 
 /// Blocks of HTML whose content is not counted: opened by a line starting with the first,
 /// closed by the second (nested ones counted).
-const SKIPPED: [(&str, &str); 4] = [
+const SKIPPED: [(&str, &str); 5] = [
     ("<details", "</details>"),
     ("<script", "</script>"),
     ("<style", "</style>"),
     ("<div class=\"gpumem-calculator\"", "</div>"),
+    ("<p class=\"replay-fallback\"", "</p>"),
 ];
 
 /// The words of a page's expanded Markdown, by the rule above.

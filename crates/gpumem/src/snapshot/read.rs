@@ -44,17 +44,25 @@ impl Snapshot {
             path: path.to_path_buf(),
             error,
         })?;
+        Snapshot::from_file_bytes(path, &bytes, progress)
+    }
+
+    /// A file's bytes read elsewhere (the book's page hands them over) as [`Snapshot::read`]
+    /// reads them: a file of another kind is named as such, `path` is what the messages call it.
+    pub fn from_file_bytes(
+        path: &Path,
+        bytes: &[u8],
+        progress: &mut dyn FnMut(u64, u64),
+    ) -> Result<Snapshot, SnapshotError> {
         let total = bytes.len() as u64;
-        Snapshot::decode(&bytes, &mut |at| progress(at as u64, total)).map_err(|e| match e {
-            SnapshotError::NotPickle { .. } | SnapshotError::Truncated => {
-                match other_kind(&bytes) {
-                    Some(what) => SnapshotError::OtherFile {
-                        path: path.to_path_buf(),
-                        what,
-                    },
-                    None => e,
-                }
-            }
+        Snapshot::decode(bytes, &mut |at| progress(at as u64, total)).map_err(|e| match e {
+            SnapshotError::NotPickle { .. } | SnapshotError::Truncated => match other_kind(bytes) {
+                Some(what) => SnapshotError::OtherFile {
+                    path: path.to_path_buf(),
+                    what,
+                },
+                None => e,
+            },
             e => e,
         })
     }
