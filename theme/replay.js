@@ -75,7 +75,9 @@
       noCaching: el("input", { type: "checkbox" }),
       allocConf: text("", "30"),
       batch: text(""),
-      largest: el("input", { type: "checkbox" })
+      largest: el("input", { type: "checkbox" }),
+      device: text("", "4"),
+      frames: text("", "4")
     };
     c.largest.checked = true;
     var drop = el("div", { class: "replay-drop" }, [
@@ -107,6 +109,10 @@
       el("fieldset", {}, [el("legend", { text: "Batch" }),
         field(id + "batch", "Batch (--batch)", c.batch, "a recording only; empty: as recorded"),
         field(id + "largest", "Also find the largest batch (--largest-batch)", c.largest, "a recording only: skipped, with the reason, for a GPU snapshot")]),
+      el("details", { class: "calc-limits" }, [el("summary", { text: "More: the device, the frames shown" }),
+        el("fieldset", {}, [el("legend", { text: "More" }),
+          field(id + "device", "Device (--device)", c.device, "the card whose trace to replay, when the snapshot has several"),
+          field(id + "frames", "Stack frames shown (--frames)", c.frames, "for the tensor that did not fit; empty: " + p.frames + " (the JSON has them all)")])]),
       el("p", {}, [el("button", { type: "submit", class: "replay-run", text: "Replay" })])
     ]);
     host.replaceChildren(form, bar, status, output);
@@ -119,7 +125,8 @@
         compute_capability: c.capability.value, alloc_conf: c.allocConf.value,
         max_split_size: c.maxSplit.value, gc_threshold: c.gc.value, memory_fraction: c.fraction.value,
         expandable_segments: c.expandable.checked, no_caching: c.noCaching.checked,
-        batch: c.batch.value, largest_batch_when_possible: c.largest.checked
+        batch: c.batch.value, largest_batch_when_possible: c.largest.checked,
+        device: c.device.value, frames: c.frames.value
       };
       return JSON.stringify(r);
     }

@@ -4,7 +4,7 @@
 //! fit, refused — when driven through the DevTools protocol, partly from the keyboard, and
 //! pass axe's audit in each.
 
-use crate::session::{Session, Widget, WidgetOptions, WidgetReport};
+use crate::session::{Session, Widget, WidgetOptions, WidgetReport, clip};
 use anyhow::{Context, Result, anyhow, bail};
 use headless_chrome::browser::tab::ModifierKey;
 use serde_json::Value;
@@ -292,12 +292,4 @@ fn shown_texts(answer: &Value) -> Vec<String> {
         out.push(message.to_string());
     }
     out
-}
-
-fn clip(text: &str) -> String {
-    const MAX: usize = 400;
-    match text.char_indices().nth(MAX) {
-        Some((i, _)) => format!("{}…", &text[..i]),
-        None => text.to_string(),
-    }
 }

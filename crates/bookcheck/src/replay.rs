@@ -6,7 +6,7 @@
 //! synthetic generator, is timed in the page. The widget is photographed and audited by axe
 //! in each state.
 
-use crate::session::{Session, Widget, WidgetOptions, WidgetReport};
+use crate::session::{Session, Widget, WidgetOptions, WidgetReport, clip};
 use anyhow::{Context, Result, anyhow, bail};
 use gpumem_replay_page::Request;
 use serde_json::Value;
@@ -66,6 +66,7 @@ const CASES: [Case; 4] = [
             ("custom", "80GiB"),
             ("exp", "on"),
             ("torch", "2.11"),
+            ("device", "0"),
         ],
         exit: 0,
         largest: false,
@@ -73,7 +74,7 @@ const CASES: [Case; 4] = [
     Case {
         name: "replay_oom",
         file: "crates/memviz/tests/fixtures/gpu/2026-11-28-h200/challenge1_r1173000.pickle",
-        fields: &[("card", "lesson")],
+        fields: &[("card", "lesson"), ("frames", "3")],
         exit: 3,
         largest: false,
     },
@@ -111,12 +112,7 @@ pub fn check(root: &Path, options: &Options) -> Result<Report> {
                     }
                 ));
             }
-            report
-                .widget
-                .states
-                .push(format!("{}: {}", case.name, first_line(&shown.text)));
-            widget.shoot(case.name, WIDGET_RECT, &mut report.widget)?;
-            widget.audit(case.name, &mut report.widget)?;
+            state(&widget, case.name, &shown, &mut report.widget)?;
             report.compared += 1;
         }
         refused_setting(&widget, options, &mut report)?;
@@ -154,12 +150,16 @@ fn shipped_by_keyboard(widget: &Widget<'_>, report: &mut Report) -> Result<()> {
             clip(&shown.answer)
         ));
     }
+    state(widget, "replay_shipped", &shown, &mut report.widget)
+}
+
+/// Records what the page showed in state `name`, photographs and audits it.
+fn state(widget: &Widget<'_>, name: &str, shown: &Shown, report: &mut WidgetReport) -> Result<()> {
     report
-        .widget
         .states
-        .push(format!("replay_shipped: {}", first_line(&shown.text)));
-    widget.shoot("replay_shipped", WIDGET_RECT, &mut report.widget)?;
-    widget.audit("replay_shipped", &mut report.widget)
+        .push(format!("{name}: {}", first_line(&shown.text)));
+    widget.shoot(name, WIDGET_RECT, report)?;
+    widget.audit(name, report)
 }
 
 /// What the page sent and showed once its answer is on the page.
@@ -391,12 +391,7 @@ fn refused_setting(widget: &Widget<'_>, options: &Options, report: &mut Report) 
             clip(&shown.answer)
         )),
     }
-    report
-        .widget
-        .states
-        .push(format!("replay_refused: {}", first_line(&shown.text)));
-    widget.shoot("replay_refused", WIDGET_RECT, &mut report.widget)?;
-    widget.audit("replay_refused", &mut report.widget)
+    state(widget, "replay_refused", &shown, &mut report.widget)
 }
 
 /// Trace entries of the large snapshot the page is timed on.
@@ -444,11 +439,3 @@ fn first_line(text: &str) -> &str {
 const WIDGET_RECT: &str = "(() => { const r = document.querySelector('.gpumem-replay')\
     .getBoundingClientRect(); \
     return JSON.stringify([r.left + scrollX, r.top + scrollY, r.width, r.height]); })()";
-
-fn clip(text: &str) -> String {
-    const MAX: usize = 400;
-    match text.char_indices().nth(MAX) {
-        Some((i, _)) => format!("{}…", &text[..i]),
-        None => text.to_string(),
-    }
-}

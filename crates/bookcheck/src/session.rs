@@ -236,3 +236,12 @@ pub fn screenshot_folder(dir: Option<&Path>) -> Result<()> {
     }
     Ok(())
 }
+
+/// `text` cut to its first 400 characters, for a problem's message.
+pub fn clip(text: &str) -> String {
+    const MAX: usize = 400;
+    match text.char_indices().nth(MAX) {
+        Some((i, _)) => format!("{}…", &text[..i]),
+        None => text.to_string(),
+    }
+}
