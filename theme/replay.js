@@ -229,7 +229,8 @@
     presets().then(function (p) {
       hosts.forEach(function (host) { build(host, p); });
     }).catch(function (e) {
-      hosts.forEach(function (host) { host.replaceChildren(refused(w.loadFailure("the replay", e))); });
+      // The fallback (the shipped recording's answer, as the page would show it) stays.
+      hosts.forEach(function (host) { host.insertBefore(refused(w.loadFailure("the replay", e)), host.firstChild); });
     });
   }
   document.addEventListener("DOMContentLoaded", begin);
