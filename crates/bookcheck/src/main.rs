@@ -291,9 +291,13 @@ fn run_replay(book: &std::path::Path, options: &replay::Options) -> anyhow::Resu
             replay::LARGE_EVENTS
         );
     }
+    let compared = if options.quick {
+        "quick: the shipped recording from the keyboard, no fixture compared".to_string()
+    } else {
+        format!("{} fixtures compared with memviz replay", report.compared)
+    };
     println!(
-        "replay: {} fixtures compared with memviz replay, {} problem(s)",
-        report.compared,
+        "replay: {compared}, {} problem(s)",
         report.widget.problems.len()
     );
     Ok(report.widget.problems.len())
