@@ -129,7 +129,7 @@ pub struct Answer {
 }
 
 /// The exit status of `memviz replay` when the step does not fit the card.
-pub const DOES_NOT_FIT: u8 = 3;
+pub use gpumem_replay::DOES_NOT_FIT;
 
 /// [`run`], with whether a replay found that the step does not fit.
 pub fn answer(

@@ -42,7 +42,7 @@ pub struct Cli {
     #[arg(long, value_name = "OUT")]
     pub memory_snapshot: Option<PathBuf>,
     /// Stack frames printed for the tensor that did not fit (--json has them all).
-    #[arg(long, value_name = "N", default_value = "6")]
+    #[arg(long, value_name = "N", default_value_t = gpumem_replay::DEFAULT_FRAMES)]
     pub frames: usize,
     /// Print one JSON document instead of text.
     #[arg(long)]

@@ -13,14 +13,13 @@ pub mod presets;
 mod request;
 
 pub use gpumem_replay::Progress;
-pub use request::{DEFAULT_FRAMES, Request};
+pub use gpumem_replay::{DEFAULT_FRAMES, DOES_NOT_FIT};
+pub use request::Request;
 
 use gpumem::snapshot::Snapshot;
 use serde_json::{Value, json};
 use std::path::Path;
 
-/// `memviz replay`'s exit status when the step does not fit.
-pub const DOES_NOT_FIT: u8 = 3;
 /// Its exit status for a file or setting it cannot use.
 pub const REFUSED: u8 = 1;
 

@@ -50,9 +50,6 @@ pub struct Request {
 /// How the command line starts: memviz built and run by cargo.
 pub const MEMVIZ: &str = "cargo run --release -p memviz --";
 
-/// The stack frames the text shows unless asked (`memviz replay`'s default).
-pub const DEFAULT_FRAMES: usize = 6;
-
 /// A field's value, or None when empty.
 fn given(s: &str) -> Option<&str> {
     Some(s.trim()).filter(|t| !t.is_empty())
@@ -112,14 +109,12 @@ impl Request {
 
     /// How many stack frames the text shows.
     pub fn frames(&self) -> Result<usize, String> {
-        Ok(typed::<usize>("frames", &self.frames)?.unwrap_or(DEFAULT_FRAMES))
+        Ok(typed::<usize>("frames", &self.frames)?.unwrap_or(gpumem_replay::DEFAULT_FRAMES))
     }
 
-    /// The same question on the command line, as it runs from the repository's root (where
-    /// memviz is not on the path): `cargo run --release -p memviz -- replay NAME` and the
-    /// flags set.
-    pub fn command_line(&self) -> String {
-        let mut words = vec![MEMVIZ.to_string(), "replay".into(), quote(&self.name)];
+    /// The command line's words after [`MEMVIZ`]: `replay NAME` and the flags set.
+    pub fn args(&self) -> Vec<String> {
+        let mut words = vec!["replay".to_string(), self.name.clone()];
         let valued = [
             ("card", &self.card),
             ("context-memory", &self.context_memory),
@@ -136,7 +131,7 @@ impl Request {
         for (flag, value) in valued {
             if let Some(v) = given(value) {
                 words.push(format!("--{flag}"));
-                words.push(quote(v));
+                words.push(v.to_string());
             }
         }
         let switches = [
@@ -150,13 +145,14 @@ impl Request {
                 .filter(|s| s.1)
                 .map(|s| format!("--{}", s.0)),
         );
-        words.join(" ")
+        words
     }
 
-    /// The command line's words after [`MEMVIZ`], for a test that runs memviz itself.
-    pub fn args(&self) -> Vec<String> {
-        let line = self.command_line();
-        shell_words(line.strip_prefix(MEMVIZ).unwrap_or(&line))
+    /// The same question as a shell line, as it runs from the repository's root (where
+    /// memviz is not on the path): [`MEMVIZ`] and [`Request::args`], quoted.
+    pub fn command_line(&self) -> String {
+        let quoted: Vec<String> = self.args().iter().map(|w| quote(w)).collect();
+        format!("{MEMVIZ} {}", quoted.join(" "))
     }
 }
 
@@ -168,32 +164,6 @@ fn quote(word: &str) -> String {
     } else {
         format!("'{}'", word.replace('\'', r"'\''"))
     }
-}
-
-/// The words of a line [`quote`] wrote (single quotes only).
-fn shell_words(line: &str) -> Vec<String> {
-    let (mut words, mut word, mut quoted, mut open) = (Vec::new(), String::new(), false, false);
-    let mut chars = line.chars().peekable();
-    while let Some(c) = chars.next() {
-        match c {
-            '\'' => {
-                open = !open;
-                quoted = true;
-            }
-            '\\' if !open => word.extend(chars.next()),
-            ' ' if !open => {
-                if !word.is_empty() || quoted {
-                    words.push(std::mem::take(&mut word));
-                }
-                quoted = false;
-            }
-            c => word.push(c),
-        }
-    }
-    if !word.is_empty() || quoted {
-        words.push(word);
-    }
-    words
 }
 
 #[cfg(test)]
@@ -240,7 +210,7 @@ mod tests {
     }
 
     #[test]
-    fn the_command_line_reads_back_as_the_same_words() {
+    fn the_command_line_quotes_the_words_memviz_is_given() {
         let r = Request {
             name: "my run's.pickle".into(),
             card: "80 GiB".into(),

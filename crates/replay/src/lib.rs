@@ -20,6 +20,13 @@ mod text;
 mod workspaces;
 
 pub use error::ReplayError;
+
+/// The exit status of a replay whose step does not fit the card (`memviz replay`'s, and the
+/// page's `exit`), so that a script can branch on it.
+pub const DOES_NOT_FIT: u8 = 3;
+
+/// The stack frames the text shows for the tensor that did not fit, unless asked.
+pub const DEFAULT_FRAMES: usize = 6;
 pub use largest::{Largest, MAX_BATCH};
 pub use notes::Note;
 pub use report::{

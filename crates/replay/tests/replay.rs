@@ -41,7 +41,7 @@ fn a_recorded_model_replays_to_the_report_the_book_committed() {
     };
     let r = replay(&snap, &settings).unwrap();
     let committed = committed_example();
-    assert_eq!(r.text(6), committed);
+    assert_eq!(r.text(gpumem_replay::DEFAULT_FRAMES), committed);
     // The typed fields say what the text says.
     assert!(r.fits && r.failure.is_none());
     for line in [
