@@ -279,7 +279,7 @@ fn compare(
         .map(|((name, a), (_, b))| {
             let d = i128::from(b) - i128::from(a);
             match name {
-                "activations" | "input batch" => activation_growth += d,
+                "activations" | "batch" => activation_growth += d,
                 _ => model_growth += d,
             }
             let sign = if d > 0 { "+" } else { "−" };

@@ -23,7 +23,7 @@ pub const ARTIFACTS: &[Artifact] = &[
     },
     Artifact {
         path: "figures/memory_vs_batch_log.svg",
-        about: "the same step on log-log axes: the model's own memory, activations + temporaries, the input batch, where the batch passes the model",
+        about: "the same step on log-log axes: the model's own memory, activations + temporaries, the batch, where the batch passes the model",
         render: charts::memory_vs_batch_log,
     },
     Artifact {

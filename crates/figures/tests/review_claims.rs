@@ -33,17 +33,26 @@ fn the_equation_table_spans_a_toy_to_the_whole_training_set() {
     assert!(!text.contains(&format!("for {} setups", setups.len())));
 }
 
-/// Challenge 1: at the busiest moment the activations are the hidden layer's output plus the
-/// predictions `y_pred` (two values a row: a thousandth of it) — the log-probabilities are
-/// already freed; the parameters are "about ten thousand weights, a few dozen KiB".
+/// Challenge 1: at the busiest moment the activations are the hidden layer's output (the
+/// log-probabilities are already freed) and the batch is `x`, `y` and `y_pred`, as the core's
+/// `D` counts it; the parameters are "about ten thousand weights, a few dozen KiB".
 #[test]
-fn challenge1_activations_at_the_peak_are_the_hidden_output_and_y_pred() {
+fn challenge1_activations_at_the_peak_are_the_hidden_output_and_the_batch_has_y_pred() {
     let config = MlpConfig::lesson(LESSON_WIDTH);
     let e = equation(&config, FULL).unwrap();
     let hidden = FULL * LESSON_WIDTH * 4;
     let y_pred = FULL * config.classes * 4;
     let extra = e.activations - hidden;
-    assert!(extra >= y_pred && extra < 2 * y_pred, "{extra} vs {y_pred}");
+    assert!(
+        extra < y_pred,
+        "{extra} vs {y_pred}: more than the rounding"
+    );
+    let d = FULL * (4 * config.inputs + 8 + 4 * config.classes);
+    assert!(
+        e.batch >= d && e.batch < d + 3 * (2 << 20),
+        "{} vs D = {d}",
+        e.batch
+    );
     assert_eq!(LESSON_WIDTH / config.classes, 1000);
     let count = config.parameter_count();
     assert!((9_000..11_000).contains(&count), "{count}");

@@ -2,7 +2,7 @@
 //!
 //! ```text
 //! peak allocated = parameters + gradients + optimizer state      (the model's, once they exist)
-//!                + input batch                                   (x and y)
+//!                + batch                                         (x, y and y_pred)
 //!                + activations                                   (what the forward pass made and kept)
 //!                + temporaries                                   (the backward pass's and the optimizer's)
 //!                + workspaces                                    (cuBLAS's, not tensors: 0 on the ideal card)
@@ -47,7 +47,7 @@ enum Term {
     Parameters,
     Gradients,
     OptimizerState,
-    InputBatch,
+    Batch,
     Activations,
     Temporaries,
     /// Not a tensor: the matrix products' library workspaces (none on a tensors-only card).
@@ -64,7 +64,7 @@ impl From<Role> for Term {
             Role::Parameter { .. } => Term::Parameters,
             Role::Gradient { .. } => Term::Gradients,
             Role::OptimizerState { .. } | Role::LossScaler => Term::OptimizerState,
-            Role::Input | Role::Labels => Term::InputBatch,
+            Role::Input | Role::Labels | Role::Prediction => Term::Batch,
             Role::ParameterCopy { .. } | Role::Activation { .. } | Role::Forward => {
                 Term::Activations
             }
@@ -137,10 +137,11 @@ pub struct Estimate {
     pub gradients: u64,
     /// The optimizer's state: momentum buffers, Adam's running averages, the loss scaler's.
     pub optimizer_state: u64,
-    /// The batch: features `x` and int64 labels `y`.
-    pub input_batch: u64,
+    /// The batch: features `x`, int64 labels `y` and the predictions `y_pred`, which the
+    /// loop holds for the whole step.
+    pub batch: u64,
     /// What the forward pass made and still holds: activations saved for the backward pass,
-    /// `y_pred`, the loss, autocast's float16 copies.
+    /// the loss, autocast's float16 copies.
     pub activations: u64,
     /// What the backward pass and the optimizer make on top: gradients flowing back, the
     /// loss's seed, Adam's square roots.
@@ -164,7 +165,7 @@ impl Estimate {
             ("parameters", self.parameters),
             ("gradients", self.gradients),
             ("optimizer state", self.optimizer_state),
-            ("input batch", self.input_batch),
+            ("batch", self.batch),
             ("activations", self.activations),
             ("temporaries", self.temporaries),
         ]
@@ -221,7 +222,7 @@ impl StepSetup {
 }
 
 /// The equation for a setup [`StepSetup`] checked.
-fn equation(config: &MlpConfig, batch: u64, workspaces: WorkspaceRules) -> Estimate {
+fn equation(config: &MlpConfig, rows: u64, workspaces: WorkspaceRules) -> Estimate {
     let sp = config.strategy.precision.parameters().size();
     // Hidden-to-hidden weights between 1 and 10 MiB share 20 MiB segments; the last one
     // placed in each segment also takes the segment's leftover when it is 1 MiB or less.
@@ -239,31 +240,26 @@ fn equation(config: &MlpConfig, batch: u64, workspaces: WorkspaceRules) -> Estim
     let walk = two_steps(
         schedule::Walk::new(config).with_workspaces(workspaces),
         leftover,
-        batch,
+        rows,
     );
     let [
         parameters,
         gradients,
         optimizer_state,
-        input_batch,
+        batch,
         activations,
         temporaries,
         workspaces,
     ] = walk.led.peak;
-    let peak_allocated = parameters
-        + gradients
-        + optimizer_state
-        + input_batch
-        + activations
-        + temporaries
-        + workspaces;
+    let peak_allocated =
+        parameters + gradients + optimizer_state + batch + activations + temporaries + workspaces;
     // ANCHOR_END: sum
-    let micro = micro_batches(batch, config.strategy.accumulation).len() as u64;
+    let micro = micro_batches(rows, config.strategy.accumulation).len() as u64;
     Estimate {
         parameters,
         gradients,
         optimizer_state,
-        input_batch,
+        batch,
         activations,
         temporaries,
         workspaces,

@@ -32,10 +32,13 @@ pub enum Role {
     Input,
     /// The batch's int64 class labels, `y`.
     Labels,
+    /// The output layer's output, `y_pred`, which the training loop holds from its forward
+    /// pass until the next step's replaces it, as long as the batch.
+    Prediction,
     /// A hidden layer's output (after its ReLU), which autograd saves for the backward pass:
     /// `a0`, `a1`, … (`z0`, … under an in-place ReLU).
     Activation { layer: usize },
-    /// The forward pass's other tensors: a layer's output before the ReLU (`z0`, `y_pred`),
+    /// The forward pass's other tensors: a hidden layer's output before the ReLU (`z0`),
     /// autocast's copies of layer inputs, what the loss makes and saves, the loss itself,
     /// and a pipeline stage's received activation.
     Forward,
@@ -89,6 +92,7 @@ impl fmt::Display for Role {
             Role::LossScaler => "loss scaler",
             Role::Input => "input",
             Role::Labels => "labels",
+            Role::Prediction => "prediction",
             Role::Activation { .. } => "activation",
             Role::Forward => "forward",
             Role::ActivationGradient => "activation gradient",

@@ -80,7 +80,7 @@ const CATEGORIES: [Category; 6] = [
         |e| e.optimizer_state,
         PURPLE,
     ),
-    ("input batch", |e| e.input_batch, YELLOW),
+    ("batch", |e| e.batch, YELLOW),
     ("activations", |e| e.activations, GREEN),
     ("temporaries", |e| e.temporaries, ORANGE),
 ];

@@ -54,9 +54,9 @@ pub fn alt_memory_vs_batch_log() -> Result<String> {
     let full = equation(&config, FULL)?;
     for b in batch_sizes(8) {
         let e = equation(&config, b)?;
-        if e.input_batch >= batch_bytes(&e) {
+        if e.batch >= batch_bytes(&e) {
             return Err(anyhow!(
-                "at {b} rows the input batch is not below the activations"
+                "at {b} rows the batch is not below the activations"
             ));
         }
         // "A flat line from a few rows on": from the crossover on, the model's term does not
@@ -71,7 +71,7 @@ pub fn alt_memory_vs_batch_log() -> Result<String> {
          (parameters, gradients, optimizer state) at the step's peak is {} for one row and a \
          flat {} from {} rows on; activations and temporaries start at {} for one row and \
          grow in proportion to the batch, passing the model's line at {} rows and reaching {} \
-         for the whole set; the input batch ({} for the whole set) stays below the activations \
+         for the whole set; the batch (x, y, y_pred: {} for the whole set) stays below the activations \
          at every batch.",
         grouped(LESSON_WIDTH),
         grouped(FULL),
@@ -81,7 +81,7 @@ pub fn alt_memory_vs_batch_log() -> Result<String> {
         format_bytes(batch_bytes(&one)),
         grouped(rows),
         format_bytes(batch_bytes(&full)),
-        format_bytes(full.input_batch),
+        format_bytes(full.batch),
     ))
 }
 
@@ -110,7 +110,7 @@ pub fn memory_vs_batch_log() -> Result<String> {
         * 4.0;
     let y_min = curve
         .iter()
-        .map(|(_, e)| e.input_batch.max(1) as f64)
+        .map(|(_, e)| e.batch.max(1) as f64)
         .fold(f64::MAX, f64::min)
         / 4.0;
     svg(&alt_memory_vs_batch_log()?, |root| {
@@ -139,7 +139,7 @@ pub fn memory_vs_batch_log() -> Result<String> {
                 model_bytes,
                 BLUE,
             ),
-            ("input batch", |e| e.input_batch, YELLOW),
+            ("batch", |e| e.batch, YELLOW),
         ];
         for (name, bytes, color) in lines {
             chart

@@ -44,10 +44,10 @@ pub fn challenge1_full_batch() -> Result<String> {
     Ok(out)
 }
 
-/// The full batch's features and labels on the card, e.g. `13.42 MiB`.
+/// The full batch's features, labels and predictions on the card, e.g. `26.85 MiB`.
 pub fn full_batch_input() -> Result<String> {
     Ok(format_bytes(
-        equation(&MlpConfig::lesson(LESSON_WIDTH), FULL)?.input_batch,
+        equation(&MlpConfig::lesson(LESSON_WIDTH), FULL)?.batch,
     ))
 }
 

@@ -220,12 +220,25 @@ pub fn core_equation() -> Result<String> {
         "\nThese are a tensor's raw bytes. PyTorch's allocator, and the engine's, round each \
          tensor up (to a multiple of 512 bytes; a large one often to 2 MiB steps), so what they \
          report — the calculator, the quizzes, the demos — is a little more: the lesson's \
-         parameters, {} raw, take {}. Their tables also list `y_pred` with the activations, \
-         not with the batch.",
+         parameters, {} raw, take {}; {}.",
         format_bytes(t.p),
         format_bytes(blocks.parameters),
+        batch_words(t.d, blocks.batch),
     )?;
     Ok(out)
+}
+
+/// The batch's `D` raw and as blocks, said once when rounding leaves it the same.
+fn batch_words(raw: u64, blocks: u64) -> String {
+    if format_bytes(raw) == format_bytes(blocks) {
+        format!("the batch, `D`, is {} in both", format_bytes(raw))
+    } else {
+        format!(
+            "the batch, `D`, {} raw, takes {}",
+            format_bytes(raw),
+            format_bytes(blocks)
+        )
+    }
 }
 
 #[cfg(test)]

@@ -175,7 +175,7 @@ pub fn accumulation_cost_numbers() -> Result<AccumulationCost> {
         micro_rows,
         update_peak: update.peak_allocated,
         update_gradients: update.gradients,
-        step_peak: step.peak_allocated - step.input_batch + update.input_batch,
+        step_peak: step.peak_allocated - step.batch + update.batch,
         step_gradients: step.gradients,
         all_gradients: update.parameters,
     })

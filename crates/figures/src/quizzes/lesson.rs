@@ -398,8 +398,8 @@ pub fn fitting_more() -> Result<Vec<Question>> {
             ],
         ),
         context: format!(
-            "The activations and temporaries are held for one micro-batch at a time (the \
-             input batch stays whole, each micro-batch a slice of it), so the peak falls to \
+            "The activations and temporaries are held for one micro-batch at a time (`x` and \
+             `y` stay whole, each micro-batch a slice of them), so the peak falls to \
              about a quarter: {}. The whole batch's activations are never on the card at \
              once, so not {}; the micro-batches run one after another, not side by side, so \
              not {}. The model's own memory does not shrink, and from the second \

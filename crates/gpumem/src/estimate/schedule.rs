@@ -315,7 +315,12 @@ impl<'a> Walk<'a> {
             (self.hold(input), None, None)
         };
         let size = if self.mixed { 2 } else { self.param };
-        let z = self.batch_t(Role::Forward, rows, out_cols, size);
+        let role = if i == self.c.layers as usize {
+            Role::Prediction
+        } else {
+            Role::Forward
+        };
+        let z = self.batch_t(role, rows, out_cols, size);
         self.product(true);
         match tape {
             Some(tape) => {

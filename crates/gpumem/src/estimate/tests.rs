@@ -72,7 +72,7 @@ fn the_engines_tensors_by_role_are_the_equations_terms() {
             e.parameters,
             e.gradients,
             e.optimizer_state,
-            e.input_batch,
+            e.batch,
             e.activations,
             e.temporaries,
             e.workspaces,

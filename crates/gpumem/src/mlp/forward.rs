@@ -142,7 +142,9 @@ impl Mlp {
             self.precision().parameters()
         };
         // Under an in-place ReLU, `z` is the activation autograd saves.
-        let role = if self.config.strategy.relu_inplace && !self.is_output(i) {
+        let role = if self.is_output(i) {
+            Role::Prediction
+        } else if self.config.strategy.relu_inplace {
             Role::Activation {
                 layer: self.global(i),
             }

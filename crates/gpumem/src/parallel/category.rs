@@ -53,6 +53,7 @@ impl From<Role> for Category {
             Role::CommBuffer => Category::CommBuffers,
             Role::Input
             | Role::Labels
+            | Role::Prediction
             | Role::Activation { .. }
             | Role::Forward
             | Role::ActivationGradient

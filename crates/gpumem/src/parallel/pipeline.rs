@@ -292,7 +292,7 @@ impl Pipeline {
             rows,
             classes,
             DType::F32,
-            Role::Forward,
+            Role::Prediction,
             "y_pred (merged)",
         )?;
         let mut at = 0;

@@ -71,9 +71,8 @@ fn role_of_label(label: &str, relu_inplace: bool) -> Role {
     match label {
         "x" => Input,
         "y" => Labels,
-        "y_pred"
-        | "y_pred (merged)"
-        | "log_softmax"
+        "y_pred" | "y_pred (merged)" => Prediction,
+        "log_softmax"
         | "log_softmax (float32 copy)"
         | "loss"
         | "total_weight"

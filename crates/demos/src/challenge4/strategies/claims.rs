@@ -90,7 +90,7 @@ impl Floats {
             "Measured: float64 needs {} where float32 needs {} ({}). The field report halves the \
              features by loading them as float32; here every floating-point term doubles in \
              float64 — weights, gradients, optimizer state and activations too, not only the \
-             features — and the input batch grows a little less (×{:.2}) because the labels are \
+             features — and the batch grows a little less (×{:.2}) because the labels are \
              8-byte integers (int64) either way. The whole data set waits in host memory ({} as \
              float32, \
              {} as float64); the card only ever holds one batch of it: the report's \"load in \
@@ -98,8 +98,7 @@ impl Floats {
             format_bytes(b),
             format_bytes(a),
             ratio(b, a),
-            self.float64.estimate.input_batch as f64
-                / self.float32.estimate.input_batch.max(1) as f64,
+            self.float64.estimate.batch as f64 / self.float32.estimate.batch.max(1) as f64,
             format_bytes(self.dataset_bytes_float32),
             format_bytes(self.dataset_bytes_float64),
         )
@@ -212,13 +211,13 @@ impl Mixed {
         let here = &self.this_setup;
         let e = &here.float32.estimate;
         let persistent = e.persistent() as f64 / e.peak_allocated.max(1) as f64;
-        let kept = |t: &Terms| t.estimate.parameters + t.estimate.input_batch;
+        let kept = |t: &Terms| t.estimate.parameters;
         let first = if self.nearly_halves_here {
             format!(
                 "The batch-size article's claim — {CLAIM} — holds on this setup: {}, because \
                  activations and the temporaries beside them are {:.1} % of the step. Even here \
-                 only they shrank: the parameters and the input batch keep their bytes ({}), \
-                 since the master weights and the features stay float32.",
+                 only they shrank (and `y_pred`, autocast's float16 output): the parameters keep \
+                 their bytes ({}), since the master weights stay float32.",
                 here.summary(),
                 100.0 * here.activation_share,
                 ratio(kept(&here.mixed), kept(&here.float32))
