@@ -16,10 +16,35 @@ fn fixture(name: &str) -> PathBuf {
         .join(name)
 }
 
-fn temp(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("memviz-test-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).expect("temp folder");
-    dir.join(name)
+/// A file in its own temporary folder, removed when the value is dropped (the test's end).
+#[derive(Debug)]
+struct TempFile {
+    _dir: tempfile::TempDir,
+    path: PathBuf,
+}
+
+impl std::ops::Deref for TempFile {
+    type Target = Path;
+    fn deref(&self) -> &Path {
+        &self.path
+    }
+}
+
+impl AsRef<Path> for TempFile {
+    fn as_ref(&self) -> &Path {
+        &self.path
+    }
+}
+
+fn temp(name: &str) -> TempFile {
+    let dir = tempfile::Builder::new()
+        .prefix("memviz-test-")
+        .tempdir()
+        .expect("temp folder");
+    TempFile {
+        path: dir.path().join(name),
+        _dir: dir,
+    }
 }
 
 fn run(args: &[&str]) -> anyhow::Result<String> {

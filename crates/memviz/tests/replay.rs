@@ -13,10 +13,35 @@ use std::path::{Path, PathBuf};
 const MIB: i64 = 1 << 20;
 const GIB: i64 = 1 << 30;
 
-fn temp(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("memviz-replay-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    dir.join(name)
+/// A file in its own temporary folder, removed when the value is dropped (the test's end).
+#[derive(Debug)]
+struct TempFile {
+    _dir: tempfile::TempDir,
+    path: PathBuf,
+}
+
+impl std::ops::Deref for TempFile {
+    type Target = Path;
+    fn deref(&self) -> &Path {
+        &self.path
+    }
+}
+
+impl AsRef<Path> for TempFile {
+    fn as_ref(&self) -> &Path {
+        &self.path
+    }
+}
+
+fn temp(name: &str) -> TempFile {
+    let dir = tempfile::Builder::new()
+        .prefix("memviz-replay-")
+        .tempdir()
+        .expect("temp folder");
+    TempFile {
+        path: dir.path().join(name),
+        _dir: dir,
+    }
 }
 
 fn e(action: &str, addr: i64, size: i64, name: &str) -> TraceEntry {
@@ -45,7 +70,7 @@ fn recorded(trace: Vec<TraceEntry>, batch: u64, affine: Affine) -> Snapshot {
     }
 }
 
-fn write(name: &str, s: &Snapshot) -> PathBuf {
+fn write(name: &str, s: &Snapshot) -> TempFile {
     let p = temp(name);
     s.write(&p).unwrap();
     p
