@@ -23,6 +23,17 @@ pub fn memory_equation() -> Result<Vec<Question>> {
     let adam = equation(&sgd_config.clone().with_optimizer(adam()), DEEP_BATCH)?;
     let added = adam.optimizer_state - sgd.optimizer_state;
     let copies = added as f64 / adam.parameters as f64;
+    // The context says the peak's gradients are the output layer's only.
+    let classes = sgd_config.classes;
+    let output_grads = gpumem::estimate::block_bytes(4 * sgd_config.hidden * classes)
+        + gpumem::estimate::block_bytes(4 * classes);
+    if adam.gradients != output_grads {
+        return Err(anyhow!(
+            "Adam's peak holds {} of gradients, not the output layer's {}",
+            bytes(adam.gradients),
+            bytes(output_grads)
+        ));
+    }
     let adam_q = Question {
         prompt: format!(
             "The lesson's network ({} of parameters) trains with plain SGD. Predict: switching \
@@ -37,11 +48,14 @@ pub fn memory_equation() -> Result<Vec<Question>> {
         context: format!(
             "Adam keeps two running averages per parameter (`exp_avg` and `exp_avg_sq`), each \
              as large as the parameters: {} ({copies:.2} × {}). One copy would be momentum \
-             SGD; plain SGD keeps {}; {} is parameters, gradients and Adam's state together.",
+             SGD; plain SGD keeps {}; {} adds to Adam's state the parameters and the gradients \
+             alive at the step's peak ({}: the backward pass has made only the output \
+             layer's).",
             bytes(added),
             bytes(adam.parameters),
             bytes(sgd.optimizer_state),
-            bytes(adam.persistent())
+            bytes(adam.persistent()),
+            bytes(adam.gradients)
         ),
     };
     Ok(vec![adam_q])

@@ -65,8 +65,8 @@ fn auto() -> Result<Opened, Error> {
     match Gpu::new(&hardware) {
         Ok(gpu) => Ok(on_gpu(gpu, "auto: found a hardware GPU".into())),
         Err(e) => cpu(match e {
-            GpuError::NoHardwareAdapter(_) => "auto: no hardware GPU, only a software adapter, \
-                which the wgpu backing uses"
+            GpuError::NoHardwareAdapter(_) => "auto: no hardware GPU; a software adapter, which \
+                `--backend wgpu` runs on"
                 .into(),
             _ => "auto: no GPU adapter at all, so the cpu backing".into(),
         }),
