@@ -1,6 +1,9 @@
 //! memviz on snapshots of our own and on fixtures built from PyTorch's documented format
 //! (tests/fixtures/make_fixtures.py), and on input that is not a snapshot.
 
+mod common;
+
+use common::temp;
 use gpumem::Device;
 use gpumem::alloc::History;
 use gpumem::mlp::{Batch, Mlp, MlpConfig};
@@ -14,37 +17,6 @@ fn fixture(name: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("tests/fixtures")
         .join(name)
-}
-
-/// A file in its own temporary folder, removed when the value is dropped (the test's end).
-#[derive(Debug)]
-struct TempFile {
-    _dir: tempfile::TempDir,
-    path: PathBuf,
-}
-
-impl std::ops::Deref for TempFile {
-    type Target = Path;
-    fn deref(&self) -> &Path {
-        &self.path
-    }
-}
-
-impl AsRef<Path> for TempFile {
-    fn as_ref(&self) -> &Path {
-        &self.path
-    }
-}
-
-fn temp(name: &str) -> TempFile {
-    let dir = tempfile::Builder::new()
-        .prefix("memviz-test-")
-        .tempdir()
-        .expect("temp folder");
-    TempFile {
-        path: dir.path().join(name),
-        _dir: dir,
-    }
 }
 
 fn run(args: &[&str]) -> anyhow::Result<String> {

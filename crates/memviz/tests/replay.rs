@@ -4,45 +4,17 @@
 //! allocator's own releases are not; tensors alive before a truncated trace come from the
 //! dump; and bad input is refused with a message that says what is wrong.
 
+mod common;
+
+use common::{TempFile, temp};
 use gpumem::snapshot::{
     ACTIVE_ALLOCATED, Affine, Block, Frame, Recorded, Segment, Snapshot, TraceEntry,
 };
 use serde_json::Value;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 const MIB: i64 = 1 << 20;
 const GIB: i64 = 1 << 30;
-
-/// A file in its own temporary folder, removed when the value is dropped (the test's end).
-#[derive(Debug)]
-struct TempFile {
-    _dir: tempfile::TempDir,
-    path: PathBuf,
-}
-
-impl std::ops::Deref for TempFile {
-    type Target = Path;
-    fn deref(&self) -> &Path {
-        &self.path
-    }
-}
-
-impl AsRef<Path> for TempFile {
-    fn as_ref(&self) -> &Path {
-        &self.path
-    }
-}
-
-fn temp(name: &str) -> TempFile {
-    let dir = tempfile::Builder::new()
-        .prefix("memviz-replay-")
-        .tempdir()
-        .expect("temp folder");
-    TempFile {
-        path: dir.path().join(name),
-        _dir: dir,
-    }
-}
 
 fn e(action: &str, addr: i64, size: i64, name: &str) -> TraceEntry {
     TraceEntry {

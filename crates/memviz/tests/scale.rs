@@ -2,14 +2,10 @@
 //! debug build): consistent figures, the bounded drawing, the views, and a large file cut
 //! short. The benchmark (`examples/scale.rs`) measures the full size.
 
-use memviz::synthetic::{self, Shape};
-use std::path::PathBuf;
+mod common;
 
-fn temp(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("memviz-scale-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).expect("temp folder");
-    dir.join(name)
-}
+use common::{TempFile, temp};
+use memviz::synthetic::{self, Shape};
 
 fn run(args: &[&str]) -> anyhow::Result<String> {
     memviz::run(std::iter::once("memviz").chain(args.iter().copied()))
@@ -23,7 +19,7 @@ const SHAPE: Shape = Shape {
     seed: 7,
 };
 
-fn made(name: &str) -> (PathBuf, synthetic::Made) {
+fn made(name: &str) -> (TempFile, synthetic::Made) {
     let path = temp(name);
     let made = synthetic::write(&path, &SHAPE).expect("writes");
     (path, made)
