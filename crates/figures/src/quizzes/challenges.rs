@@ -4,6 +4,7 @@ use super::{LARGE_ROWS, Question, distinct};
 use crate::data::{DEEP_WIDTH, LESSON_WIDTH, equation, network};
 use crate::measured::CHALLENGE4_DEEP_LAYERS;
 use anyhow::{Result, anyhow};
+use charts::style::grouped;
 use gpumem::alloc::{MIN_BLOCK, ROUND_LARGE, round_size, segment_size};
 use gpumem::data::LESSON_TRAINING_EVENTS as FULL;
 use gpumem::mlp::{Checkpointing, Optimizer, Strategy};
@@ -59,8 +60,10 @@ pub fn challenge_4() -> Result<Vec<Question>> {
     let no_activations = plain.peak_allocated - plain.activations;
     let peak_q = Question {
         prompt: format!(
-            "Challenge 1's whole batch ({FULL} rows) through {CHALLENGE4_DEEP_LAYERS} hidden \
-             layers of {LESSON_WIDTH} peaks at {}. With checkpointing (segments of √L layers), the peak is",
+            "Challenge 1's whole batch ({} rows) through {CHALLENGE4_DEEP_LAYERS} hidden \
+             layers of {} peaks at {}. With checkpointing (segments of √L layers), the peak is",
+            grouped(FULL),
+            grouped(LESSON_WIDTH),
             bytes(plain.peak_allocated)
         ),
         answer: bytes(checkpointed.peak_allocated),

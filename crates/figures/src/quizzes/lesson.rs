@@ -64,23 +64,24 @@ pub fn memory_equation() -> Result<Vec<Question>> {
 /// How many steps an epoch takes. (What the whole set as one batch does is Challenge 1's
 /// guess; which tensor fails is asked there, after its demo has named it.)
 pub fn mini_batching() -> Result<Vec<Question>> {
-    let steps = FULL.div_ceil(DEEP_BATCH);
+    // Numbers written as the pages write them (`1 173 000`).
+    let (steps, full) = (grouped(FULL.div_ceil(DEEP_BATCH)), grouped(FULL));
     let steps_q = Question {
         prompt: format!(
-            "At a batch of {DEEP_BATCH} rows, how many steps make one epoch of {FULL} rows?"
+            "At a batch of {DEEP_BATCH} rows, how many steps make one epoch of {full} rows?"
         ),
-        answer: steps.to_string(),
+        answer: steps.clone(),
         distractors: distinct(
-            &steps.to_string(),
+            &steps,
             vec![
-                (FULL / DEEP_BATCH).to_string(),
-                FULL.to_string(),
-                DEEP_BATCH.to_string(),
+                grouped(FULL / DEEP_BATCH),
+                full.clone(),
+                grouped(DEEP_BATCH),
             ],
         ),
         context: format!(
-            "An epoch sees every row once, {DEEP_BATCH} per step: {FULL} ÷ {DEEP_BATCH} \
-             rounded up is {steps}; the last batch may be shorter. {FULL} steps would be one \
+            "An epoch sees every row once, {DEEP_BATCH} per step: {full} ÷ {DEEP_BATCH} \
+             rounded up is {steps}; the last batch may be shorter. {full} steps would be one \
              row at a time."
         ),
     };
@@ -103,10 +104,11 @@ pub fn networks() -> Result<Vec<Question>> {
     // Scaled by the width alone, not its square.
     let linear = deep_peak * LESSON_WIDTH / DEEP_WIDTH;
     let square = (LESSON_WIDTH as f64 / DEEP_WIDTH as f64).powi(2);
+    let (lesson_w, deep_w) = (grouped(LESSON_WIDTH), grouped(DEEP_WIDTH));
     let layer_q = Question {
         prompt: format!(
-            "Hidden layers of {LESSON_WIDTH} instead of {DEEP_WIDTH}, batch {DEEP_BATCH}, SGD. \
-             One more hidden layer raises the peak by about"
+            "Hidden layers of {lesson_w} instead of {deep_w}, batch {DEEP_BATCH}, SGD. One \
+             more hidden layer raises the peak by about"
         ),
         answer: bytes(peak),
         distractors: distinct(
@@ -114,8 +116,8 @@ pub fn networks() -> Result<Vec<Question>> {
             vec![bytes(linear), bytes(weights), bytes(no_grads)],
         ),
         context: format!(
-            "A hidden layer's weights grow with the square of the width: ({LESSON_WIDTH} / \
-             {DEEP_WIDTH})² = {square:.2} of the {} a layer of {DEEP_WIDTH} adds is about {}. \
+            "A hidden layer's weights grow with the square of the width: ({lesson_w} / \
+             {deep_w})² = {square:.2} of the {} a layer of {deep_w} adds is about {}. \
              The engine's {} (tensors rounded up as the allocator does): {} of weights and as much again of gradients; the activation \
              at batch {DEEP_BATCH} adds little. In proportion to the width alone gives {}; \
              forgetting the gradients, {}.",
@@ -256,8 +258,10 @@ pub fn allocator() -> Result<Vec<Question>> {
         round_size(requested).ok_or_else(|| anyhow!("{requested} B cannot be rounded"))?;
     let round_q = Question {
         prompt: format!(
-            "A float32 bias of {LESSON_WIDTH} values ({requested} B) on an empty device. \
-             How much does `memory_allocated()` grow?"
+            "A float32 bias of {} values ({} B) on an empty device. How much does \
+             `memory_allocated()` grow?",
+            grouped(LESSON_WIDTH),
+            grouped(requested)
         ),
         answer: bytes(rounded),
         distractors: distinct(&bytes(rounded), vec![bytes(requested), bytes(SMALL_BUFFER)]),
@@ -399,8 +403,9 @@ pub fn fitting_more() -> Result<Vec<Question>> {
     )?;
     let accum_q = Question {
         prompt: format!(
-            "All {FULL} rows as one batch need {}. Split into {accumulate} micro-batches \
+            "All {} rows as one batch need {}. Split into {accumulate} micro-batches \
              with gradient accumulation (one optimizer step for all of them), the peak is",
+            grouped(FULL),
             bytes(whole.peak_allocated)
         ),
         answer: bytes(split.peak_allocated),
