@@ -20,11 +20,39 @@ const MAX_PART_HEIGHT: f64 = 6000.0;
 pub struct Session {
     pub tab: Arc<Tab>,
     events: Events,
-    _browser: Browser,
+    /// `Some` until the session is dropped, which closes it before removing the profile.
+    browser: Option<Browser>,
     server: StaticServer,
-    _profile: tempfile::TempDir,
+    profile: Option<tempfile::TempDir>,
     timeout: Duration,
 }
+
+impl Drop for Session {
+    /// Chromium's helper processes can write into the profile for a moment after the browser
+    /// has gone, so a folder removed at once may come back (about one per CI run did): close
+    /// the browser first, then remove the folder until it stays gone.
+    fn drop(&mut self) {
+        drop(self.browser.take());
+        let Some(profile) = self.profile.take() else {
+            return;
+        };
+        let path = profile.keep();
+        for _ in 0..PROFILE_REMOVALS {
+            let _ = std::fs::remove_dir_all(&path);
+            std::thread::sleep(Duration::from_millis(100));
+            if !path.exists() {
+                return;
+            }
+        }
+        eprintln!(
+            "bookcheck: could not remove the browser profile {}",
+            path.display()
+        );
+    }
+}
+
+/// Tries at removing the browser's profile, 100 ms apart.
+const PROFILE_REMOVALS: usize = 20;
 
 impl std::fmt::Debug for Session {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -77,9 +105,9 @@ impl Session {
         Ok(Session {
             tab,
             events,
-            _browser: browser,
+            browser: Some(browser),
             server,
-            _profile: profile,
+            profile: Some(profile),
             timeout,
         })
     }
