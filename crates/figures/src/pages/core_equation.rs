@@ -214,9 +214,6 @@ pub fn core_equation() -> Result<String> {
         busiest = b(top.max(bottom).max(update)),
         total = b(total),
     )?;
-    if let Some(words) = tie_words([("top", top), ("bottom", bottom), ("update", update)]) {
-        writeln!(out, "\n{words}")?;
-    }
     let blocks = crate::data::equation(&gpumem::mlp::MlpConfig::lesson(setup.width), EXAMPLE_ROWS)?;
     writeln!(
         out,
@@ -229,22 +226,6 @@ pub fn core_equation() -> Result<String> {
         batch_words(t.d, blocks.batch),
     )?;
     Ok(out)
-}
-
-/// When the busiest moment prints as the same figure as another, which one is larger and by
-/// how much: otherwise the reader cannot tell the busiest from the list.
-fn tie_words(moments: [(&str, u64); 3]) -> Option<String> {
-    let &(name, most) = moments.iter().max_by_key(|(_, v)| *v)?;
-    let &(other, v) = moments
-        .iter()
-        .find(|&&(n, v)| n != name && format_bytes(v) == format_bytes(most))?;
-    Some(format!(
-        "The {other} and the {name} print alike; in bytes the {name} is larger by {}, so it is \
-         the busiest ({} B against {} B).",
-        format_bytes(most - v),
-        grouped(most),
-        grouped(v)
-    ))
 }
 
 /// The batch's `D` raw and as blocks, said once when rounding leaves it the same.
@@ -282,21 +263,5 @@ mod tests {
         assert_eq!(evaluate(FORMULA, &t).unwrap(), 31 + 20);
         assert!(evaluate("P + Q", &t).is_err());
         assert!(evaluate("max(P", &t).is_err());
-    }
-
-    #[test]
-    fn a_tie_in_print_names_the_larger_moment() {
-        let gib = 1u64 << 30;
-        let words = tie_words([("top", 2 * gib), ("bottom", 2 * gib + 100), ("update", 5)]);
-        let words = words.expect("2.00 GiB twice is a tie in print");
-        assert!(
-            words.starts_with("The top and the bottom print alike"),
-            "{words}"
-        );
-        assert!(words.contains("larger by 100 bytes"), "{words}");
-        assert_eq!(
-            tie_words([("top", 2 * gib), ("bottom", gib), ("update", 5)]),
-            None
-        );
     }
 }
