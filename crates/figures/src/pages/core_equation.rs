@@ -214,6 +214,9 @@ pub fn core_equation() -> Result<String> {
         busiest = b(top.max(bottom).max(update)),
         total = b(total),
     )?;
+    if t.l == 1 && bottom > top {
+        writeln!(out, "\n{}", one_layer_bottom(setup.width, setup.batch)?)?;
+    }
     let blocks = crate::data::equation(&gpumem::mlp::MlpConfig::lesson(setup.width), EXAMPLE_ROWS)?;
     writeln!(
         out,
@@ -226,6 +229,46 @@ pub fn core_equation() -> Result<String> {
         batch_words(t.d, blocks.batch),
     )?;
     Ok(out)
+}
+
+/// With one hidden layer the equation's `P + 3·a` counts the bottom of the backward pass high
+/// and so picks it by `P − G`; the engine's step peaks at the top. Said, with the allocation
+/// the engine's step peaks on, so that a reader who compares with the calculator is not left
+/// to wonder which moment is the busiest.
+fn one_layer_bottom(width: u64, rows: u64) -> Result<String> {
+    use gpumem::alloc::EventKind;
+    let device = gpumem::Device::new(&gpumem::lesson::planning_unlimited())?;
+    let config = gpumem::mlp::MlpConfig::lesson(width);
+    let (_, trace) = gpumem::measure::measure_step_traced(&device, &config, rows, 0)?;
+    let label = trace
+        .events
+        .iter()
+        .filter(|e| e.kind == EventKind::Alloc)
+        .max_by_key(|e| e.allocated)
+        .map(|e| e.label.clone())
+        .ok_or_else(|| anyhow!("the engine's step allocated nothing"))?;
+    // The top of the backward pass: the ReLU's gradient, made beside the kept activation and
+    // the gradient coming down.
+    if label != "relu.grad" {
+        bail!("the one-layer step peaks on `{label}`, not at the top of the backward pass");
+    }
+    // At the bottom, as the first layer's weight gradient is made: one `a`, not three.
+    let a = 4 * rows * width;
+    let bottom = trace
+        .events
+        .iter()
+        .find(|e| e.kind == EventKind::Alloc && e.label == "layer0.weight.grad")
+        .map(|e| e.allocated)
+        .ok_or_else(|| anyhow!("the one-layer step made no layer0.weight.grad"))?;
+    if !(a..2 * a).contains(&bottom) {
+        bail!("at layer0.weight.grad {bottom} B are allocated: not one `a` ({a} B) and change");
+    }
+    Ok(format!(
+        "With one hidden layer the equation counts the bottom high: the first layer needs no \
+         gradient for its input `x`, so when the backward pass reaches it one `a` is alive, \
+         not three. The step itself peaks at the top, allocating `{label}`, as the calculator \
+         says."
+    ))
 }
 
 /// The batch's `D` raw and as blocks, said once when rounding leaves it the same.
